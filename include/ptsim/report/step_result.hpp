@@ -1,0 +1,96 @@
+// StepResult: what one simulated training step came to — time and its
+// breakdown, throughput, memory, communication — as plain data. Renderers
+// (terminal, JSON) read it; they never re-simulate.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ptsim/common/ids.hpp"
+
+namespace ptsim::report {
+
+/// Where the step's time goes on the rank that finishes last; the four parts
+/// sum to the step time.
+struct Breakdown {
+  double compute_s = 0;                // forward, backward and recomputation kernels
+  double exposed_communication_s = 0;  // compute stream idle while communication runs
+  double pipeline_bubble_s = 0;        // compute stream idle with nothing in flight
+  double optimizer_s = 0;              // optimizer step
+  double recompute_s = 0;              // part of compute_s spent recomputing activations
+};
+
+struct Throughput {
+  double tokens_per_s = 0;
+  double model_tflops_per_gpu = 0;     // model FLOPs (no recomputation) per second per GPU
+  double hardware_tflops_per_gpu = 0;  // including recomputation
+  double mfu = 0;                      // model FLOPs / (step time · GPUs · dense bf16 peak)
+};
+
+struct MemoryUse {
+  std::uint64_t peak_bytes = 0;          // highest peak over ranks
+  std::uint64_t capacity_bytes = 0;      // HBM per GPU
+  bool fits = false;
+  std::uint64_t params_bytes = 0;        // of the rank with the highest peak
+  std::uint64_t grads_bytes = 0;
+  std::uint64_t optimizer_bytes = 0;
+  std::uint64_t activations_peak_bytes = 0;
+  Rank peak_rank = 0;
+  std::int64_t peak_stage = 0;
+};
+
+struct StageMemory {
+  std::int64_t stage = 0;
+  std::uint64_t peak_bytes = 0;
+  std::uint64_t static_bytes = 0;
+  std::uint64_t activations_peak_bytes = 0;
+};
+
+/// One parallel dimension's communication on the rank that finishes last.
+struct DimensionCommunication {
+  std::uint64_t bytes = 0;  // message sizes of its collectives, and bytes it sends and receives
+  double time_s = 0;        // time its operations ran
+  double exposed_s = 0;     // of which the compute stream sat idle waiting
+};
+
+struct SimulationInfo {
+  std::uint64_t events = 0;
+  std::uint64_t tasks = 0;
+  double wall_s = 0;
+  std::string mode;         // "explicit" or "symmetric"
+  std::int64_t ranks_simulated = 0;
+  std::uint64_t fingerprint = 0;
+};
+
+struct StepResult {
+  // What was simulated.
+  std::string model_name;
+  std::string hardware_name;
+  std::string gpu_name;
+  std::int64_t gpus = 0;
+  std::int64_t nodes = 0;
+  std::int64_t tp = 1, pp = 1, dp = 1;
+  std::int64_t micro_batch_size = 1;
+  std::int64_t num_microbatches = 1;
+  std::int64_t global_batch_size = 1;
+  std::int64_t seq_length = 1;
+  std::string schedule;
+  std::string recompute;
+  double model_flops_per_step = 0;
+  double parameters = 0;
+
+  // What it came to.
+  double step_time_s = 0;
+  Rank critical_rank = 0;
+  std::int64_t critical_stage = 0;
+  Breakdown breakdown;
+  Throughput throughput;
+  MemoryUse memory;
+  std::vector<StageMemory> stages;
+  std::map<std::string, DimensionCommunication> communication;  // "tp", "pp", "dp"
+  SimulationInfo simulation;
+};
+
+}  // namespace ptsim::report

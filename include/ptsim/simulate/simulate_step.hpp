@@ -1,0 +1,47 @@
+// simulate_step: the whole flow for one training step —
+//   (model, hardware, strategy) → workload → engine run → StepResult.
+// The one entry point the CLI, and later the planner and validator, call.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ptsim/engine/run_result.hpp"
+#include "ptsim/hardware/hardware_profile.hpp"
+#include "ptsim/model/model_spec.hpp"
+#include "ptsim/report/step_result.hpp"
+#include "ptsim/strategy/parallel_config.hpp"
+#include "ptsim/workload/step_workload.hpp"
+
+namespace ptsim::simulate {
+
+enum class Mode {
+  Explicit,   // every rank simulated
+  Symmetric,  // one rank per pipeline stage stands for its TP and DP peers
+};
+
+struct Request {
+  model::ModelSpec model;
+  hardware::HardwareProfile hardware;
+  strategy::ParallelConfig parallel;
+  Mode mode = Mode::Explicit;
+  /// Ranks whose tasks are recorded for a trace; empty records none.
+  std::vector<Rank> record_ranks;
+};
+
+struct Outcome {
+  workload::StepWorkload step;
+  engine::RunResult run;
+  report::StepResult result;
+};
+
+/// Runs one step. Throws ConfigError when symmetric mode would not be exact
+/// (peers of one stage reach their groups over different network tiers),
+/// SimulationError when the step cannot complete.
+Outcome simulate_step(const Request& request);
+
+/// Ranks worth tracing by default: all when there are at most 16, otherwise
+/// the first rank of each pipeline stage.
+std::vector<Rank> default_trace_ranks(const strategy::ParallelConfig& parallel);
+
+}  // namespace ptsim::simulate

@@ -1,0 +1,41 @@
+// ParallelConfig: how the model is parallelised — Megatron-LM's knobs, already
+// validated against each other (config/validate checks them against the model
+// and the hardware too). Input stage of the flow.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ptsim::strategy {
+
+enum class ScheduleKind {
+  Naive,     // plain model parallelism: one micro-batch (the whole per-replica batch)
+  GPipe,     // all forwards, then all backwards (Huang et al. 2019)
+  OneFOneB,  // PipeDream-Flush as in Megatron-LM (Narayanan et al. 2021)
+};
+
+enum class RecomputeKind { None, Full };
+
+std::string_view to_string(ScheduleKind s);
+std::string_view to_string(RecomputeKind r);
+
+struct ParallelConfig {
+  std::int64_t world_size = 1;  // GPUs
+  std::int64_t tp = 1;          // tensor-model-parallel size
+  std::int64_t pp = 1;          // pipeline-model-parallel size
+  std::int64_t dp = 1;          // data-parallel size = world / (tp·pp)
+  std::int64_t micro_batch_size = 1;   // sequences per micro-batch
+  std::int64_t global_batch_size = 1;  // sequences per step, all replicas
+  ScheduleKind schedule = ScheduleKind::OneFOneB;
+  RecomputeKind recompute = RecomputeKind::None;
+  /// Megatron's DDP bucket: gradients are reduced in buckets of this many
+  /// parameters (Megatron-LM default 40M; the bucket grows with dp, see
+  /// DistributedDataParallelConfig.bucket_size).
+  std::int64_t ddp_bucket_parameters = 40'000'000;
+
+  /// Micro-batches each pipeline runs per step: GBS / (MBS·DP).
+  std::int64_t num_microbatches() const { return global_batch_size / (micro_batch_size * dp); }
+};
+
+}  // namespace ptsim::strategy

@@ -1,0 +1,53 @@
+// Workload: everything the engine runs for one training step — one TaskGraph
+// per class of ranks (ranks that run the same program), which program each
+// rank runs, and the communicators that tie ranks together. A program names
+// communicators by slot ("the tp group"); each rank resolves a slot to its own
+// communicator. Operations on one communicator match across its members in
+// issue order, as NCCL requires: every member's k-th operation on a
+// communicator is the same collective.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ptsim/common/ids.hpp"
+#include "ptsim/taskgraph/task_graph.hpp"
+
+namespace ptsim::taskgraph {
+
+using CommunicatorId = std::uint32_t;
+inline constexpr CommunicatorId kNoCommunicator = std::numeric_limits<CommunicatorId>::max();
+
+struct Communicator {
+  std::vector<Rank> members;  // in the group's rank order; p2p: {sender, receiver}
+};
+
+struct Workload {
+  std::int64_t world_size = 0;
+  std::vector<std::string> stream_names;     // Task::stream indexes these
+  std::vector<std::string> category_names;   // Task::category indexes these
+  std::vector<std::string> comm_slot_names;  // Task::comm_slot indexes these
+  std::vector<std::string> op_names;         // Task::name indexes these
+  /// For each stream, the reporting dimension its communication belongs to
+  /// (an index into comm_slot_names' dimension labels is not needed: reports
+  /// group streams by this label, e.g. "tp", "pp", "dp"); "" for compute.
+  std::vector<std::string> stream_dimension;
+
+  std::vector<TaskGraph> programs;
+  std::vector<std::uint32_t> program_of_rank;          // size world_size
+  std::vector<std::uint64_t> program_base_memory_bytes;  // resident before the step starts
+
+  std::vector<Communicator> communicators;
+  /// communicator_of[rank · comm_slot_names.size() + slot]; kNoCommunicator when unused.
+  std::vector<CommunicatorId> communicator_of;
+
+  CommunicatorId communicator(Rank rank, std::uint8_t slot) const {
+    return communicator_of[static_cast<std::size_t>(rank) * comm_slot_names.size() + slot];
+  }
+  /// Interns a name into `table` and returns its index.
+  static std::uint32_t intern(std::vector<std::string>& table, const std::string& name);
+};
+
+}  // namespace ptsim::taskgraph

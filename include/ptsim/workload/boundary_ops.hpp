@@ -1,0 +1,28 @@
+// The ops outside the transformer layers: the input embedding on the first
+// pipeline stage, the final norm, LM head and vocab-parallel cross-entropy
+// loss on the last, and the optimizer step on every rank.
+#pragma once
+
+#include <cstdint>
+
+#include "ptsim/model/model_spec.hpp"
+#include "ptsim/workload/layer_ops.hpp"
+#include "ptsim/workload/op_spec.hpp"
+
+namespace ptsim::workload {
+
+/// Vocab-parallel word embedding (+ learned positions), dropout; its output
+/// is all-reduced over TP (Megatron's VocabParallelEmbedding).
+BlockOps embedding_ops(const model::ModelSpec& m, const MicroShape& shape);
+
+/// Final norm, LM head (column-parallel over the vocabulary) and the
+/// vocab-parallel cross-entropy in fp32, whose max, target-logit and sum-exp
+/// reductions are three small all-reduces over TP.
+BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape);
+
+/// Mixed-precision Adam over `parameters` local parameters: reads the bf16
+/// gradient and the fp32 master weight and two moments, writes those three
+/// back and the bf16 weight: 2 + 12 + 12 + 2 = 28 bytes per parameter.
+OpSpec optimizer_step_op(std::int64_t parameters);
+
+}  // namespace ptsim::workload

@@ -1,0 +1,74 @@
+// The workload builder: turns (model, strategy) into the Workload of one
+// training step — one program per pipeline stage, in the schedule's order,
+// with every kernel, tensor-parallel all-reduce, pipeline send/recv,
+// data-parallel gradient bucket and the optimizer step — plus what reports
+// need to interpret it. It orders nothing in time: the engine does.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ptsim/model/model_spec.hpp"
+#include "ptsim/strategy/parallel_config.hpp"
+#include "ptsim/strategy/rank_layout.hpp"
+#include "ptsim/strategy/stage_partition.hpp"
+#include "ptsim/taskgraph/workload.hpp"
+#include "ptsim/workload/stage_parameters.hpp"
+
+namespace ptsim::workload {
+
+/// Stream indices of every program (stream 0 is the compute stream).
+namespace streams {
+inline constexpr std::uint8_t kCompute = 0;
+inline constexpr std::uint8_t kTensorParallel = 1;
+inline constexpr std::uint8_t kDataParallel = 2;
+inline constexpr std::uint8_t kPipelineSendForward = 3;
+inline constexpr std::uint8_t kPipelineRecvForward = 4;
+inline constexpr std::uint8_t kPipelineSendBackward = 5;
+inline constexpr std::uint8_t kPipelineRecvBackward = 6;
+}  // namespace streams
+
+/// Communicator slots every program names (resolved per rank).
+namespace slots {
+inline constexpr std::uint8_t kTensorParallel = 0;
+inline constexpr std::uint8_t kDataParallel = 1;
+inline constexpr std::uint8_t kEmbedding = 2;  // first and last stage, tied embeddings
+inline constexpr std::uint8_t kPipelineForwardSend = 3;
+inline constexpr std::uint8_t kPipelineForwardRecv = 4;
+inline constexpr std::uint8_t kPipelineBackwardSend = 5;
+inline constexpr std::uint8_t kPipelineBackwardRecv = 6;
+}  // namespace slots
+
+/// Task categories, for the report's breakdown.
+namespace categories {
+inline constexpr std::uint8_t kForward = 0;
+inline constexpr std::uint8_t kBackward = 1;
+inline constexpr std::uint8_t kRecompute = 2;
+inline constexpr std::uint8_t kOptimizer = 3;
+inline constexpr std::uint8_t kTensorParallel = 4;
+inline constexpr std::uint8_t kPipelineParallel = 5;
+inline constexpr std::uint8_t kDataParallel = 6;
+}  // namespace categories
+
+struct StepWorkload {
+  taskgraph::Workload workload;
+  model::ModelSpec model;                          // as built: vocabulary padded as Megatron pads it
+  strategy::RankLayout layout;
+  std::vector<strategy::LayerRange> stages;        // layers per pipeline stage
+  std::vector<StaticMemory> stage_static_memory;   // per stage (= per program)
+  std::int64_t num_microbatches = 0;
+  std::int64_t micro_batch_size = 0;
+  double model_flops = 0;     // forward + backward matmul FLOP of the whole step, all ranks
+  double hardware_flops = 0;  // model_flops plus recomputation
+  std::int64_t tokens_per_step = 0;
+};
+
+/// Megatron-LM pads the vocabulary to a multiple of 128·tp
+/// (--make-vocab-size-divisible-by 128, times the TP size).
+std::int64_t padded_vocab_size(std::int64_t vocab_size, std::int64_t tp);
+
+/// Builds the step. The inputs must already be validated (config/validate).
+StepWorkload build_step_workload(const model::ModelSpec& model,
+                                 const strategy::ParallelConfig& config);
+
+}  // namespace ptsim::workload

@@ -1,0 +1,14 @@
+// The ptsim subcommands. Each takes its own arguments (after the command
+// name), prints to the given streams and returns the process exit code; it
+// throws ConfigError/SimulationError for main to report.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace ptsim::cli {
+
+int run_simulate(const std::vector<std::string>& args, std::ostream& out);
+
+}  // namespace ptsim::cli

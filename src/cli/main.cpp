@@ -1,0 +1,56 @@
+// The ptsim command line: dispatches to subcommands and is the only place
+// that prints errors and picks exit codes (0 ok, 2 bad input, 3 the
+// simulation cannot finish, 70 internal error).
+#include <fmt/format.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "ptsim/common/error.hpp"
+
+namespace {
+
+constexpr const char* kHelp = R"(ptsim — discrete-event simulator of parallel training strategies
+
+Usage: ptsim <command> [options]      (ptsim <command> --help for the command's options)
+
+Commands:
+  simulate   simulate one training step of a model on a cluster under a strategy
+
+Example:
+  ptsim simulate --model configs/models/gpt3-175b.json --hw hw_profiles/a100-sxm4-80gb.json \
+      --gpus 1024 --tp 8 --pp 8 --global-batch-size 1536
+
+Exit codes: 0 success · 2 invalid input · 3 simulation cannot finish · 70 internal error
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+      fmt::print("{}", kHelp);
+      return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "--version") {
+      fmt::print("ptsim 0.1.0\n");
+      return 0;
+    }
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (args[0] == "simulate") return ptsim::cli::run_simulate(rest, std::cout);
+    fmt::print(stderr, "ptsim: unknown command '{}'; run ptsim --help for the commands\n", args[0]);
+    return 2;
+  } catch (const ptsim::ConfigError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+  } catch (const ptsim::SimulationError& e) {
+    fmt::print(stderr, "simulation error: {}\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "internal error: {}\n", e.what());
+    return 70;
+  }
+}

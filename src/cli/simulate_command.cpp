@@ -1,0 +1,197 @@
+// `ptsim simulate`: flags → inputs → simulate_step → terminal, JSON, trace.
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <boost/program_options.hpp>
+#include <optional>
+#include <sstream>
+
+#include "commands.hpp"
+#include "output_file.hpp"
+#include "ptsim/common/error.hpp"
+#include "ptsim/config/load_hardware.hpp"
+#include "ptsim/config/load_model.hpp"
+#include "ptsim/config/resolve_run.hpp"
+#include "ptsim/config/strategy_input.hpp"
+#include "ptsim/report/chrome_trace.hpp"
+#include "ptsim/report/console_report.hpp"
+#include "ptsim/report/json_report.hpp"
+#include "ptsim/simulate/simulate_step.hpp"
+
+namespace ptsim::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kUsage = R"(Usage: ptsim simulate --model FILE --hw FILE [strategy] [outputs]
+
+Simulates one training step of a model on a cluster under a parallel strategy,
+event by event on every GPU rank, and reports step time, its breakdown, memory
+per GPU and communication.
+
+Examples:
+  ptsim simulate --model configs/models/gpt3-175b.json --hw hw_profiles/a100-sxm4-80gb.json \
+      --gpus 1024 --tp 8 --pp 8 --micro-batch-size 1 --global-batch-size 1536 --schedule 1f1b
+  ptsim simulate --model configs/models/bert-large.json --hw hw_profiles/a100-sxm4-80gb.json \
+      --gpus 4 --pp 4 --global-batch-size 16 --micro-batch-size 4 --schedule gpipe --json out.json
+  ptsim simulate --model configs/models/llama3-8b.json --hw hw_profiles/h100-sxm5-80gb.json \
+      --strategy my-strategy.json --trace step.trace.json
+
+)";
+
+struct Flags {
+  std::string model, hw, strategy, json, trace, trace_ranks, mode = "explicit";
+  config::StrategyInput input;
+};
+
+// Boost registers one name per option: each Megatron name and its alias are
+// separate options that must not both be given.
+std::optional<std::int64_t> pick(const po::variables_map& vm, const char* long_name,
+                                 const char* short_name, const char* field,
+                                 config::StrategyInput& input) {
+  const bool has_long = vm.count(long_name) > 0;
+  const bool has_short = short_name != nullptr && vm.count(short_name) > 0;
+  if (has_long && has_short)
+    throw ConfigError(fmt::format("--{} and --{} set the same value; give one of them", long_name,
+                                  short_name));
+  if (!has_long && !has_short) return std::nullopt;
+  const char* used = has_long ? long_name : short_name;
+  input.origin[field] = fmt::format("--{}", used);
+  return vm[used].as<std::int64_t>();
+}
+
+po::options_description describe(Flags& f) {
+  po::options_description inputs("Inputs");
+  inputs.add_options()
+      ("model", po::value(&f.model)->value_name("FILE"),
+       "model: ptsim JSON (Megatron-LM names) or a Hugging Face config.json")
+      ("hw", po::value(&f.hw)->value_name("FILE"), "hardware profile, e.g. hw_profiles/h100-sxm5-80gb.json")
+      ("strategy", po::value(&f.strategy)->value_name("FILE"),
+       "strategy file with the keys of the flags below (flags override it)");
+  po::options_description strategy("Strategy (Megatron-LM names; short aliases)");
+  strategy.add_options()
+      ("gpus", po::value<std::int64_t>()->value_name("N"), "GPUs in the job (world size)")
+      ("tensor-model-parallel-size", po::value<std::int64_t>()->value_name("T"), "tensor-parallel size (default 1)")
+      ("tp", po::value<std::int64_t>()->value_name("T"), "alias of --tensor-model-parallel-size")
+      ("pipeline-model-parallel-size", po::value<std::int64_t>()->value_name("P"), "pipeline stages (default 1)")
+      ("pp", po::value<std::int64_t>()->value_name("P"), "alias of --pipeline-model-parallel-size")
+      ("data-parallel-size", po::value<std::int64_t>()->value_name("D"), "data-parallel size (default gpus / (tp·pp))")
+      ("dp", po::value<std::int64_t>()->value_name("D"), "alias of --data-parallel-size")
+      ("micro-batch-size", po::value<std::int64_t>()->value_name("B"), "sequences per micro-batch (default 1)")
+      ("global-batch-size", po::value<std::int64_t>()->value_name("B"), "sequences per step over all replicas (required)")
+      ("seq-length", po::value<std::int64_t>()->value_name("S"), "sequence length (default: the model's)")
+      ("schedule", po::value<std::string>()->value_name("NAME"), "naive | gpipe | 1f1b (default 1f1b)")
+      ("recompute", po::value<std::string>()->value_name("MODE"), "activation recomputation: none | full (default none)");
+  po::options_description outputs("Simulation and outputs");
+  outputs.add_options()
+      ("mode", po::value(&f.mode)->value_name("MODE"),
+       "explicit (every rank, default) | symmetric (one rank per pipeline stage; exact when all "
+       "peers of a stage see the same network)")
+      ("json", po::value(&f.json)->value_name("FILE"), "write the report as JSON")
+      ("trace", po::value(&f.trace)->value_name("FILE"), "write a Chrome trace (Perfetto, chrome://tracing)")
+      ("trace-ranks", po::value(&f.trace_ranks)->value_name("LIST"),
+       "ranks in the trace: comma-separated, or 'all' (default: all up to 16 ranks, else the "
+       "first rank of each stage)")
+      ("help,h", "show this help");
+  po::options_description all;
+  all.add(inputs).add(strategy).add(outputs);
+  return all;
+}
+
+std::vector<Rank> parse_ranks(const std::string& text, std::int64_t world) {
+  std::vector<Rank> ranks;
+  if (text == "all") {
+    for (Rank r = 0; r < world; ++r) ranks.push_back(r);
+    return ranks;
+  }
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::size_t used = 0;
+    long long r = -1;
+    try {
+      r = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item.empty() || r < 0 || r >= world)
+      throw ConfigError(fmt::format("--trace-ranks: '{}' is not a rank in [0, {}); give ranks "
+                                    "separated by commas, or 'all'",
+                                    item, world));
+    ranks.push_back(static_cast<Rank>(r));
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+}  // namespace
+
+int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
+  Flags f;
+  const po::options_description options = describe(f);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(options).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw ConfigError(fmt::format("ptsim simulate: {}; see ptsim simulate --help", e.what()));
+  }
+  if (vm.count("help")) {
+    fmt::print(out, "{}", kUsage);
+    std::ostringstream text;
+    text << options;
+    fmt::print(out, "{}", text.str());
+    return 0;
+  }
+  if (f.model.empty()) throw ConfigError("ptsim simulate: --model FILE is required; see --help");
+  if (f.hw.empty()) throw ConfigError("ptsim simulate: --hw FILE is required; see --help");
+  if (f.mode != "explicit" && f.mode != "symmetric")
+    throw ConfigError(fmt::format("--mode = {} is not a mode; use explicit or symmetric", f.mode));
+
+  config::StrategyInput flags;
+  flags.gpus = pick(vm, "gpus", nullptr, "gpus", flags);
+  flags.tp = pick(vm, "tensor-model-parallel-size", "tp", "tp", flags);
+  flags.pp = pick(vm, "pipeline-model-parallel-size", "pp", "pp", flags);
+  flags.dp = pick(vm, "data-parallel-size", "dp", "dp", flags);
+  flags.micro_batch_size = pick(vm, "micro-batch-size", nullptr, "micro_batch_size", flags);
+  flags.global_batch_size = pick(vm, "global-batch-size", nullptr, "global_batch_size", flags);
+  flags.seq_length = pick(vm, "seq-length", nullptr, "seq_length", flags);
+  if (vm.count("schedule")) {
+    flags.schedule = vm["schedule"].as<std::string>();
+    flags.origin["schedule"] = "--schedule";
+  }
+  if (vm.count("recompute")) {
+    flags.recompute = vm["recompute"].as<std::string>();
+    flags.origin["recompute"] = "--recompute";
+  }
+  const config::StrategyInput input =
+      f.strategy.empty() ? flags : config::merge(config::load_strategy(f.strategy), flags);
+
+  simulate::Request request;
+  const model::ModelSpec model = config::load_model(f.model);
+  request.hardware = config::load_hardware(f.hw);
+  const config::ResolvedRun resolved = config::resolve_run(model, input);
+  request.model = resolved.model;
+  request.parallel = resolved.parallel;
+  request.mode = f.mode == "explicit" ? simulate::Mode::Explicit : simulate::Mode::Symmetric;
+  if (!f.trace.empty())
+    request.record_ranks = f.trace_ranks.empty()
+                               ? simulate::default_trace_ranks(request.parallel)
+                               : parse_ranks(f.trace_ranks, request.parallel.world_size);
+
+  const simulate::Outcome outcome = simulate::simulate_step(request);
+  report::print_console(outcome.result, out);
+  const std::vector<std::string> inputs = {f.model, f.hw, f.strategy};
+  if (!f.json.empty())
+    write_output_file(f.json, inputs,
+                      [&](std::ostream& o) { report::write_json(outcome.result, o); });
+  if (!f.trace.empty())
+    write_output_file(f.trace, inputs, [&](std::ostream& o) {
+      report::write_chrome_trace(outcome.run, outcome.step.workload, o);
+    });
+  return 0;
+}
+
+}  // namespace ptsim::cli

@@ -1,0 +1,120 @@
+// Set-up and collection of a simulation run's state (see run_state.hpp).
+#include "internal/run_state.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ptsim/common/error.hpp"
+
+namespace ptsim::engine::internal {
+
+void RankState::allocate(std::uint64_t bytes, Time now) {
+  if (bytes == 0) return;
+  allocated += bytes;
+  if (allocated > stats.peak_memory_bytes) {
+    stats.peak_memory_bytes = allocated;
+    stats.peak_memory_at = now;
+  }
+  if (samples != nullptr) samples->push_back({rank, now, allocated});
+}
+
+void RankState::release(std::uint64_t bytes, Time now) {
+  if (bytes == 0) return;
+  PTSIM_ASSERT(bytes <= allocated - stats.base_memory_bytes,
+               fmt::format("rank {} frees {} bytes more than it allocated", rank,
+                           bytes - (allocated - stats.base_memory_bytes)));
+  allocated -= bytes;
+  if (samples != nullptr) samples->push_back({rank, now, allocated});
+}
+
+namespace {
+
+std::vector<Rank> ranks_to_simulate(const taskgraph::Workload& w, const RunOptions& options) {
+  if (options.ranks.empty()) {
+    std::vector<Rank> all(static_cast<std::size_t>(w.world_size));
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<Rank>(i);
+    return all;
+  }
+  PTSIM_ASSERT(std::is_sorted(options.ranks.begin(), options.ranks.end()),
+               "ranks to simulate must be ascending");
+  for (const Rank r : options.ranks)
+    PTSIM_ASSERT(r >= 0 && r < w.world_size, "ranks to simulate lie in the world");
+  return options.ranks;
+}
+
+}  // namespace
+
+RunState::RunState(const taskgraph::Workload& w, const cost::CostModel& cost,
+                   const RunOptions& options) {
+  PTSIM_ASSERT(w.stream_names.size() <= 8, "at most 8 streams (occupancy masks use 8 bits)");
+  PTSIM_ASSERT(w.program_of_rank.size() == static_cast<std::size_t>(w.world_size),
+               "every rank runs a program");
+  num_streams = static_cast<std::uint8_t>(w.stream_names.size());
+  const std::vector<Rank> simulated = ranks_to_simulate(w, options);
+  programs.resize(w.programs.size());
+  ranks.resize(simulated.size());
+  streams.resize(simulated.size() * num_streams);
+  comms.resize(w.communicators.size());
+  std::vector<std::uint8_t> recorded(static_cast<std::size_t>(w.world_size), 0);
+  for (const Rank r : options.record_ranks) recorded.at(static_cast<std::size_t>(r)) = 1;
+
+  for (std::size_t i = 0; i < simulated.size(); ++i) {
+    const Rank rank = simulated[i];
+    const std::uint32_t pid = w.program_of_rank[static_cast<std::size_t>(rank)];
+    if (!programs[pid])
+      programs[pid] =
+          std::make_unique<CompiledProgram>(compile_program(w.programs[pid], num_streams, w.comm_slot_names.size(), cost));
+    RankState& r = ranks[i];
+    r.rank = rank;
+    r.program = programs[pid].get();
+    r.done.assign((r.program->tasks.size() + 63) / 64, 0);
+    r.allocated = w.program_base_memory_bytes[pid];
+    r.stats.rank = rank;
+    r.stats.base_memory_bytes = r.allocated;
+    r.stats.peak_memory_bytes = r.allocated;
+    r.stats.categories.resize(w.category_names.size());
+    r.stats.occupancy.assign(std::size_t{1} << num_streams, Time{});
+    r.record = recorded[static_cast<std::size_t>(rank)] != 0;
+    if (r.record) {
+      r.samples = &samples;
+      samples.push_back({rank, Time{}, r.allocated});
+    }
+    // Count the simulated members each communicator waits for; one rank may
+    // reach a communicator through one slot only, or its operations could
+    // interleave and NCCL's ordering rule would not hold.
+    const std::size_t slots = w.comm_slot_names.size();
+    for (std::size_t s = 0; s < slots; ++s) {
+      const auto id = w.communicator(rank, static_cast<std::uint8_t>(s));
+      if (id == taskgraph::kNoCommunicator || !r.program->uses_slot[s]) continue;
+      for (std::size_t s2 = 0; s2 < s; ++s2)
+        PTSIM_ASSERT(w.communicator(rank, static_cast<std::uint8_t>(s2)) != id,
+                     "a rank reaches each communicator through one slot");
+      ++comms[id].expected;
+    }
+  }
+}
+
+bool RunState::all_finished() const {
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    for (std::uint8_t s = 0; s < num_streams; ++s)
+      if (streams[i * num_streams + s].cursor < ranks[i].program->stream_tasks[s].size())
+        return false;
+  return true;
+}
+
+RunResult RunState::collect(RunResult result) {
+  result.ranks.reserve(ranks.size());
+  for (RankState& r : ranks) {
+    r.account(r.finish);
+    r.stats.finish = r.finish;
+    result.makespan = std::max(result.makespan, r.finish);
+    result.ranks.push_back(std::move(r.stats));
+  }
+  std::stable_sort(samples.begin(), samples.end(),
+                   [](const MemorySample& a, const MemorySample& b) { return a.at < b.at; });
+  result.memory_samples = std::move(samples);
+  return result;
+}
+
+}  // namespace ptsim::engine::internal

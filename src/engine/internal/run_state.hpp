@@ -1,0 +1,74 @@
+// RunState: the mutable state of one simulation run — per simulated rank its
+// stream cursors, finished tasks, memory and occupancy clocks; per
+// communicator the members that have reached the pending operation. Private
+// to engine/.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "internal/compiled_program.hpp"
+#include "ptsim/engine/run_result.hpp"
+#include "ptsim/engine/simulator.hpp"
+#include "ptsim/taskgraph/workload.hpp"
+
+namespace ptsim::engine::internal {
+
+struct StreamState {
+  std::uint32_t cursor = 0;  // index of the next task in the stream's issue order
+  Time started;              // start of the running task
+  bool running = false;      // a task is executing
+  bool waiting = false;      // the head task waits for the other members of its communicator
+};
+
+struct RankState {
+  Rank rank = 0;
+  const CompiledProgram* program = nullptr;
+  std::vector<std::uint64_t> done;  // one bit per task
+  std::uint64_t allocated = 0;      // base + live allocations, bytes
+  std::uint32_t busy_mask = 0;      // bit s: stream s runs a task
+  Time last_change;                 // occupancy is accounted up to here
+  Time finish;
+  bool record = false;
+  std::vector<MemorySample>* samples = nullptr;  // set when recorded
+  RankStats stats;
+
+  bool is_done(taskgraph::TaskId t) const { return (done[t >> 6] >> (t & 63)) & 1u; }
+  void mark_done(taskgraph::TaskId t) { done[t >> 6] |= std::uint64_t{1} << (t & 63); }
+  /// Charges the time since the last change to the current busy mask.
+  void account(Time now) {
+    stats.occupancy[busy_mask] += now - last_change;
+    last_change = now;
+  }
+  void allocate(std::uint64_t bytes, Time now);
+  void release(std::uint64_t bytes, Time now);
+};
+
+struct CommState {
+  std::uint32_t expected = 0;           // simulated members
+  const taskgraph::Task* first = nullptr;  // first arrival's task, to check the others against
+  std::vector<std::pair<std::uint32_t, taskgraph::TaskId>> arrivals;  // (rank slot, task)
+};
+
+class RunState {
+ public:
+  RunState(const taskgraph::Workload& w, const cost::CostModel& cost, const RunOptions& options);
+
+  std::uint8_t num_streams = 0;
+  std::vector<std::unique_ptr<CompiledProgram>> programs;  // by program index; null if unused
+  std::vector<RankState> ranks;                            // simulated ranks, ascending
+  std::vector<StreamState> streams;                        // [rank slot · num_streams + s]
+  std::vector<CommState> comms;                            // by communicator id
+  std::vector<MemorySample> samples;
+
+  StreamState& stream(std::uint32_t local, std::uint8_t s) {
+    return streams[static_cast<std::size_t>(local) * num_streams + s];
+  }
+  bool all_finished() const;
+  /// Moves per-rank statistics and recordings into `result`.
+  RunResult collect(RunResult result);
+};
+
+}  // namespace ptsim::engine::internal

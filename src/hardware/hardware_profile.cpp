@@ -1,0 +1,19 @@
+// Accessors of HardwareProfile that can fail on a GPU's missing features.
+#include "ptsim/hardware/hardware_profile.hpp"
+
+#include <fmt/format.h>
+
+#include "ptsim/common/error.hpp"
+
+namespace ptsim::hardware {
+
+double GpuSpec::peak_flops(Dtype d) const {
+  const auto& peak = peak_flops_per_s[static_cast<std::size_t>(d)];
+  if (!peak)
+    throw ConfigError(fmt::format("hardware: GPU {} has no {} peak rate (gpu.peak_tflops.{} is "
+                                  "absent); choose a precision the GPU supports",
+                                  name, to_string(d), to_string(d)));
+  return *peak;
+}
+
+}  // namespace ptsim::hardware

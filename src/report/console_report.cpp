@@ -1,0 +1,101 @@
+// StepResult → terminal summary (see console_report.hpp).
+#include "ptsim/report/console_report.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "ptsim/common/units.hpp"
+
+namespace ptsim::report {
+
+namespace {
+
+constexpr int kBarWidth = 24;
+
+std::string duration(double s) {
+  if (s >= 1) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.1f} µs", s * 1e6);
+}
+
+std::string gib(double bytes) { return fmt::format("{:.1f}", bytes / units::kGiB); }
+
+std::string volume(double bytes) {
+  if (bytes >= 1e9) return fmt::format("{:.1f} GB", bytes / 1e9);
+  if (bytes >= 1e6) return fmt::format("{:.1f} MB", bytes / 1e6);
+  return fmt::format("{:.1f} kB", bytes / 1e3);
+}
+
+std::string bar(double fraction) {
+  const int full = static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * kBarWidth));
+  std::string s;
+  for (int i = 0; i < kBarWidth; ++i) s += i < full ? "█" : "░";
+  return s;
+}
+
+std::string thousands(std::uint64_t n) {
+  const std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+void print_console(const StepResult& r, std::ostream& out) {
+  fmt::print(out, "{} on {} × {} ({} node{}) · TP {} · PP {} · DP {} · {} micro-batch{} of {} · {}{}\n",
+             r.model_name, r.gpus, r.gpu_name, r.nodes, r.nodes == 1 ? "" : "s", r.tp, r.pp, r.dp,
+             r.num_microbatches, r.num_microbatches == 1 ? "" : "es", r.micro_batch_size,
+             upper(r.schedule), r.recompute == "none" ? "" : fmt::format(" · recompute {}", r.recompute));
+  const double t = r.step_time_s;
+  fmt::print(out, "step time          {:>10}    tokens/s {:>10.4g}    model TFLOP/s/GPU {:.1f}    MFU {:.1f}%\n",
+             duration(t), r.throughput.tokens_per_s, r.throughput.model_tflops_per_gpu,
+             100 * r.throughput.mfu);
+  const auto row = [&](const char* name, double s, const std::string& note) {
+    const double f = t > 0 ? s / t : 0;
+    fmt::print(out, "  {:<16} {:>10} {:>4.0f}%  {}{}\n", name, duration(s), 100 * f, bar(f), note);
+  };
+  row("compute", r.breakdown.compute_s,
+      r.breakdown.recompute_s > 0 ? fmt::format("  (recompute {})", duration(r.breakdown.recompute_s)) : "");
+  row("pipeline bubble", r.breakdown.pipeline_bubble_s, "");
+  std::string comm_note = "  (";
+  for (const char* dim : {"tp", "pp", "dp"}) {
+    const auto& d = r.communication.at(dim);
+    const double hidden = d.time_s > 0 ? 100 * (1 - d.exposed_s / d.time_s) : 100;
+    comm_note += fmt::format("{}{} {} exposed of {}, {:.0f}% hidden", dim == std::string("tp") ? "" : " · ",
+                             upper(dim), duration(d.exposed_s), duration(d.time_s), hidden);
+  }
+  row("exposed comm", r.breakdown.exposed_communication_s, comm_note + ")");
+  row("optimizer", r.breakdown.optimizer_s, "");
+
+  const auto& m = r.memory;
+  const std::string verdict =
+      m.fits ? "fits"
+             : fmt::format("DOES NOT FIT — needs {} GiB more", gib(static_cast<double>(m.peak_bytes - m.capacity_bytes)));
+  fmt::print(out, "memory per GPU     {} GiB of {} GiB  {}   (params {} · grads {} · optimizer {} · activations {} peak, stage {})\n",
+             gib(static_cast<double>(m.peak_bytes)), gib(static_cast<double>(m.capacity_bytes)), verdict,
+             gib(static_cast<double>(m.params_bytes)), gib(static_cast<double>(m.grads_bytes)),
+             gib(static_cast<double>(m.optimizer_bytes)), gib(static_cast<double>(m.activations_peak_bytes)),
+             m.peak_stage);
+  fmt::print(out, "communication      TP {} · PP {} · DP {} per step, on rank {} (stage {})\n",
+             volume(static_cast<double>(r.communication.at("tp").bytes)),
+             volume(static_cast<double>(r.communication.at("pp").bytes)),
+             volume(static_cast<double>(r.communication.at("dp").bytes)), r.critical_rank, r.critical_stage);
+  fmt::print(out, "simulated          {} events ({} tasks) in {:.2f} s ({}, {} rank{})\n",
+             thousands(r.simulation.events), thousands(r.simulation.tasks), r.simulation.wall_s,
+             r.simulation.mode, r.simulation.ranks_simulated, r.simulation.ranks_simulated == 1 ? "" : "s");
+}
+
+}  // namespace ptsim::report

@@ -1,0 +1,74 @@
+// StepResult → JSON (see json_report.hpp).
+#include "ptsim/report/json_report.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace ptsim::report {
+
+void write_json(const StepResult& r, std::ostream& out) {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["schema_version"] = kSchemaVersion;
+  j["run"] = {{"model", r.model_name},
+              {"hardware", r.hardware_name},
+              {"gpu", r.gpu_name},
+              {"gpus", r.gpus},
+              {"nodes", r.nodes},
+              {"tp", r.tp},
+              {"pp", r.pp},
+              {"dp", r.dp},
+              {"micro_batch_size", r.micro_batch_size},
+              {"num_microbatches", r.num_microbatches},
+              {"global_batch_size", r.global_batch_size},
+              {"seq_length", r.seq_length},
+              {"schedule", r.schedule},
+              {"recompute", r.recompute},
+              {"parameters", r.parameters},
+              {"model_flops_per_step", r.model_flops_per_step}};
+  j["step_time_s"] = r.step_time_s;
+  j["critical_rank"] = r.critical_rank;
+  j["critical_stage"] = r.critical_stage;
+  j["breakdown_s"] = {{"compute", r.breakdown.compute_s},
+                      {"exposed_communication", r.breakdown.exposed_communication_s},
+                      {"pipeline_bubble", r.breakdown.pipeline_bubble_s},
+                      {"optimizer", r.breakdown.optimizer_s}};
+  j["breakdown_detail_s"] = {{"recompute", r.breakdown.recompute_s}};
+  j["throughput"] = {{"tokens_per_s", r.throughput.tokens_per_s},
+                     {"model_tflops_per_gpu", r.throughput.model_tflops_per_gpu},
+                     {"hardware_tflops_per_gpu", r.throughput.hardware_tflops_per_gpu},
+                     {"mfu", r.throughput.mfu}};
+  ordered_json stages = ordered_json::array();
+  for (const auto& s : r.stages)
+    stages.push_back({{"stage", s.stage},
+                      {"peak_bytes", s.peak_bytes},
+                      {"static_bytes", s.static_bytes},
+                      {"activations_peak_bytes", s.activations_peak_bytes}});
+  j["memory"] = {{"peak_bytes", r.memory.peak_bytes},
+                 {"capacity_bytes", r.memory.capacity_bytes},
+                 {"fits", r.memory.fits},
+                 {"params_bytes", r.memory.params_bytes},
+                 {"grads_bytes", r.memory.grads_bytes},
+                 {"optimizer_bytes", r.memory.optimizer_bytes},
+                 {"activations_peak_bytes", r.memory.activations_peak_bytes},
+                 {"peak_rank", r.memory.peak_rank},
+                 {"peak_stage", r.memory.peak_stage},
+                 {"stages", stages}};
+  ordered_json comm = ordered_json::object();
+  for (const char* dim : {"tp", "pp", "dp"}) {
+    const auto it = r.communication.find(dim);
+    const DimensionCommunication d = it == r.communication.end() ? DimensionCommunication{} : it->second;
+    comm[dim] = {{"bytes", d.bytes}, {"time_s", d.time_s}, {"exposed_s", d.exposed_s}};
+  }
+  j["communication"] = comm;
+  j["simulation"] = {{"events", r.simulation.events},
+                     {"tasks", r.simulation.tasks},
+                     {"wall_s", r.simulation.wall_s},
+                     {"mode", r.simulation.mode},
+                     {"ranks_simulated", r.simulation.ranks_simulated},
+                     {"fingerprint", fmt::format("{:016x}", r.simulation.fingerprint)}};
+  out << j.dump(2) << '\n';
+}
+
+}  // namespace ptsim::report

@@ -1,0 +1,131 @@
+// From engine observations to the step's figures (see summarize.hpp).
+#include "ptsim/report/summarize.hpp"
+
+#include <algorithm>
+#include <bit>
+
+#include "ptsim/common/error.hpp"
+#include "ptsim/model/model_spec.hpp"
+
+namespace ptsim::report {
+
+namespace {
+
+using workload::categories::kBackward;
+using workload::categories::kDataParallel;
+using workload::categories::kForward;
+using workload::categories::kOptimizer;
+using workload::categories::kPipelineParallel;
+using workload::categories::kRecompute;
+using workload::categories::kTensorParallel;
+
+// The compute stream's idle time, split into waiting on communication
+// (attributed in equal shares to the dimensions then in flight) and bubble.
+void split_idle_time(const engine::RankStats& r, const taskgraph::Workload& w, StepResult& out) {
+  for (std::size_t mask = 0; mask < r.occupancy.size(); ++mask) {
+    const double t = r.occupancy[mask].seconds();
+    if (mask & 1u) continue;  // compute stream busy
+    if (mask == 0) {
+      out.breakdown.pipeline_bubble_s += t;
+      continue;
+    }
+    out.breakdown.exposed_communication_s += t;
+    std::vector<std::string> dims;
+    for (std::size_t s = 1; s < w.stream_dimension.size(); ++s)
+      if ((mask >> s) & 1u && std::find(dims.begin(), dims.end(), w.stream_dimension[s]) == dims.end())
+        dims.push_back(w.stream_dimension[s]);
+    for (const auto& d : dims) out.communication[d].exposed_s += t / static_cast<double>(dims.size());
+  }
+}
+
+}  // namespace
+
+StepResult summarize(const engine::RunResult& run, const workload::StepWorkload& step,
+                     const strategy::ParallelConfig& config,
+                     const hardware::HardwareProfile& hardware) {
+  PTSIM_ASSERT(!run.ranks.empty(), "a run simulates at least one rank");
+  StepResult out;
+  out.model_name = step.model.name;
+  out.hardware_name = hardware.name;
+  out.gpu_name = hardware.gpu.name;
+  out.gpus = config.world_size;
+  out.nodes = (config.world_size + hardware.gpus_per_node - 1) / hardware.gpus_per_node;
+  out.tp = config.tp;
+  out.pp = config.pp;
+  out.dp = config.dp;
+  out.micro_batch_size = config.micro_batch_size;
+  out.num_microbatches = step.num_microbatches;
+  out.global_batch_size = config.global_batch_size;
+  out.seq_length = step.model.seq_length;
+  out.schedule = std::string(strategy::to_string(config.schedule));
+  out.recompute = std::string(strategy::to_string(config.recompute));
+  out.model_flops_per_step = step.model_flops;
+  out.parameters = static_cast<double>(model::total_parameters(step.model));
+
+  // The rank that finishes last sets the step time; ties go to the lowest rank.
+  const auto critical = std::max_element(
+      run.ranks.begin(), run.ranks.end(),
+      [](const engine::RankStats& a, const engine::RankStats& b) { return a.finish < b.finish; });
+  const engine::RankStats& r = *critical;
+  const auto& w = step.workload;
+  out.step_time_s = r.finish.seconds();
+  out.critical_rank = r.rank;
+  out.critical_stage = step.layout.coordinate(r.rank, strategy::Axis::Pp);
+
+  const auto busy = [&](std::uint8_t c) { return r.categories[c].busy.seconds(); };
+  out.breakdown.compute_s = busy(kForward) + busy(kBackward) + busy(kRecompute);
+  out.breakdown.recompute_s = busy(kRecompute);
+  out.breakdown.optimizer_s = busy(kOptimizer);
+  const std::pair<const char*, std::uint8_t> dims[] = {
+      {"tp", kTensorParallel}, {"pp", kPipelineParallel}, {"dp", kDataParallel}};
+  for (const auto& [name, category] : dims) {
+    auto& d = out.communication[name];
+    d.bytes = r.categories[category].bytes;
+    d.time_s = busy(category);
+  }
+  split_idle_time(r, w, out);
+
+  const double seconds = out.step_time_s;
+  const double gpus = static_cast<double>(config.world_size);
+  if (seconds > 0) {
+    out.throughput.tokens_per_s = static_cast<double>(step.tokens_per_step) / seconds;
+    out.throughput.model_tflops_per_gpu = step.model_flops / seconds / gpus / 1e12;
+    out.throughput.hardware_tflops_per_gpu = step.hardware_flops / seconds / gpus / 1e12;
+    out.throughput.mfu = step.model_flops / (seconds * gpus * hardware.gpu.peak_flops(Dtype::Bf16));
+  }
+
+  // Memory: the highest peak of any rank, and each stage's highest.
+  out.stages.resize(static_cast<std::size_t>(config.pp));
+  for (std::size_t s = 0; s < out.stages.size(); ++s) {
+    out.stages[s].stage = static_cast<std::int64_t>(s);
+    out.stages[s].static_bytes = step.stage_static_memory[s].total_bytes();
+  }
+  const engine::RankStats* peak = &run.ranks.front();
+  for (const auto& rank : run.ranks) {
+    if (rank.peak_memory_bytes > peak->peak_memory_bytes) peak = &rank;
+    auto& stage = out.stages[static_cast<std::size_t>(
+        step.layout.coordinate(rank.rank, strategy::Axis::Pp))];
+    stage.peak_bytes = std::max(stage.peak_bytes, rank.peak_memory_bytes);
+    stage.activations_peak_bytes =
+        std::max(stage.activations_peak_bytes, rank.peak_memory_bytes - rank.base_memory_bytes);
+  }
+  const auto peak_stage = step.layout.coordinate(peak->rank, strategy::Axis::Pp);
+  const auto& fixed = step.stage_static_memory[static_cast<std::size_t>(peak_stage)];
+  out.memory.peak_bytes = peak->peak_memory_bytes;
+  out.memory.capacity_bytes = static_cast<std::uint64_t>(hardware.gpu.memory_bytes);
+  out.memory.fits = out.memory.peak_bytes <= out.memory.capacity_bytes;
+  out.memory.params_bytes = fixed.params_bytes;
+  out.memory.grads_bytes = fixed.grads_bytes;
+  out.memory.optimizer_bytes = fixed.optimizer_bytes;
+  out.memory.activations_peak_bytes = peak->peak_memory_bytes - peak->base_memory_bytes;
+  out.memory.peak_rank = peak->rank;
+  out.memory.peak_stage = peak_stage;
+
+  out.simulation.events = run.events;
+  out.simulation.tasks = run.tasks;
+  out.simulation.ranks_simulated = static_cast<std::int64_t>(run.ranks.size());
+  out.simulation.fingerprint = run.fingerprint;
+  return out;
+}
+
+}  // namespace ptsim::report

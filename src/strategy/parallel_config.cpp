@@ -1,0 +1,17 @@
+// Names of the strategy enums, as flags and files spell them.
+#include "ptsim/strategy/parallel_config.hpp"
+
+namespace ptsim::strategy {
+
+std::string_view to_string(ScheduleKind s) {
+  switch (s) {
+    case ScheduleKind::Naive: return "naive";
+    case ScheduleKind::GPipe: return "gpipe";
+    case ScheduleKind::OneFOneB: return "1f1b";
+  }
+  return "?";
+}
+
+std::string_view to_string(RecomputeKind r) { return r == RecomputeKind::None ? "none" : "full"; }
+
+}  // namespace ptsim::strategy

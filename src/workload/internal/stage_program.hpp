@@ -1,0 +1,33 @@
+// Builds the program of one pipeline stage: its schedule's steps expanded into
+// kernels and communication tasks with the dependencies between streams.
+// Private to workload/.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "internal/name_table.hpp"
+#include "ptsim/model/model_spec.hpp"
+#include "ptsim/strategy/parallel_config.hpp"
+#include "ptsim/strategy/stage_partition.hpp"
+#include "ptsim/taskgraph/workload.hpp"
+
+namespace ptsim::workload::internal {
+
+struct StageContext {
+  const model::ModelSpec* model = nullptr;   // vocabulary already padded
+  const strategy::ParallelConfig* config = nullptr;
+  std::int64_t stage = 0;
+  std::int64_t num_stages = 1;
+  strategy::LayerRange layers;
+  std::int64_t num_microbatches = 1;
+  std::int64_t micro_batch_size = 1;
+  std::int64_t stage_parameters = 0;       // for the optimizer step
+  std::int64_t ddp_bucket_parameters = 0;  // gradient bucket size, parameters
+  bool embedding_group = false;            // tied embeddings split over stages
+};
+
+/// The stage's program; op names are interned into `names`.
+taskgraph::TaskGraph build_stage_program(const StageContext& ctx, NameTable& names);
+
+}  // namespace ptsim::workload::internal
