@@ -68,6 +68,27 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   m.seq_length = check.bounded(s.seq_length, model.seq_length, "seq_length", kMaxSeq);
   c.tp = check.bounded(s.tp, 1, "tp", kMaxGpus);
   c.pp = check.bounded(s.pp, 1, "pp", kMaxGpus);
+  if (m.num_attention_heads % c.tp != 0)
+    check.fail("tp", c.tp,
+               fmt::format("must divide num_attention_heads = {} (model {})",
+                           m.num_attention_heads, m.name),
+               fmt::format("choose one of {}", divisors_hint(m.num_attention_heads)));
+  if (m.num_query_groups % c.tp != 0)
+    check.fail("tp", c.tp,
+               fmt::format("must divide num_query_groups = {} (model {}: key/value heads are split "
+                           "over TP ranks)",
+                           m.num_query_groups, m.name),
+               fmt::format("choose one of {}", divisors_hint(m.num_query_groups)));
+  if (m.ffn_hidden_size % c.tp != 0)
+    check.fail("tp", c.tp,
+               fmt::format("must divide ffn_hidden_size = {} (model {})", m.ffn_hidden_size, m.name),
+               fmt::format("choose one of {}", divisors_hint(m.ffn_hidden_size)));
+  if (c.pp > m.num_layers)
+    check.fail("pp", c.pp,
+               fmt::format("exceeds num_layers = {} (model {}): every stage needs a layer",
+                           m.num_layers, m.name),
+               fmt::format("use at most {} pipeline stages", m.num_layers));
+
   const std::int64_t model_parallel = c.tp * c.pp;
 
   if (!s.gpus && !s.dp)
@@ -93,27 +114,6 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
                                          kMaxGpus),
                  "use fewer GPUs");
   }
-
-  if (m.num_attention_heads % c.tp != 0)
-    check.fail("tp", c.tp,
-               fmt::format("must divide num_attention_heads = {} (model {})",
-                           m.num_attention_heads, m.name),
-               fmt::format("choose one of {}", divisors_hint(m.num_attention_heads)));
-  if (m.num_query_groups % c.tp != 0)
-    check.fail("tp", c.tp,
-               fmt::format("must divide num_query_groups = {} (model {}: key/value heads are split "
-                           "over TP ranks)",
-                           m.num_query_groups, m.name),
-               fmt::format("choose one of {}", divisors_hint(m.num_query_groups)));
-  if (m.ffn_hidden_size % c.tp != 0)
-    check.fail("tp", c.tp,
-               fmt::format("must divide ffn_hidden_size = {} (model {})", m.ffn_hidden_size, m.name),
-               fmt::format("choose one of {}", divisors_hint(m.ffn_hidden_size)));
-  if (c.pp > m.num_layers)
-    check.fail("pp", c.pp,
-               fmt::format("exceeds num_layers = {} (model {}): every stage needs a layer",
-                           m.num_layers, m.name),
-               fmt::format("use at most {} pipeline stages", m.num_layers));
 
   const std::string schedule = s.schedule.value_or("1f1b");
   if (schedule != "naive" && schedule != "gpipe" && schedule != "1f1b")

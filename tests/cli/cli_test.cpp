@@ -1,0 +1,132 @@
+// The ptsim binary end to end: exit codes, messages, output files.
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_support.hpp"
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Result run(const std::string& args) {
+  const std::string out = ptsim::test::scratch_path("cli.out");
+  const std::string err = ptsim::test::scratch_path("cli.err");
+  const std::string cmd = std::string(PTSIM_BINARY) + " " + args + " >" + out + " 2>" + err;
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+std::string tiny_run() {
+  return "simulate --model " + ptsim::test::source_path("configs/models/tiny.json") + " --hw " +
+         ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json");
+}
+
+}  // namespace
+
+TEST_CASE("ptsim simulate writes the summary, the JSON report and a trace", "[cli]") {
+  const std::string json = ptsim::test::scratch_path("tiny.json");
+  const std::string trace = ptsim::test::scratch_path("tiny.trace.json");
+  const auto r = run(tiny_run() + " --gpus 8 --tp 2 --pp 2 --global-batch-size 16 --micro-batch-size 2"
+                     " --json " + json + " --trace " + trace);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("tiny-gpt on 8 × A100-SXM4-80GB (1 node) · TP 2 · PP 2 · DP 2"));
+  CHECK_THAT(r.out, Catch::Contains("pipeline bubble"));
+  const auto j = nlohmann::json::parse(slurp(json));
+  CHECK(j.at("schema_version").get<int>() == 1);
+  const auto& b = j.at("breakdown_s");
+  const double sum = b.at("compute").get<double>() + b.at("exposed_communication").get<double>() +
+                     b.at("pipeline_bubble").get<double>() + b.at("optimizer").get<double>();
+  CHECK(sum == Approx(j.at("step_time_s").get<double>()).epsilon(1e-9));
+  for (const char* key : {"tokens_per_s", "model_tflops_per_gpu", "mfu"}) CHECK(j.at("throughput").contains(key));
+  for (const char* key : {"peak_bytes", "capacity_bytes", "fits", "params_bytes", "grads_bytes",
+                          "optimizer_bytes", "activations_peak_bytes"})
+    CHECK(j.at("memory").contains(key));
+  for (const char* dim : {"tp", "pp", "dp"}) {
+    CHECK(j.at("communication").at(dim).contains("bytes"));
+    CHECK(j.at("communication").at(dim).contains("time_s"));
+  }
+  CHECK(j.at("simulation").at("mode").get<std::string>() == "explicit");
+  CHECK(j.at("simulation").at("events").get<std::uint64_t>() > 0);
+
+  // The trace: one process per rank, one thread per stream, a memory counter.
+  const auto t = nlohmann::json::parse(slurp(trace));
+  std::set<int> pids;
+  bool memory_counter = false;
+  std::size_t complete = 0;
+  for (const auto& e : t.at("traceEvents")) {
+    pids.insert(e.at("pid").get<int>());
+    if (e.at("ph") == "C" && e.at("name") == "memory") memory_counter = true;
+    if (e.at("ph") == "X") ++complete;
+  }
+  CHECK(pids.size() == 8);
+  CHECK(memory_counter);
+  CHECK(complete == j.at("simulation").at("tasks").get<std::size_t>());
+}
+
+TEST_CASE("ptsim rejects bad input with exit code 2 and one clear line", "[cli]") {
+  SECTION("inconsistent strategy") {
+    const auto r = run(tiny_run() + " --gpus 8 --tp 3 --global-batch-size 8");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::StartsWith("error: --tp = 3 must divide num_attention_heads = 8"));
+    CHECK(r.out.empty());
+  }
+  SECTION("both a flag and its alias") {
+    const auto r = run(tiny_run() + " --gpus 8 --tp 2 --tensor-model-parallel-size 2 --global-batch-size 8");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--tensor-model-parallel-size and --tp set the same value"));
+  }
+  SECTION("unknown flag") {
+    const auto r = run(tiny_run() + " --gpus 8 --global-batch-size 8 --tpp 2");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("unrecognised option '--tpp'"));
+  }
+  SECTION("non-numeric value") {
+    const auto r = run(tiny_run() + " --gpus eight --global-batch-size 8");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--gpus"));
+  }
+  SECTION("missing model file") {
+    const auto r = run("simulate --model /nonexistent/m.json --hw x.json --gpus 1 --global-batch-size 1");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("/nonexistent/m.json: cannot open the file"));
+  }
+  SECTION("missing required flag") {
+    const auto r = run("simulate --gpus 1");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--model FILE is required"));
+  }
+  SECTION("an output over an input") {
+    const auto r = run(tiny_run() + " --gpus 1 --global-batch-size 1 --json " +
+                       ptsim::test::source_path("configs/models/tiny.json"));
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("refusing to overwrite an input"));
+  }
+  SECTION("unknown command") {
+    const auto r = run("simulat");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("unknown command 'simulat'"));
+  }
+}
+
+TEST_CASE("ptsim --help and ptsim simulate --help show usage with examples", "[cli]") {
+  const auto top = run("--help");
+  CHECK(top.code == 0);
+  CHECK_THAT(top.out, Catch::Contains("simulate"));
+  const auto sim = run("simulate --help");
+  CHECK(sim.code == 0);
+  CHECK_THAT(sim.out, Catch::Contains("Examples:"));
+  CHECK_THAT(sim.out, Catch::Contains("--tensor-model-parallel-size"));
+}

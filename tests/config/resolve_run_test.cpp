@@ -1,0 +1,157 @@
+// Strategy defaults and every inconsistency the checks stop before simulation.
+#include "ptsim/config/resolve_run.hpp"
+
+#include <fstream>
+
+#include "ptsim/common/error.hpp"
+#include "test_support.hpp"
+
+using namespace ptsim;
+
+namespace {
+config::StrategyInput base() {
+  config::StrategyInput s;
+  s.gpus = 1024;
+  s.tp = 8;
+  s.pp = 8;
+  s.global_batch_size = 1536;
+  return s;
+}
+
+config::ResolvedRun resolve(const config::StrategyInput& s) {
+  return config::resolve_run(test::shipped_model("gpt3-175b"), s);
+}
+
+std::string write_strategy(const std::string& name, const std::string& text) {
+  const std::string path = test::scratch_path("generated-" + name);
+  std::ofstream(path) << text;
+  return path;
+}
+}  // namespace
+
+TEST_CASE("DP is derived from the world size and defaults are Megatron's", "[config]") {
+  const auto run = resolve(base());
+  CHECK(run.parallel.dp == 16);
+  CHECK(run.parallel.micro_batch_size == 1);
+  CHECK(run.parallel.num_microbatches() == 96);  // 1536 / (1 · 16)
+  CHECK(run.parallel.schedule == strategy::ScheduleKind::OneFOneB);
+  CHECK(run.model.seq_length == 2048);
+  auto s = base();
+  s.seq_length = 4096;
+  CHECK(resolve(s).model.seq_length == 4096);
+  s.gpus.reset();
+  s.dp = 4;
+  CHECK(resolve(s).parallel.world_size == 256);
+}
+
+TEST_CASE("Naive model parallelism runs the per-replica batch as one micro-batch", "[config]") {
+  auto s = base();
+  s.schedule = "naive";
+  const auto run = resolve(s);
+  CHECK(run.parallel.micro_batch_size == 96);
+  CHECK(run.parallel.num_microbatches() == 1);
+  s.micro_batch_size = 4;
+  CHECK_THROWS_WITH(resolve(s), Catch::Contains("--micro-batch-size = 4 conflicts with "
+                                                "--schedule naive") &&
+                                    Catch::Contains("omit --micro-batch-size or set it to 96"));
+}
+
+TEST_CASE("Inconsistent strategies are rejected with the rule and the fix", "[config]") {
+  auto s = base();
+  SECTION("world size is not tp·pp·dp") {
+    s.dp = 8;
+    CHECK_THROWS_WITH(resolve(s), Catch::Contains("--data-parallel-size/--dp = 8 does not match "
+                                                  "the world size: gpus = 1024 ≠ tp·pp·dp = "
+                                                  "8·8·8 = 512") &&
+                                      Catch::Contains("set --dp 16 or omit --dp"));
+  }
+  SECTION("GPUs not a multiple of tp·pp") {
+    s.gpus = 1000;
+    CHECK_THROWS_WITH(resolve(s), Catch::Contains("--gpus = 1000 is not a multiple of tp·pp = 8·8 = 64"));
+  }
+  SECTION("heads not divisible by tp") {
+    s.tp = 5;
+    s.gpus = 320;
+    CHECK_THROWS_WITH(resolve(s), Catch::Contains("--tensor-model-parallel-size/--tp = 5 must "
+                                                  "divide num_attention_heads = 96 (model GPT-3 175B)") &&
+                                      Catch::Contains("choose one of 1, 2, 3, 4, 6, 8"));
+  }
+  SECTION("query groups not divisible by tp") {
+    config::StrategyInput l;
+    l.gpus = 16;
+    l.tp = 16;
+    l.global_batch_size = 16;
+    CHECK_THROWS_WITH(config::resolve_run(test::shipped_model("llama3-70b"), l),
+                      Catch::Contains("must divide num_query_groups = 8"));
+  }
+  SECTION("fewer layers than stages") {
+    s.pp = 128;
+    s.tp = 1;
+    s.gpus = 128;
+    s.global_batch_size = 8;
+    CHECK_THROWS_WITH(resolve(s), Catch::Contains("--pipeline-model-parallel-size/--pp = 128 "
+                                                  "exceeds num_layers = 96"));
+  }
+  SECTION("global batch not divisible by micro-batch · dp") {
+    s.micro_batch_size = 5;
+    CHECK_THROWS_WITH(resolve(s), Catch::Contains("--global-batch-size = 1536 is not divisible "
+                                                  "by micro_batch_size·dp = 5·16 = 80"));
+  }
+  SECTION("global batch not divisible by dp") {
+    s.global_batch_size = 100;
+    CHECK_THROWS_WITH(resolve(s), Catch::Contains("--global-batch-size = 100 is not divisible by dp = 16"));
+  }
+  SECTION("no GPU count") {
+    s.gpus.reset();
+    CHECK_THROWS_WITH(resolve(s), Catch::Contains("the number of GPUs is not set"));
+  }
+  SECTION("no global batch") {
+    s.global_batch_size.reset();
+    CHECK_THROWS_WITH(resolve(s), Catch::Contains("the global batch size is not set"));
+  }
+  SECTION("absurd GPU count") {
+    s.gpus = std::int64_t{1} << 40;
+    CHECK_THROWS_WITH(resolve(s), Catch::Contains("--gpus = 1099511627776 must lie in [1, 16777216]"));
+  }
+  SECTION("zero micro-batch") {
+    s.micro_batch_size = 0;
+    CHECK_THROWS_WITH(resolve(s), Catch::Contains("--micro-batch-size = 0 must lie in"));
+  }
+  SECTION("unknown schedule") {
+    s.schedule = "pipedream";
+    CHECK_THROWS_WITH(resolve(s), Catch::Contains("--schedule = pipedream is not a schedule") &&
+                                      Catch::Contains("use naive, gpipe or 1f1b"));
+  }
+  SECTION("unknown recompute mode") {
+    s.recompute = "some";
+    CHECK_THROWS_WITH(resolve(s), Catch::Contains("--recompute = some is not a recomputation mode"));
+  }
+}
+
+TEST_CASE("Strategy files use the flags' keys and are checked strictly", "[config]") {
+  const auto good = write_strategy("good.json",
+                                   R"({"gpus": 64, "tensor_model_parallel_size": 8, "pp": 2,
+                                       "global_batch_size": 64, "schedule": "gpipe"})");
+  const auto s = config::load_strategy(good);
+  CHECK(*s.tp == 8);
+  CHECK(*s.pp == 2);
+  CHECK(*s.schedule == "gpipe");
+  // Flags override the file; errors then name the flag.
+  config::StrategyInput flags;
+  flags.tp = 5;
+  flags.origin["tp"] = "--tp";
+  CHECK_THROWS_WITH(resolve(config::merge(s, flags)), Catch::StartsWith("--tp = 5 must divide"));
+  // Errors about values from the file name the file and key.
+  auto from_file = s;
+  from_file.tp = 7;
+  CHECK_THROWS_WITH(resolve(from_file), Catch::Contains("generated-good.json: /tensor_model_parallel_size = 7 must divide"));
+
+  CHECK_THROWS_WITH(config::load_strategy(write_strategy("unknown.json", R"({"tp": 2, "tpp": 3})")),
+                    Catch::Contains("unknown key 'tpp'"));
+  CHECK_THROWS_WITH(config::load_strategy(write_strategy("twice.json", R"({"tp": 2, "tensor_model_parallel_size": 2})")),
+                    Catch::Contains("/tp = 2 repeats tensor_model_parallel_size"));
+  CHECK_THROWS_WITH(config::load_strategy(write_strategy("enum.json", R"({"schedule": "zb"})")),
+                    Catch::Contains("/schedule = \"zb\" is not one of the accepted values: naive, gpipe, 1f1b"));
+  CHECK_THROWS_WITH(config::load_strategy(write_strategy("type.json", R"({"gpus": "8"})")),
+                    Catch::Contains("/gpus = \"8\" must be an integer"));
+}

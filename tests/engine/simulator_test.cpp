@@ -1,0 +1,214 @@
+// The engine on small hand-built workloads whose timings follow by hand.
+// Hardware: 1 TFLOP/s, no launch overhead, a 1 GB/s network without latency,
+// so a kernel of F FLOP takes F/1e12 s and a transfer of S bytes S/1e9 s.
+#include "ptsim/engine/simulator.hpp"
+
+#include "ptsim/common/error.hpp"
+#include "ptsim/hardware/cluster.hpp"
+#include "test_support.hpp"
+
+using namespace ptsim;
+using taskgraph::CollectiveKind;
+using taskgraph::Task;
+using taskgraph::TaskKind;
+
+namespace {
+
+constexpr std::uint8_t kCompute = 0;
+constexpr std::uint8_t kComm = 1;
+
+hardware::HardwareProfile toy_hardware() {
+  hardware::HardwareProfile hw;
+  hw.name = "toy";
+  hw.gpu.name = "toy";
+  hw.gpu.peak_flops_per_s[static_cast<std::size_t>(Dtype::Bf16)] = 1e12;
+  hw.gpu.memory_bytes = 1e9;
+  hw.gpu.memory_bandwidth_bytes_per_s = 1e12;
+  hw.gpu.gemm_efficiency = 1;
+  hw.gpu.memory_efficiency = 1;
+  hw.gpus_per_node = 8;
+  hw.tiers = {{"net", 0, 1e9, 0, 1}};
+  return hw;
+}
+
+Task kernel(double milliseconds, std::uint64_t alloc = 0, std::uint64_t release = 0) {
+  Task t;
+  t.compute = taskgraph::ComputeKind::Matmul;
+  t.flops = milliseconds * 1e9;  // 1e12 FLOP/s
+  t.alloc_bytes = alloc;
+  t.free_bytes = release;
+  return t;
+}
+
+Task comm(TaskKind kind, CollectiveKind collective, double milliseconds, std::uint8_t slot = 0) {
+  Task t;
+  t.comm_slot = slot;
+  t.kind = kind;
+  t.collective = collective;
+  t.stream = kComm;
+  t.category = 1;
+  t.bytes = static_cast<std::uint64_t>(milliseconds * 1e6);  // 1 GB/s
+  return t;
+}
+
+struct Comm {
+  std::uint8_t slot = 0;
+  std::vector<Rank> members;
+};
+
+// One program per rank, two communicator slots; `comms` lists the communicators.
+taskgraph::Workload make_workload(std::vector<taskgraph::TaskGraph> programs, std::vector<Comm> comms) {
+  taskgraph::Workload w;
+  w.world_size = static_cast<std::int64_t>(programs.size());
+  w.stream_names = {"compute", "comm"};
+  w.stream_dimension = {"", "x"};
+  w.category_names = {"compute", "comm"};
+  w.comm_slot_names = {"a", "b"};
+  w.op_names = {"op"};
+  w.programs = std::move(programs);
+  for (std::size_t r = 0; r < w.programs.size(); ++r) {
+    w.program_of_rank.push_back(static_cast<std::uint32_t>(r));
+    w.program_base_memory_bytes.push_back(100);
+  }
+  w.communicator_of.assign(w.programs.size() * 2, taskgraph::kNoCommunicator);
+  for (const auto& c : comms) {
+    w.communicators.push_back({c.members});
+    for (const Rank r : c.members)
+      w.communicator_of[static_cast<std::size_t>(r) * 2 + c.slot] =
+          static_cast<taskgraph::CommunicatorId>(w.communicators.size() - 1);
+  }
+  return w;
+}
+
+engine::RunResult run(const taskgraph::Workload& w, engine::RunOptions options = {}) {
+  static const hardware::HardwareProfile hw = toy_hardware();
+  const hardware::Cluster cluster(hw, w.world_size);
+  const cost::CostModel cost(cluster);
+  return engine::Simulator(w, cost).run(options);
+}
+
+double ms(Time t) { return t.seconds() * 1e3; }
+
+}  // namespace
+
+TEST_CASE("Compute, transfer, compute across two ranks (SimGrid's dag-comm)", "[engine]") {
+  // rank 0: A (1 ms) then send 1 MB; rank 1: receive, then B (2 ms) needing it.
+  // A ends at 1 ms, the transfer runs 1–2 ms, B runs 2–4 ms.
+  taskgraph::TaskGraph p0, p1;
+  const auto a = p0.add_task(kernel(1));
+  const auto send = p0.add_task(comm(TaskKind::Send, CollectiveKind::PointToPoint, 1));
+  p0.add_dependency(a, send);
+  const auto recv = p1.add_task(comm(TaskKind::Recv, CollectiveKind::PointToPoint, 1));
+  const auto b = p1.add_task(kernel(2));
+  p1.add_dependency(recv, b);
+  const auto w = make_workload({p0, p1}, {{0, {0, 1}}});
+  const auto r = run(w, {{}, {0, 1}});
+  CHECK(ms(r.makespan) == Approx(4));
+  CHECK(ms(r.ranks[0].finish) == Approx(2));
+  CHECK(ms(r.ranks[1].finish) == Approx(4));
+  // Rank 1: idle 0–1 ms, receiving 1–2 ms (stream bit 1), computing 2–4 ms (bit 0).
+  CHECK(ms(r.ranks[1].occupancy[0]) == Approx(1));
+  CHECK(ms(r.ranks[1].occupancy[2]) == Approx(1));
+  CHECK(ms(r.ranks[1].occupancy[1]) == Approx(2));
+  CHECK(r.tasks == 4);
+  CHECK(r.events == 2 + 1);  // two kernels, one transfer
+  REQUIRE(r.timeline.size() == 4);
+  CHECK(ms(r.timeline.back().start) == Approx(2));
+}
+
+TEST_CASE("A collective starts when its last member arrives", "[engine]") {
+  // Ranks compute 1, 2 and 3 ms, then all-reduce 6 MB over three ranks:
+  // 2(n−1)/n · S/B = 4/3 · 6 ms = 8 ms, from 3 ms on for everyone.
+  std::vector<taskgraph::TaskGraph> programs(3);
+  for (int i = 0; i < 3; ++i) {
+    const auto k = programs[static_cast<std::size_t>(i)].add_task(kernel(i + 1));
+    const auto c = programs[static_cast<std::size_t>(i)].add_task(
+        comm(TaskKind::Collective, CollectiveKind::AllReduce, 6));
+    programs[static_cast<std::size_t>(i)].add_dependency(k, c);
+  }
+  const auto r = run(make_workload(programs, {{0, {0, 1, 2}}}));
+  for (const auto& rank : r.ranks) CHECK(ms(rank.finish) == Approx(11));
+  // Rank 0 waited 2 ms at the rendezvous: idle, not communicating.
+  CHECK(ms(r.ranks[0].occupancy[0]) == Approx(2));
+  CHECK(ms(r.ranks[0].occupancy[2]) == Approx(8));
+  CHECK(ms(r.ranks[0].categories[1].busy) == Approx(8));
+}
+
+TEST_CASE("Streams of a rank run side by side, each in issue order", "[engine]") {
+  // compute: K1 (2 ms) then K2 (1 ms); comm: a 1 ms all-reduce on one rank
+  // group of itself and another rank that sends nothing else.
+  taskgraph::TaskGraph p0, p1;
+  p0.add_task(kernel(2));
+  p0.add_task(kernel(1));
+  p0.add_task(comm(TaskKind::Collective, CollectiveKind::AllReduce, 2));  // 2·1/2·2 ms = 2 ms
+  p1.add_task(comm(TaskKind::Collective, CollectiveKind::AllReduce, 2));
+  const auto r = run(make_workload({p0, p1}, {{0, {0, 1}}}));
+  CHECK(ms(r.ranks[0].finish) == Approx(3));
+  CHECK(ms(r.ranks[0].occupancy[3]) == Approx(2));  // kernel and all-reduce together
+  CHECK(ms(r.ranks[0].occupancy[1]) == Approx(1));
+}
+
+TEST_CASE("Memory is allocated when a task starts and freed when it ends", "[engine]") {
+  taskgraph::TaskGraph p;
+  p.add_task(kernel(1, 50));      // +50
+  p.add_task(kernel(1, 30));      // +30 → 180 with the base of 100
+  p.add_task(kernel(1, 0, 80));   // −80 at its end
+  p.add_task(kernel(1, 10));      // +10
+  const auto r = run(make_workload({p}, {}), {{}, {0}});
+  CHECK(r.ranks[0].base_memory_bytes == 100);
+  CHECK(r.ranks[0].peak_memory_bytes == 180);
+  CHECK(ms(r.ranks[0].peak_memory_at) == Approx(1));
+  CHECK(r.memory_samples.back().bytes == 110);
+}
+
+TEST_CASE("A deadlock names the blocked ranks and what they wait for", "[engine]") {
+  // Each rank receives from the other before it sends, on one stream: the
+  // sends queue behind receives that can never match.
+  taskgraph::TaskGraph p0, p1;
+  p0.add_task(comm(TaskKind::Recv, CollectiveKind::PointToPoint, 1, 0));
+  p0.add_task(comm(TaskKind::Send, CollectiveKind::PointToPoint, 1, 1));
+  p1.add_task(comm(TaskKind::Recv, CollectiveKind::PointToPoint, 1, 1));
+  p1.add_task(comm(TaskKind::Send, CollectiveKind::PointToPoint, 1, 0));
+  auto w = make_workload({p0, p1}, {{0, {1, 0}}, {1, {0, 1}}});
+  try {
+    run(w);
+    FAIL("expected a SimulationError");
+  } catch (const SimulationError& e) {
+    const std::string message = e.what();
+    CHECK_THAT(message, Catch::Contains("simulation deadlocked: 2 rank(s)"));
+    CHECK_THAT(message, Catch::Contains("rank 0:"));
+    CHECK_THAT(message, Catch::Contains("waits for the other members of communicator 0 (1 of 2 arrived)"));
+  }
+}
+
+TEST_CASE("Mismatched operations on a communicator are an error", "[engine]") {
+  taskgraph::TaskGraph p0, p1;
+  p0.add_task(comm(TaskKind::Collective, CollectiveKind::AllReduce, 1));
+  p1.add_task(comm(TaskKind::Collective, CollectiveKind::AllReduce, 2));
+  CHECK_THROWS_WITH(run(make_workload({p0, p1}, {{0, {0, 1}}})),
+                    Catch::Contains("mismatched operations on communicator 0"));
+}
+
+TEST_CASE("A cyclic program is rejected before it runs", "[engine]") {
+  taskgraph::TaskGraph p;
+  const auto a = p.add_task(kernel(1));
+  const auto b = p.add_task(kernel(1));
+  p.add_dependency(a, b);
+  p.add_dependency(b, a);
+  CHECK_THROWS_WITH(run(make_workload({p}, {})), Catch::Contains("task graph has a cycle"));
+}
+
+TEST_CASE("Simulating a subset of ranks treats absent peers as symmetric", "[engine]") {
+  // Rank 1 alone: its collective starts when it arrives and costs what the
+  // two-rank all-reduce costs (2·1/2 · 4 ms = 4 ms), after its 1 ms kernel.
+  std::vector<taskgraph::TaskGraph> programs(2);
+  for (auto& p : programs) {
+    const auto k = p.add_task(kernel(1));
+    const auto c = p.add_task(comm(TaskKind::Collective, CollectiveKind::AllReduce, 4));
+    p.add_dependency(k, c);
+  }
+  const auto r = run(make_workload(programs, {{0, {0, 1}}}), {{1}, {}});
+  REQUIRE(r.ranks.size() == 1);
+  CHECK(r.ranks[0].rank == 1);
+  CHECK(ms(r.makespan) == Approx(5));
+}

@@ -1,0 +1,65 @@
+// The one include of Catch2 (moving to v3 changes this line) and helpers
+// shared by the tests: paths of shipped files and of test data, never
+// relative to the working directory.
+#pragma once
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+
+#include "ptsim/config/load_hardware.hpp"
+#include "ptsim/config/load_model.hpp"
+#include "ptsim/config/resolve_run.hpp"
+#include "ptsim/hardware/hardware_profile.hpp"
+#include "ptsim/simulate/simulate_step.hpp"
+
+namespace ptsim::test {
+
+inline std::string source_path(const std::string& relative) {
+  return std::string(PTSIM_SOURCE_DIR) + "/" + relative;
+}
+
+inline std::string data_path(const std::string& relative) {
+  return std::string(PTSIM_TEST_DATA_DIR) + "/" + relative;
+}
+
+/// A path in a per-process scratch directory under the system's temp dir.
+inline std::string scratch_path(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("ptsim-tests-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+inline model::ModelSpec shipped_model(const std::string& stem) {
+  return config::load_model(source_path("configs/models/" + stem + ".json"));
+}
+
+inline hardware::HardwareProfile shipped_hardware(const std::string& stem) {
+  return config::load_hardware(source_path("hw_profiles/" + stem + ".json"));
+}
+
+/// A profile whose network is free (infinite bandwidth, no latency) and whose
+/// kernels cost no launch overhead: what closed forms that ignore both assume.
+inline hardware::HardwareProfile free_network(hardware::HardwareProfile hw) {
+  hw.collective_base_latency_s = 0;
+  hw.gpu.kernel_launch_overhead_s = 0;
+  for (auto& tier : hw.tiers) {
+    tier.bandwidth_bytes_per_s = 1e30;
+    tier.latency_s = 0;
+  }
+  return hw;
+}
+
+/// Resolves a strategy given as a filled StrategyInput and simulates it.
+inline simulate::Outcome simulate(const model::ModelSpec& m, const hardware::HardwareProfile& hw,
+                                  const config::StrategyInput& s,
+                                  simulate::Mode mode = simulate::Mode::Explicit) {
+  const config::ResolvedRun run = config::resolve_run(m, s);
+  simulate::Request request{run.model, hw, run.parallel, mode, {}};
+  return simulate::simulate_step(request);
+}
+
+}  // namespace ptsim::test

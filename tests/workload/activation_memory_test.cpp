@@ -1,0 +1,55 @@
+// Activation memory from the engine's own accounting (tensors allocated when
+// forward ops run, freed when their backward has run) against Korthikanti et
+// al. 2022, §4.1–4.2, for a GPT layer with dropout, 16-bit activations:
+//   no TP:             s·b·h·(34 + 5·a·s/h)
+//   TP t:              s·b·h·(10 + 24/t + 5·a·s/(h·t))
+//   full recompute:    2·s·b·h
+// Method: the peak grows by exactly one layer's saved tensors when a layer is
+// added, everything else equal.
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+using namespace ptsim;
+
+namespace {
+
+constexpr double s = 512, b = 2, h = 1024, a = 16;
+
+model::ModelSpec gpt(std::int64_t layers) {
+  const nlohmann::json j = {{"num_layers", layers}, {"hidden_size", 1024}, {"num_attention_heads", 16},
+                            {"vocab_size", 1024},   {"seq_length", 512},   {"dropout", 0.1}};
+  return config::parse_model(j, "test-gpt", "test-gpt");
+}
+
+double activation_peak(std::int64_t layers, std::int64_t tp, const std::string& recompute) {
+  config::StrategyInput st;
+  st.gpus = tp;
+  st.tp = tp;
+  st.global_batch_size = 2;
+  st.micro_batch_size = 2;
+  st.recompute = recompute;
+  const auto out = test::simulate(gpt(layers), test::shipped_hardware("a100-sxm4-80gb"), st);
+  return static_cast<double>(out.result.memory.activations_peak_bytes);
+}
+
+double per_layer(std::int64_t tp, const std::string& recompute) {
+  return activation_peak(5, tp, recompute) - activation_peak(4, tp, recompute);
+}
+
+}  // namespace
+
+TEST_CASE("Activations per layer without TP: s·b·h·(34 + 5·a·s/h)", "[workload][memory]") {
+  CHECK(per_layer(1, "none") == Approx(s * b * h * (34 + 5 * a * s / h)).epsilon(1e-9));
+}
+
+TEST_CASE("Activations per layer with TP t: s·b·h·(10 + 24/t + 5·a·s/(h·t))", "[workload][memory]") {
+  for (const double t : {2.0, 4.0, 8.0})
+    CHECK(per_layer(static_cast<std::int64_t>(t), "none") ==
+          Approx(s * b * h * (10 + 24 / t + 5 * a * s / (h * t))).epsilon(1e-9));
+}
+
+TEST_CASE("Activations per layer with full recomputation: 2·s·b·h", "[workload][memory]") {
+  CHECK(per_layer(1, "full") == Approx(2 * s * b * h).epsilon(1e-9));
+  CHECK(per_layer(4, "full") == Approx(2 * s * b * h).epsilon(1e-9));
+}
