@@ -22,7 +22,11 @@ std::string duration(double s) {
   return fmt::format("{:.1f} µs", s * 1e6);
 }
 
-std::string gib(double bytes) { return fmt::format("{:.1f}", bytes / units::kGiB); }
+// Memory in GiB, or MiB below one GiB.
+std::string memory(double bytes) {
+  if (bytes >= units::kGiB) return fmt::format("{:.1f} GiB", bytes / units::kGiB);
+  return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
+}
 
 std::string volume(double bytes) {
   if (bytes >= 1e9) return fmt::format("{:.1f} GB", bytes / 1e9);
@@ -70,24 +74,27 @@ void print_console(const StepResult& r, std::ostream& out) {
   row("compute", r.breakdown.compute_s,
       r.breakdown.recompute_s > 0 ? fmt::format("  (recompute {})", duration(r.breakdown.recompute_s)) : "");
   row("pipeline bubble", r.breakdown.pipeline_bubble_s, "");
-  std::string comm_note = "  (";
+  std::string comm_note;
   for (const char* dim : {"tp", "pp", "dp"}) {
     const auto& d = r.communication.at(dim);
-    const double hidden = d.time_s > 0 ? 100 * (1 - d.exposed_s / d.time_s) : 100;
-    comm_note += fmt::format("{}{} {} exposed of {}, {:.0f}% hidden", dim == std::string("tp") ? "" : " · ",
-                             upper(dim), duration(d.exposed_s), duration(d.time_s), hidden);
+    if (d.time_s <= 0) continue;
+    comm_note += fmt::format("{}{} {} of {} exposed ({:.0f}% hidden)", comm_note.empty() ? "" : " · ",
+                             upper(dim), duration(d.exposed_s), duration(d.time_s),
+                             100 * (1 - d.exposed_s / d.time_s));
   }
-  row("exposed comm", r.breakdown.exposed_communication_s, comm_note + ")");
+  row("exposed comm", r.breakdown.exposed_communication_s,
+      comm_note.empty() ? "" : "  (" + comm_note + ")");
   row("optimizer", r.breakdown.optimizer_s, "");
 
   const auto& m = r.memory;
   const std::string verdict =
       m.fits ? "fits"
-             : fmt::format("DOES NOT FIT — needs {} GiB more", gib(static_cast<double>(m.peak_bytes - m.capacity_bytes)));
-  fmt::print(out, "memory per GPU     {} GiB of {} GiB  {}   (params {} · grads {} · optimizer {} · activations {} peak, stage {})\n",
-             gib(static_cast<double>(m.peak_bytes)), gib(static_cast<double>(m.capacity_bytes)), verdict,
-             gib(static_cast<double>(m.params_bytes)), gib(static_cast<double>(m.grads_bytes)),
-             gib(static_cast<double>(m.optimizer_bytes)), gib(static_cast<double>(m.activations_peak_bytes)),
+             : fmt::format("DOES NOT FIT — needs {} more",
+                           memory(static_cast<double>(m.peak_bytes - m.capacity_bytes)));
+  fmt::print(out, "memory per GPU     {} of {}  {}   (params {} · grads {} · optimizer {} · activations {} peak, stage {})\n",
+             memory(static_cast<double>(m.peak_bytes)), memory(static_cast<double>(m.capacity_bytes)), verdict,
+             memory(static_cast<double>(m.params_bytes)), memory(static_cast<double>(m.grads_bytes)),
+             memory(static_cast<double>(m.optimizer_bytes)), memory(static_cast<double>(m.activations_peak_bytes)),
              m.peak_stage);
   fmt::print(out, "communication      TP {} · PP {} · DP {} per step, on rank {} (stage {})\n",
              volume(static_cast<double>(r.communication.at("tp").bytes)),

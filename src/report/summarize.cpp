@@ -60,7 +60,7 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
   out.schedule = std::string(strategy::to_string(config.schedule));
   out.recompute = std::string(strategy::to_string(config.recompute));
   out.model_flops_per_step = step.model_flops;
-  out.parameters = static_cast<double>(model::total_parameters(step.model));
+  out.parameters = model::total_parameters(step.model);
 
   // The rank that finishes last sets the step time; ties go to the lowest rank.
   const auto critical = std::max_element(

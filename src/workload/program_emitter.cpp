@@ -16,6 +16,11 @@ TaskId ProgramEmitter::add(Task task) {
   return id;
 }
 
+void ProgramEmitter::follow_stream(TaskId id, std::uint8_t stream) {
+  if (stream < last_on_stream_.size() && last_on_stream_[stream] && *last_on_stream_[stream] != id)
+    graph_.add_dependency(*last_on_stream_[stream], id);
+}
+
 void ProgramEmitter::wait_for_stream(std::uint8_t stream) {
   if (stream < last_on_stream_.size() && last_on_stream_[stream])
     before_next_.push_back(*last_on_stream_[stream]);

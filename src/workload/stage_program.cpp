@@ -138,17 +138,21 @@ class StageBuilder {
   }
 
   void finish_step() {
-    // Tied input and output embeddings on different stages: their gradients
-    // are summed over the embedding group before the optimizer runs.
+    // Tied input and output embeddings on different stages: once the DP
+    // reduction is done, their gradients are summed over the embedding group
+    // (Megatron-LM's finalize_model_grads), before the optimizer runs.
     if (ctx_.embedding_group && (first_stage() || last_stage())) {
       const auto bytes = static_cast<std::uint64_t>(
           2 * (ctx_.model->vocab_size / ctx_.config->tp) * ctx_.model->hidden_size);
-      out_.emit_collective(streams::kDataParallel, slots::kEmbedding, categories::kDataParallel,
-                           bytes, "embedding.grad_allreduce", false);
+      const auto id =
+          out_.emit_collective(streams::kEmbeddingGrad, slots::kEmbedding,
+                               categories::kPipelineParallel, bytes, "embedding.grad_allreduce", false);
+      out_.follow_stream(id, streams::kDataParallel);
     }
-    // The optimizer waits for every gradient reduction: the DP stream runs
-    // them in order, so waiting for its last task is enough.
+    // The optimizer waits for every gradient reduction; each stream runs its
+    // reductions in order, so waiting for each stream's last task is enough.
     out_.wait_for_stream(streams::kDataParallel);
+    out_.wait_for_stream(streams::kEmbeddingGrad);
     out_.emit(optimizer_step_op(ctx_.stage_parameters), categories::kOptimizer, {-1, -1}, 0, 0,
               "");
   }

@@ -33,8 +33,10 @@ std::int64_t stage_parameters(const model::ModelSpec& m, const strategy::Paralle
 void label(taskgraph::Workload& w) {
   w.stream_names = {"compute",          "tp",      "dp",
                     "pp_send_forward",  "pp_recv_forward",
-                    "pp_send_backward", "pp_recv_backward"};
-  w.stream_dimension = {"", "tp", "dp", "pp", "pp", "pp", "pp"};
+                    "pp_send_backward", "pp_recv_backward", "embedding_grad"};
+  // The embedding group exists because pipelining splits the tied input and
+  // output embeddings over two stages: its traffic counts as pipeline traffic.
+  w.stream_dimension = {"", "tp", "dp", "pp", "pp", "pp", "pp", "pp"};
   w.category_names = {"forward", "backward", "recompute", "optimizer", "tp", "pp", "dp"};
   w.comm_slot_names = {"tp", "dp", "embedding", "pp_forward_send", "pp_forward_recv",
                        "pp_backward_send", "pp_backward_recv"};

@@ -79,7 +79,7 @@ struct StepResult {
   std::string schedule;
   std::string recompute;
   double model_flops_per_step = 0;
-  double parameters = 0;
+  std::int64_t parameters = 0;
 
   // What it came to.
   double step_time_s = 0;

@@ -26,6 +26,7 @@ inline constexpr std::uint8_t kPipelineSendForward = 3;
 inline constexpr std::uint8_t kPipelineRecvForward = 4;
 inline constexpr std::uint8_t kPipelineSendBackward = 5;
 inline constexpr std::uint8_t kPipelineRecvBackward = 6;
+inline constexpr std::uint8_t kEmbeddingGrad = 7;  // tied-embedding gradient sync between stages
 }  // namespace streams
 
 /// Communicator slots every program names (resolved per rank).

@@ -40,6 +40,8 @@ class ProgramEmitter {
   taskgraph::TaskId emit_collective(std::uint8_t stream, std::uint8_t slot, std::uint8_t category,
                                     std::uint64_t bytes, const std::string& name,
                                     bool blocks_next);
+  /// Makes task `id` wait for the last task issued on `stream` before it, if any.
+  void follow_stream(taskgraph::TaskId id, std::uint8_t stream);
 
   /// Makes the next kernel wait for the last task issued on `stream`, if any.
   void wait_for_stream(std::uint8_t stream);
