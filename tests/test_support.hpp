@@ -42,14 +42,18 @@ inline hardware::HardwareProfile shipped_hardware(const std::string& stem) {
 }
 
 /// A profile whose network is free (infinite bandwidth, no latency) and whose
-/// kernels cost no launch overhead: what closed forms that ignore both assume.
+/// kernels cost no launch overhead and feel no communication: what closed
+/// forms that ignore all three assume.
 inline hardware::HardwareProfile free_network(hardware::HardwareProfile hw) {
   hw.collective_base_latency_s = 0;
   hw.gpu.kernel_launch_overhead_s = 0;
-  for (auto& tier : hw.tiers) {
-    tier.bandwidth_bytes_per_s = 1e30;
-    tier.latency_s = 0;
-  }
+  hw.gpu.comm_compute_slowdown = 0;
+  hw.nvlink.bandwidth_bytes_per_s = 1e30;
+  hw.nvlink.latency_s = 0;
+  hw.nvlink.nvls_efficiency.reset();
+  hw.nic.bandwidth_bytes_per_s = 1e30;
+  hw.nic.latency_s = 0;
+  hw.fabric.switch_latency_s = 0;
   return hw;
 }
 
@@ -58,7 +62,7 @@ inline simulate::Outcome simulate(const model::ModelSpec& m, const hardware::Har
                                   const config::StrategyInput& s,
                                   simulate::Mode mode = simulate::Mode::Explicit) {
   const config::ResolvedRun run = config::resolve_run(m, s);
-  simulate::Request request{run.model, hw, run.parallel, mode, {}};
+  simulate::Request request{run.model, hw, run.parallel, mode, {}, {}};
   return simulate::simulate_step(request);
 }
 

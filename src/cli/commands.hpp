@@ -10,5 +10,6 @@
 namespace ptsim::cli {
 
 int run_simulate(const std::vector<std::string>& args, std::ostream& out);
+int run_collective(const std::vector<std::string>& args, std::ostream& out);
 
 }  // namespace ptsim::cli

@@ -17,7 +17,8 @@ constexpr const char* kHelp = R"(ptsim — discrete-event simulator of parallel 
 Usage: ptsim <command> [options]      (ptsim <command> --help for the command's options)
 
 Commands:
-  simulate   simulate one training step of a model on a cluster under a strategy
+  simulate     simulate one training step of a model on a cluster under a strategy
+  collective   predict one collective (time, algbw, busbw as nccl-tests reports them)
 
 Example:
   ptsim simulate --model configs/models/gpt3-175b.json --hw hw_profiles/a100-sxm4-80gb.json \
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
     }
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "simulate") return ptsim::cli::run_simulate(rest, std::cout);
+    if (args[0] == "collective") return ptsim::cli::run_collective(rest, std::cout);
     fmt::print(stderr, "ptsim: unknown command '{}'; run ptsim --help for the commands\n", args[0]);
     return 2;
   } catch (const ptsim::ConfigError& e) {

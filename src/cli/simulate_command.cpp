@@ -37,12 +37,14 @@ Examples:
       --gpus 4 --pp 4 --global-batch-size 16 --micro-batch-size 4 --schedule gpipe --json out.json
   ptsim simulate --model configs/models/llama3-8b.json --hw hw_profiles/h100-sxm5-80gb.json \
       --strategy my-strategy.json --trace step.trace.json
+  ptsim simulate --model configs/models/gpt3-175b.json --hw hw_profiles/dgx-a100-superpod.json \
+      --gpus 1024 --tp 8 --pp 8 --global-batch-size 1536 --slow-gpu 17:1.2 --slow-link nic:300:4
 
 )";
 
 struct Flags {
-  std::string model, hw, strategy, json, trace, trace_ranks, mode = "explicit";
-  config::StrategyInput input;
+  std::string model, hw, strategy, json, trace, trace_ranks, mode = "auto";
+  std::vector<std::string> slow_gpus, slow_links;
 };
 
 // Boost registers one name per option: each Megatron name and its alias are
@@ -82,12 +84,19 @@ po::options_description describe(Flags& f) {
       ("global-batch-size", po::value<std::int64_t>()->value_name("B"), "sequences per step over all replicas (required)")
       ("seq-length", po::value<std::int64_t>()->value_name("S"), "sequence length (default: the model's)")
       ("schedule", po::value<std::string>()->value_name("NAME"), "naive | gpipe | 1f1b (default 1f1b)")
-      ("recompute", po::value<std::string>()->value_name("MODE"), "activation recomputation: none | full (default none)");
+      ("recompute", po::value<std::string>()->value_name("MODE"), "activation recomputation: none | full (default none)")
+      ("rank-order", po::value<std::string>()->value_name("ORDER"),
+       "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)");
   po::options_description outputs("Simulation and outputs");
   outputs.add_options()
       ("mode", po::value(&f.mode)->value_name("MODE"),
-       "explicit (every rank, default) | symmetric (one rank per pipeline stage; exact when all "
-       "peers of a stage see the same network)")
+       "auto (default: symmetric above 64 GPUs when exact) | explicit (every rank) | symmetric "
+       "(one rank per pipeline stage; exact when all peers of a stage see the same network)")
+      ("slow-gpu", po::value(&f.slow_gpus)->value_name("RANK:FACTOR")->composing(),
+       "what-if: kernels on RANK take FACTOR times longer (repeatable; explicit mode)")
+      ("slow-link", po::value(&f.slow_links)->value_name("KIND:INDEX:FACTOR")->composing(),
+       "what-if: divide a link's bandwidth by FACTOR; KIND is nic or nvlink (INDEX a rank) or "
+       "pod (INDEX a pod's uplink and downlink) (repeatable; explicit mode)")
       ("json", po::value(&f.json)->value_name("FILE"), "write the report as JSON")
       ("trace", po::value(&f.trace)->value_name("FILE"), "write a Chrome trace (Perfetto, chrome://tracing)")
       ("trace-ranks", po::value(&f.trace_ranks)->value_name("LIST"),
@@ -97,6 +106,44 @@ po::options_description describe(Flags& f) {
   po::options_description all;
   all.add(inputs).add(strategy).add(outputs);
   return all;
+}
+
+// "RANK:FACTOR" (--slow-gpu) or "KIND:INDEX:FACTOR" (--slow-link).
+simulate::Degradation parse_degradation(const std::string& text, bool link) {
+  using Kind = simulate::Degradation::Kind;
+  const char* flag = link ? "--slow-link" : "--slow-gpu";
+  const char* form = link ? "KIND:INDEX:FACTOR with KIND nic, nvlink or pod, e.g. nic:12:4"
+                          : "RANK:FACTOR, e.g. 17:1.5";
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ':');) parts.push_back(part);
+  simulate::Degradation d;
+  std::size_t next = 0;
+  if (link) {
+    if (parts.size() != 3) throw ConfigError(fmt::format("{} {}: expected {}", flag, text, form));
+    const std::string& kind = parts[next++];
+    if (kind == "nic") {
+      d.kind = Kind::Nic;
+    } else if (kind == "nvlink") {
+      d.kind = Kind::Nvlink;
+    } else if (kind == "pod") {
+      d.kind = Kind::Pod;
+    } else {
+      throw ConfigError(fmt::format("{} {}: unknown link kind '{}'; expected {}", flag, text, kind, form));
+    }
+  } else if (parts.size() != 2) {
+    throw ConfigError(fmt::format("{} {}: expected {}", flag, text, form));
+  }
+  try {
+    std::size_t used = 0;
+    d.index = std::stoll(parts[next], &used);
+    if (used != parts[next].size()) throw std::invalid_argument("trailing characters");
+    d.factor = std::stod(parts[next + 1], &used);
+    if (used != parts[next + 1].size()) throw std::invalid_argument("trailing characters");
+  } catch (const std::exception&) {
+    throw ConfigError(fmt::format("{} {}: not numbers; expected {}", flag, text, form));
+  }
+  return d;
 }
 
 std::vector<Rank> parse_ranks(const std::string& text, std::int64_t world) {
@@ -147,8 +194,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
   }
   if (f.model.empty()) throw ConfigError("ptsim simulate: --model FILE is required; see --help");
   if (f.hw.empty()) throw ConfigError("ptsim simulate: --hw FILE is required; see --help");
-  if (f.mode != "explicit" && f.mode != "symmetric")
-    throw ConfigError(fmt::format("--mode = {} is not a mode; use explicit or symmetric", f.mode));
+  if (f.mode != "explicit" && f.mode != "symmetric" && f.mode != "auto")
+    throw ConfigError(fmt::format("--mode = {} is not a mode; use auto, explicit or symmetric", f.mode));
 
   config::StrategyInput flags;
   flags.gpus = pick(vm, "gpus", nullptr, "gpus", flags);
@@ -166,6 +213,10 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
     flags.recompute = vm["recompute"].as<std::string>();
     flags.origin["recompute"] = "--recompute";
   }
+  if (vm.count("rank-order")) {
+    flags.rank_order = vm["rank-order"].as<std::string>();
+    flags.origin["rank_order"] = "--rank-order";
+  }
   const config::StrategyInput input =
       f.strategy.empty() ? flags : config::merge(config::load_strategy(f.strategy), flags);
 
@@ -175,7 +226,11 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
   const config::ResolvedRun resolved = config::resolve_run(model, input);
   request.model = resolved.model;
   request.parallel = resolved.parallel;
-  request.mode = f.mode == "explicit" ? simulate::Mode::Explicit : simulate::Mode::Symmetric;
+  request.mode = f.mode == "explicit"    ? simulate::Mode::Explicit
+                 : f.mode == "symmetric" ? simulate::Mode::Symmetric
+                                         : simulate::Mode::Auto;
+  for (const auto& g : f.slow_gpus) request.degradations.push_back(parse_degradation(g, false));
+  for (const auto& l : f.slow_links) request.degradations.push_back(parse_degradation(l, true));
   if (!f.trace.empty())
     request.record_ranks = f.trace_ranks.empty()
                                ? simulate::default_trace_ranks(request.parallel)

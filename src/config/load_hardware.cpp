@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "internal/object_reader.hpp"
@@ -79,38 +80,51 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   gpu.gemm_efficiency = in.number("gemm_efficiency", 0.01, 1.0);
   gpu.memory_efficiency = in.number("memory_efficiency", 0.01, 1.0);
   gpu.kernel_launch_overhead_s = in.number("kernel_launch_overhead_us", 0.0, 1e4) * 1e-6;
+  gpu.comm_compute_slowdown = in.number("comm_compute_slowdown", 0.0, 10.0);
   in.reject_unknown_keys(
       "accepted keys: name, peak_tflops, memory_GiB, memory_bandwidth_GBps, sm_count, "
-      "gemm_efficiency, memory_efficiency, kernel_launch_overhead_us");
+      "gemm_efficiency, memory_efficiency, kernel_launch_overhead_us, comm_compute_slowdown");
   return gpu;
 }
 
-std::vector<hardware::NetworkTier> parse_tiers(ObjectReader& network, const std::string& where) {
-  const nlohmann::json& list = network.array("tiers");
-  if (list.empty()) network.fail("tiers", "must list at least one tier (e.g. nvlink, infiniband)");
-  std::vector<hardware::NetworkTier> tiers;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    ObjectReader in(list[i], where, fmt::format("/network/tiers/{}", i));
-    hardware::NetworkTier t;
-    t.name = in.string("name");
-    const bool last = i + 1 == list.size();
-    if (last) {
-      if (in.has("domain_gpus"))
-        in.fail("domain_gpus", "must be absent on the last tier, which spans the whole cluster");
-    } else {
-      t.domain_gpus = in.integer("domain_gpus", 1, 1 << 30);
-      if (!tiers.empty() && t.domain_gpus % tiers.back().domain_gpus != 0)
-        in.fail("domain_gpus", fmt::format("must be a multiple of the inner tier's domain_gpus = "
-                                           "{}: tiers nest",
-                                           tiers.back().domain_gpus));
-    }
-    t.bandwidth_bytes_per_s = in.number("bandwidth_GBps", 1e-6, 1e6) * units::kGB;
-    t.latency_s = in.number("latency_us", 0.0, 1e6) * 1e-6;
-    t.efficiency = in.number("efficiency", 0.01, 1.0);
-    in.reject_unknown_keys("accepted keys: name, domain_gpus, bandwidth_GBps, latency_us, efficiency");
-    tiers.push_back(t);
-  }
-  return tiers;
+hardware::NvlinkSpec parse_nvlink(ObjectReader in) {
+  hardware::NvlinkSpec n;
+  n.domain_gpus = in.integer("domain_gpus", 1, 1 << 20);
+  n.bandwidth_bytes_per_s = in.number("bandwidth_GBps", 1e-3, 1e6) * units::kGB;
+  n.latency_s = in.number("latency_us", 0.0, 1e6) * 1e-6;
+  n.efficiency = in.number("efficiency", 0.01, 1.0);
+  n.nvls_efficiency = in.optional_number("nvls_efficiency", 0.01, 1.0);
+  in.reject_unknown_keys(
+      "accepted keys: domain_gpus, bandwidth_GBps, latency_us, efficiency, nvls_efficiency");
+  return n;
+}
+
+hardware::NicSpec parse_nic(ObjectReader in) {
+  hardware::NicSpec n;
+  n.per_gpu = static_cast<int>(in.integer("per_gpu", 1, 64));
+  n.bandwidth_bytes_per_s = in.number("bandwidth_GBps", 1e-3, 1e6) * units::kGB;
+  n.latency_s = in.number("latency_us", 0.0, 1e6) * 1e-6;
+  n.efficiency = in.number("efficiency", 0.01, 1.0);
+  in.reject_unknown_keys("accepted keys: per_gpu, bandwidth_GBps, latency_us, efficiency");
+  return n;
+}
+
+hardware::FabricSpec parse_fabric(ObjectReader in) {
+  hardware::FabricSpec f;
+  f.topology = in.choice("topology", {"rail_optimized", "fat_tree"}) == "rail_optimized"
+                   ? hardware::FabricTopology::RailOptimized
+                   : hardware::FabricTopology::FatTree;
+  f.levels = static_cast<int>(in.integer("levels", 1, 5));
+  f.leaf_nodes = in.integer("leaf_nodes", 1, 1 << 24);
+  f.pod_gpus = in.optional_integer("pod_gpus", 1, std::int64_t{1} << 30).value_or(0);
+  f.oversubscription = in.number("oversubscription", 1.0, 1e3);
+  f.switch_latency_s = in.number("switch_latency_us", 0.0, 1e3) * 1e-6;
+  f.in_network_reduction = in.boolean("in_network_reduction");
+  if (f.pod_gpus > 0 && f.levels < 3)
+    in.fail("pod_gpus", "needs levels = 3: pods are joined by a switch level above them");
+  in.reject_unknown_keys("accepted keys: topology, levels, leaf_nodes, pod_gpus, oversubscription, "
+                         "switch_latency_us, in_network_reduction");
+  return f;
 }
 
 }  // namespace
@@ -118,8 +132,8 @@ std::vector<hardware::NetworkTier> parse_tiers(ObjectReader& network, const std:
 hardware::HardwareProfile parse_hardware(const nlohmann::json& object, const std::string& where) {
   ObjectReader in(object, where);
   const std::string schema = in.string("schema");
-  if (schema != "ptsim-hw/1")
-    in.fail("schema", "is not a schema this ptsim reads; expected \"ptsim-hw/1\"");
+  if (schema != "ptsim-hw/2")
+    in.fail("schema", "is not a schema this ptsim reads; expected \"ptsim-hw/2\" (see docs/formats.md)");
   hardware::HardwareProfile hw;
   hw.name = in.string("name");
   hw.description = in.optional_string("description").value_or("");
@@ -129,15 +143,22 @@ hardware::HardwareProfile parse_hardware(const nlohmann::json& object, const std
   node.reject_unknown_keys("accepted keys: gpus_per_node");
   ObjectReader network = in.object("network");
   hw.collective_base_latency_s = network.number("collective_base_latency_us", 0.0, 1e6) * 1e-6;
-  hw.tiers = parse_tiers(network, where);
-  network.reject_unknown_keys("accepted keys: collective_base_latency_us, tiers");
+  hw.nvlink = parse_nvlink(network.object("nvlink"));
+  hw.nic = parse_nic(network.object("nic"));
+  hw.fabric = parse_fabric(network.object("fabric"));
+  network.reject_unknown_keys("accepted keys: collective_base_latency_us, nvlink, nic, fabric");
   in.skip("sources");
   in.reject_unknown_keys("accepted keys: schema, name, description, gpu, node, network, sources");
-  if (hw.tiers.size() > 1 && hw.tiers.front().domain_gpus % hw.gpus_per_node != 0 &&
-      hw.gpus_per_node % hw.tiers.front().domain_gpus != 0)
-    throw ConfigError(fmt::format("{}: /network/tiers/0/domain_gpus = {} and /node/gpus_per_node "
-                                  "= {}: one must divide the other",
-                                  where, hw.tiers.front().domain_gpus, hw.gpus_per_node));
+  const std::int64_t domain = hw.nvlink.domain_gpus;
+  if (domain % hw.gpus_per_node != 0 && hw.gpus_per_node % domain != 0)
+    throw ConfigError(fmt::format("{}: /network/nvlink/domain_gpus = {} and /node/gpus_per_node = "
+                                  "{}: one must divide the other (a domain is part of a node or a "
+                                  "set of whole nodes)",
+                                  where, domain, hw.gpus_per_node));
+  if (hw.fabric.pod_gpus > 0 && hw.fabric.pod_gpus % std::max<std::int64_t>(domain, hw.gpus_per_node) != 0)
+    throw ConfigError(fmt::format("{}: /network/fabric/pod_gpus = {} must hold whole NVLink domains "
+                                  "and nodes (multiples of {})",
+                                  where, hw.fabric.pod_gpus, std::max<std::int64_t>(domain, hw.gpus_per_node)));
   hw.sources = check_sources(object, where);
   return hw;
 }

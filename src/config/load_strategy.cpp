@@ -27,6 +27,7 @@ constexpr FieldNames kFields[] = {
     {"seq_length", "seq_length", "", "--seq-length"},
     {"schedule", "schedule", "", "--schedule"},
     {"recompute", "recompute", "", "--recompute"},
+    {"rank_order", "rank_order", "", "--rank-order"},
 };
 
 constexpr std::int64_t kMaxCount = std::int64_t{1} << 40;
@@ -59,6 +60,8 @@ StrategyInput load_strategy(const std::string& path) {
       s.schedule = in.choice(key, {"naive", "gpipe", "1f1b"});
     } else if (field == "recompute") {
       s.recompute = in.choice(key, {"none", "full"});
+    } else if (field == "rank_order") {
+      s.rank_order = in.string(key);
     } else {
       const std::int64_t v = in.integer(key, 1, kMaxCount);
       if (field == "gpus") s.gpus = v;
@@ -73,7 +76,7 @@ StrategyInput load_strategy(const std::string& path) {
   in.reject_unknown_keys(
       "accepted keys: gpus, tensor_model_parallel_size (tp), pipeline_model_parallel_size (pp), "
       "data_parallel_size (dp), micro_batch_size, global_batch_size, seq_length, schedule, "
-      "recompute");
+      "recompute, rank_order");
   return s;
 }
 
@@ -96,6 +99,7 @@ StrategyInput merge(StrategyInput base, const StrategyInput& o) {
   take(base.seq_length, o.seq_length, "seq_length");
   take(base.schedule, o.schedule, "schedule");
   take(base.recompute, o.recompute, "recompute");
+  take(base.rank_order, o.rank_order, "rank_order");
   return base;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ptsim/common/error.hpp"
+#include "ptsim/strategy/rank_layout.hpp"
 
 namespace ptsim::config {
 
@@ -123,6 +124,13 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   if (recompute != "none" && recompute != "full")
     check.fail("recompute", recompute, "is not a recomputation mode", "use none or full");
   c.recompute = recompute == "full" ? strategy::RecomputeKind::Full : strategy::RecomputeKind::None;
+
+  c.rank_order = s.rank_order.value_or(strategy::kDefaultRankOrder);
+  try {
+    const strategy::RankLayout layout(c.tp, c.dp, c.pp, c.rank_order);
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: {}", s.where("rank_order"), e.what()));
+  }
 
   if (!s.global_batch_size)
     throw ConfigError("the global batch size is not set; give --global-batch-size B "

@@ -1,13 +1,19 @@
 // The simulation loop (see simulator.hpp): stream cursors, dependency checks,
-// rendezvous on communicators, memory and occupancy accounting.
+// rendezvous on communicators, transfers as flows on shared links, kernels
+// slowed while communication shares their GPU, memory and occupancy.
 #include "ptsim/engine/simulator.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <tuple>
 
 #include "internal/blocked_report.hpp"
 #include "internal/compiled_program.hpp"
+#include "internal/flow_network.hpp"
 #include "internal/run_state.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/engine/event_queue.hpp"
@@ -17,14 +23,16 @@ namespace ptsim::engine {
 using internal::CommState;
 using internal::CompiledProgram;
 using internal::RankState;
+using internal::TransferState;
 using taskgraph::Task;
 using taskgraph::TaskId;
 using taskgraph::TaskKind;
 
 namespace {
 
-constexpr std::uint8_t kTaskDone = 0;
-constexpr std::uint8_t kCollectiveDone = 1;
+constexpr std::uint8_t kKernelDone = 0;    // target: rank slot, task, version
+constexpr std::uint8_t kFlowDone = 1;      // target: flow, version
+constexpr std::uint8_t kPhaseDone = 2;     // target: transfer
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   // splitmix64 finaliser over an FNV-style accumulation: cheap and well spread.
@@ -35,25 +43,45 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   return h;
 }
 
+std::vector<double> capacities(const hardware::Cluster& c) {
+  std::vector<double> cap(c.num_links());
+  for (std::size_t i = 0; i < cap.size(); ++i) cap[i] = c.capacity(static_cast<hardware::LinkId>(i));
+  return cap;
+}
+
+std::vector<bool> sharing(const hardware::Cluster& c) {
+  std::vector<bool> shared(c.num_links());
+  for (std::size_t i = 0; i < shared.size(); ++i) shared[i] = c.is_shared(static_cast<hardware::LinkId>(i));
+  return shared;
+}
+
 class Run {
  public:
   Run(const taskgraph::Workload& w, const cost::CostModel& cost, const RunOptions& options)
-      : w_(w), cost_(cost), state_(w, cost, options) {}
+      : w_(w), cost_(cost), options_(options), state_(w, cost, options),
+        network_(capacities(cost.cluster()), sharing(cost.cluster())),
+        slowdown_(cost.compute_slowdown_with_communication()) {}
 
   RunResult execute() {
     for (std::uint32_t local = 0; local < state_.ranks.size(); ++local)
       for (std::uint8_t s = 0; s < state_.num_streams; ++s) try_start(local, s, Time{});
     while (!queue_.empty()) {
       const Event e = queue_.pop();
-      ++result_.events;
-      if (e.kind == kTaskDone) {
-        finish_task(e.target, e.task, e.at);
-      } else {
-        CommState& c = state_.comms[e.target];
-        const auto arrivals = std::move(c.arrivals);
-        c.arrivals.clear();
-        c.first = nullptr;
-        for (const auto& [local, task] : arrivals) finish_task(local, task, e.at);
+      switch (e.kind) {
+        case kKernelDone:
+          if (state_.stream(e.target, state_.ranks[e.target].program->tasks[e.task].stream).version != e.version)
+            continue;
+          ++result_.events;
+          finish_task(e.target, e.task, e.at);
+          break;
+        case kFlowDone:
+          if (network_.version(e.target) != e.version) continue;
+          ++result_.events;
+          flow_done(e.target, e.at);
+          break;
+        default:
+          ++result_.events;
+          next_phase(e.target, e.at);
       }
     }
     if (!state_.all_finished()) throw SimulationError(internal::describe_blocked(state_, w_));
@@ -72,22 +100,52 @@ class Run {
     for (std::uint32_t i = p.pred_begin[t]; i < p.pred_begin[t + 1]; ++i)
       if (!r.is_done(p.preds[i])) return;
     const Task& task = p.tasks[t];
-    if (task.kind == TaskKind::Compute) {
-      begin(local, s, task, now);
-      queue_.push({now + p.compute_duration[t], 0, local, t, kTaskDone});
+    if (task.kind != TaskKind::Compute) {
+      arrive(local, s, t, now);
       return;
     }
-    arrive(local, s, t, now);
+    begin(local, s, task, now);
+    stream.work_left_ns = static_cast<double>(p.compute_duration[t].ns()) * r.gpu_factor;
+    stream.speed = (r.busy_mask & ~1u) != 0 ? 1 / slowdown_ : 1;
+    stream.last = now;
+    schedule_kernel(local, s, t, now);
+  }
+
+  void schedule_kernel(std::uint32_t local, std::uint8_t s, TaskId t, Time now) {
+    auto& stream = state_.stream(local, s);
+    ++stream.version;
+    const auto ns = static_cast<std::int64_t>(std::ceil(stream.work_left_ns / stream.speed - 1e-6));
+    queue_.push({now + Time::nanoseconds(ns), 0, local, t, stream.version, kKernelDone});
+  }
+
+  // Communication on a rank starting or stopping changes its kernels' speed.
+  void set_busy(std::uint32_t local, std::uint8_t s, bool busy, Time now) {
+    RankState& r = state_.ranks[local];
+    r.account(now);
+    const bool comm_before = (r.busy_mask & ~1u) != 0;
+    if (busy) {
+      r.busy_mask |= 1u << s;
+    } else {
+      r.busy_mask &= ~(1u << s);
+    }
+    const bool comm_after = (r.busy_mask & ~1u) != 0;
+    if (s == 0 || comm_before == comm_after || slowdown_ == 1) return;
+    auto& compute = state_.stream(local, 0);
+    if (!compute.running) return;
+    compute.work_left_ns = std::max(0.0, compute.work_left_ns -
+                                             static_cast<double>((now - compute.last).ns()) * compute.speed);
+    compute.last = now;
+    compute.speed = comm_after ? 1 / slowdown_ : 1;
+    schedule_kernel(local, 0, r.program->stream_tasks[0][compute.cursor], now);
   }
 
   void begin(std::uint32_t local, std::uint8_t s, const Task& task, Time now) {
     RankState& r = state_.ranks[local];
-    r.account(now);
     auto& stream = state_.stream(local, s);
     stream.running = true;
     stream.waiting = false;
     stream.started = now;
-    r.busy_mask |= 1u << s;
+    set_busy(local, s, true, now);
     r.allocate(task.alloc_bytes, now);
   }
 
@@ -114,8 +172,88 @@ class Run {
       const RankState& m = state_.ranks[member];
       begin(member, m.program->tasks[member_task].stream, m.program->tasks[member_task], now);
     }
-    const Time duration = cost_.communication_duration(task, w_.communicators[id]);
-    queue_.push({now + duration, 0, id, 0, kCollectiveDone});
+    start_transfer(id, task, now);
+  }
+
+  const cost::TransferPlan* plan_for(taskgraph::CommunicatorId id, const Task& task) {
+    const auto key = std::make_tuple(id, task.collective, task.bytes);
+    auto it = plans_.find(key);
+    if (it == plans_.end())
+      it = plans_.emplace(key, std::make_unique<cost::TransferPlan>(
+                                   cost_.communication_plan(task, w_.communicators[id]))).first;
+    return it->second.get();
+  }
+
+  void start_transfer(taskgraph::CommunicatorId id, const Task& task, Time now) {
+    std::uint32_t t;
+    if (free_transfers_.empty()) {
+      t = static_cast<std::uint32_t>(transfers_.size());
+      transfers_.emplace_back();
+    } else {
+      t = free_transfers_.back();
+      free_transfers_.pop_back();
+    }
+    TransferState& x = transfers_[t];
+    x = TransferState{};
+    x.communicator = id;
+    x.plan = plan_for(id, task);
+    // In symmetric mode each simulated member stands for `represents` ranks;
+    // the communicator's flows carry their share of that on shared links.
+    const double members = static_cast<double>(w_.communicators[id].members.size());
+    x.weight = options_.represents * static_cast<double>(state_.comms[id].expected) / members;
+    x.phase = 0;
+    start_phase(t, now);
+  }
+
+  void start_phase(std::uint32_t t, Time now) {
+    TransferState& x = transfers_[t];
+    if (x.phase >= x.plan->phases.size()) {
+      finish_transfer(t, now);
+      return;
+    }
+    const cost::PhaseSpec& phase = x.plan->phases[x.phase];
+    x.flows_left = phase.flows.size();
+    for (const cost::FlowSpec& f : phase.flows)
+      network_.add(now, f.bytes, f.path.view(), f.max_rate, std::max(1.0, x.weight), t);
+    reschedule_flows();
+    if (x.flows_left == 0) end_phase(t, now);
+  }
+
+  // A phase's flows are done: its latency, then the next phase.
+  void end_phase(std::uint32_t t, Time now) {
+    const Time latency = transfers_[t].plan->phases[transfers_[t].phase].latency;
+    if (latency == Time{}) {
+      next_phase(t, now);
+    } else {
+      queue_.push({now + latency, 0, t, 0, 0, kPhaseDone});
+    }
+  }
+
+  void reschedule_flows() {
+    for (const internal::FlowId f : network_.changed())
+      queue_.push({network_.finish_time(f), 0, f, 0, network_.version(f), kFlowDone});
+    network_.changed().clear();
+  }
+
+  void flow_done(internal::FlowId f, Time now) {
+    const std::uint32_t t = network_.owner(f);
+    network_.remove(f, now);
+    reschedule_flows();
+    if (--transfers_[t].flows_left == 0) end_phase(t, now);
+  }
+
+  void next_phase(std::uint32_t t, Time now) {
+    ++transfers_[t].phase;
+    start_phase(t, now);
+  }
+
+  void finish_transfer(std::uint32_t t, Time now) {
+    CommState& c = state_.comms[transfers_[t].communicator];
+    const auto arrivals = std::move(c.arrivals);
+    c.arrivals.clear();
+    c.first = nullptr;
+    free_transfers_.push_back(t);
+    for (const auto& [local, task] : arrivals) finish_task(local, task, now);
   }
 
   void finish_task(std::uint32_t local, TaskId t, Time now) {
@@ -123,8 +261,7 @@ class Run {
     const Task& task = r.program->tasks[t];
     const std::uint8_t s = task.stream;
     auto& stream = state_.stream(local, s);
-    r.account(now);
-    r.busy_mask &= ~(1u << s);
+    set_busy(local, s, false, now);
     r.mark_done(t);
     r.release(task.free_bytes, now);
     r.finish = std::max(r.finish, now);
@@ -150,9 +287,17 @@ class Run {
 
   const taskgraph::Workload& w_;
   const cost::CostModel& cost_;
+  const RunOptions& options_;
   internal::RunState state_;
+  internal::FlowNetwork network_;
+  double slowdown_;
   EventQueue queue_;
   RunResult result_;
+  std::vector<TransferState> transfers_;
+  std::vector<std::uint32_t> free_transfers_;
+  std::map<std::tuple<taskgraph::CommunicatorId, taskgraph::CollectiveKind, std::uint64_t>,
+           std::unique_ptr<cost::TransferPlan>>
+      plans_;
 };
 
 }  // namespace

@@ -16,4 +16,8 @@ double GpuSpec::peak_flops(Dtype d) const {
   return *peak;
 }
 
+std::string to_string(FabricTopology t) {
+  return t == FabricTopology::RailOptimized ? "rail_optimized" : "fat_tree";
+}
+
 }  // namespace ptsim::hardware

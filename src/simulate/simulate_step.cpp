@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/cost/cost_model.hpp"
@@ -27,33 +29,62 @@ std::vector<Rank> representatives(const strategy::RankLayout& layout) {
   return reps;
 }
 
-// Symmetric mode is exact only when every rank of a stage reaches each of its
-// communicators over the same network tier as the stage's representative.
-void check_symmetric(const taskgraph::Workload& w, const strategy::RankLayout& layout,
-                     const hardware::Cluster& cluster) {
+// What a communicator's cost depends on: its size and how its members spread
+// over NVLink domains and pods. (Peers may cross one more switch level than
+// their representative — 0.1–1 µs per network step — which symmetric mode
+// does not tell apart.)
+struct GroupShape {
+  std::size_t members = 0;
+  std::size_t domains = 0;
+  std::size_t most_per_domain = 0;
+  std::size_t pods = 0;
+  friend bool operator==(const GroupShape&, const GroupShape&) = default;
+};
+
+GroupShape shape_of(const std::vector<Rank>& members, const hardware::Cluster& c) {
+  std::map<std::int64_t, std::size_t> per_domain;
+  std::set<std::int64_t> pods;
+  for (const Rank r : members) {
+    ++per_domain[c.domain_of(r)];
+    pods.insert(c.pod_of(r));
+  }
+  GroupShape g{members.size(), per_domain.size(), 0, pods.size()};
+  for (const auto& [domain, count] : per_domain) g.most_per_domain = std::max(g.most_per_domain, count);
+  return g;
+}
+
+// Symmetric mode is exact when every rank of a stage reaches each of its
+// communicators with the same shape as the stage's representative. Returns
+// the first rank for which this fails, as a message, or "".
+std::string symmetric_mismatch(const taskgraph::Workload& w, const strategy::RankLayout& layout,
+                               const hardware::Cluster& cluster) {
   const auto slots = static_cast<std::uint8_t>(w.comm_slot_names.size());
+  std::map<taskgraph::CommunicatorId, GroupShape> shapes;
+  const auto shape = [&](taskgraph::CommunicatorId id) -> const GroupShape& {
+    auto it = shapes.find(id);
+    if (it == shapes.end()) it = shapes.emplace(id, shape_of(w.communicators[id].members, cluster)).first;
+    return it->second;
+  };
   for (Rank r = 0; r < w.world_size; ++r) {
-    const Rank rep = layout.with_coordinate(
-        layout.with_coordinate(r, Axis::Tp, 0), Axis::Dp, 0);
+    const Rank rep = layout.with_coordinate(layout.with_coordinate(r, Axis::Tp, 0), Axis::Dp, 0);
     for (std::uint8_t s = 0; s < slots; ++s) {
       const auto mine = w.communicator(r, s);
       const auto theirs = w.communicator(rep, s);
       if (mine == theirs) continue;
       if ((mine == taskgraph::kNoCommunicator) != (theirs == taskgraph::kNoCommunicator) ||
-          cluster.tier_spanned(w.communicators[mine].members) !=
-              cluster.tier_spanned(w.communicators[theirs].members))
-        throw ConfigError(fmt::format(
-            "--mode symmetric would not be exact: rank {} reaches its {} group over a different "
-            "network tier than rank {} of the same stage; use --mode explicit",
-            r, w.comm_slot_names[s], rep));
+          !(shape(mine) == shape(theirs)))
+        return fmt::format("rank {} reaches its {} group over a different part of the network than "
+                           "rank {} of the same stage",
+                           r, w.comm_slot_names[s], rep);
     }
   }
+  return "";
 }
 
 }  // namespace
 
 std::vector<Rank> default_trace_ranks(const strategy::ParallelConfig& parallel) {
-  const strategy::RankLayout layout(parallel.tp, parallel.dp, parallel.pp);
+  const strategy::RankLayout layout(parallel.tp, parallel.dp, parallel.pp, parallel.rank_order);
   if (parallel.world_size <= 16) {
     std::vector<Rank> all(static_cast<std::size_t>(parallel.world_size));
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<Rank>(i);
@@ -62,21 +93,72 @@ std::vector<Rank> default_trace_ranks(const strategy::ParallelConfig& parallel) 
   return representatives(layout);
 }
 
+namespace {
+
+void apply(const std::vector<Degradation>& degradations, hardware::Cluster& cluster,
+           engine::RunOptions& options) {
+  using Kind = Degradation::Kind;
+  for (const auto& d : degradations) {
+    const bool pod = d.kind == Kind::Pod;
+    const std::int64_t limit = pod ? cluster.num_pods() : cluster.world_size();
+    if (d.index < 0 || d.index >= limit || (pod && cluster.num_pods() == 1))
+      throw ConfigError(fmt::format("{} {} does not exist: this job has {} {}", pod ? "pod" : "rank",
+                                    d.index, limit, pod ? "pod(s) (no pod links)" : "ranks"));
+    if (!(d.factor >= 1 && d.factor <= 1e6))
+      throw ConfigError(fmt::format("slowdown factor {} must lie in [1, 1e6]", d.factor));
+    const auto rank = static_cast<Rank>(d.index);
+    using hardware::LinkKind;
+    switch (d.kind) {
+      case Kind::Gpu: options.slow_gpus.emplace_back(rank, d.factor); break;
+      case Kind::Nvlink:
+        cluster.slow_down({cluster.gpu_link(rank, LinkKind::NvlinkOut), d.factor});
+        cluster.slow_down({cluster.gpu_link(rank, LinkKind::NvlinkIn), d.factor});
+        break;
+      case Kind::Nic:
+        cluster.slow_down({cluster.gpu_link(rank, LinkKind::NicOut), d.factor});
+        cluster.slow_down({cluster.gpu_link(rank, LinkKind::NicIn), d.factor});
+        break;
+      case Kind::Pod:
+        cluster.slow_down({cluster.pod_uplink(d.index), d.factor});
+        cluster.slow_down({cluster.pod_downlink(d.index), d.factor});
+        break;
+    }
+  }
+}
+
+}  // namespace
+
 Outcome simulate_step(const Request& request) {
   const auto started = std::chrono::steady_clock::now();
   workload::StepWorkload step = workload::build_step_workload(request.model, request.parallel);
-  const hardware::Cluster cluster(request.hardware, request.parallel.world_size);
-  const cost::CostModel cost(cluster);
-
+  hardware::Cluster cluster(request.hardware, request.parallel.world_size);
   engine::RunOptions options;
   options.record_ranks = request.record_ranks;
-  if (request.mode == Mode::Symmetric) {
-    check_symmetric(step.workload, step.layout, cluster);
+  apply(request.degradations, cluster, options);
+  const cost::CostModel cost(cluster);
+
+  Mode mode = request.mode;
+  if (mode == Mode::Symmetric && !request.degradations.empty())
+    throw ConfigError("--mode symmetric cannot study stragglers or degraded links, which make one "
+                      "rank unlike its peers; use --mode explicit (or auto)");
+  const std::string mismatch = mode == Mode::Explicit || !request.degradations.empty()
+                                   ? ""
+                                   : symmetric_mismatch(step.workload, step.layout, cluster);
+  if (mode == Mode::Symmetric && !mismatch.empty())
+    throw ConfigError(fmt::format("--mode symmetric would not be exact: {}; use --mode explicit",
+                                  mismatch));
+  if (mode == Mode::Auto)
+    mode = request.parallel.world_size > kAutoSymmetricAbove && request.degradations.empty() &&
+                   mismatch.empty()
+               ? Mode::Symmetric
+               : Mode::Explicit;
+  if (mode == Mode::Symmetric) {
     options.ranks = representatives(step.layout);
+    options.represents = static_cast<double>(request.parallel.tp * request.parallel.dp);
   }
   engine::RunResult run = engine::Simulator(step.workload, cost).run(options);
   report::StepResult result = report::summarize(run, step, request.parallel, request.hardware);
-  result.simulation.mode = request.mode == Mode::Explicit ? "explicit" : "symmetric";
+  result.simulation.mode = mode == Mode::Explicit ? "explicit" : "symmetric";
   result.simulation.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return {std::move(step), std::move(run), std::move(result)};

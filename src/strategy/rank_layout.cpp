@@ -12,6 +12,8 @@ namespace ptsim::strategy {
 std::string_view to_string(Axis a) {
   switch (a) {
     case Axis::Tp: return "tp";
+    case Axis::Cp: return "cp";
+    case Axis::Ep: return "ep";
     case Axis::Dp: return "dp";
     case Axis::Pp: return "pp";
   }
@@ -20,7 +22,7 @@ std::string_view to_string(Axis a) {
 
 RankLayout::RankLayout(std::int64_t tp, std::int64_t dp, std::int64_t pp, std::string_view order)
     : order_text_(order) {
-  size_ = {tp, dp, pp};
+  size_ = {tp, 1, 1, dp, pp};
   std::array<bool, kNumAxes> seen{};
   std::int64_t stride = 1;
   std::size_t begin = 0;
@@ -33,23 +35,27 @@ RankLayout::RankLayout(std::int64_t tp, std::int64_t dp, std::int64_t pp, std::s
       if (to_string(static_cast<Axis>(i)) != name) continue;
       if (seen[i])
         throw ConfigError(fmt::format("rank order '{}': axis '{}' appears twice; name each of "
-                                      "tp, dp, pp once, e.g. tp-dp-pp",
-                                      order, name));
+                                      "tp, dp, pp once, e.g. {}",
+                                      order, name, kDefaultRankOrder));
       seen[i] = known = true;
       stride_[i] = stride;
       stride *= size_[i];
     }
     if (!known)
-      throw ConfigError(fmt::format("rank order '{}': unknown axis '{}'; use a permutation of "
-                                    "tp, dp, pp joined by '-', e.g. tp-dp-pp",
-                                    order, name));
+      throw ConfigError(fmt::format("rank order '{}': unknown axis '{}'; use tp, cp, ep, dp and "
+                                    "pp joined by '-', e.g. {}",
+                                    order, name, kDefaultRankOrder));
     ++count;
     begin = end + 1;
   }
-  if (count != kNumAxes)
-    throw ConfigError(fmt::format(
-        "rank order '{}' names {} axes; it must name each of tp, dp, pp once, e.g. tp-dp-pp",
-        order, count));
+  for (const Axis required : {Axis::Tp, Axis::Dp, Axis::Pp})
+    if (!seen[index(required)])
+      throw ConfigError(fmt::format("rank order '{}' names {} axes and leaves out {}; it must name "
+                                    "each of tp, dp, pp once, e.g. {}",
+                                    order, count, to_string(required), kDefaultRankOrder));
+  // Axes of size 1 left out of the order go last; their stride does not matter.
+  for (int i = 0; i < kNumAxes; ++i)
+    if (!seen[static_cast<std::size_t>(i)]) stride_[static_cast<std::size_t>(i)] = stride;
   world_size_ = stride;
 }
 

@@ -30,11 +30,18 @@ void ProgramEmitter::after_last_kernel(TaskId id) {
   if (last_kernel_) graph_.add_dependency(*last_kernel_, id);
 }
 
-TaskId ProgramEmitter::emit(const OpSpec& op, std::uint8_t category, Where where,
-                            std::uint64_t alloc_bytes, std::uint64_t free_bytes,
-                            const std::string& prefix) {
+std::vector<std::uint32_t> ProgramEmitter::names_of(const std::vector<OpSpec>& ops,
+                                                    const std::string& prefix) {
+  std::vector<std::uint32_t> ids;
+  ids.reserve(ops.size());
+  for (const OpSpec& op : ops) ids.push_back(names_->intern(prefix + op.name));
+  return ids;
+}
+
+TaskId ProgramEmitter::emit(const OpSpec& op, std::uint32_t name, std::uint8_t category,
+                            Where where, std::uint64_t alloc_bytes, std::uint64_t free_bytes) {
   Task task;
-  task.name = names_->intern(prefix + op.name);
+  task.name = name;
   task.microbatch = where.microbatch;
   task.layer = where.layer;
   task.bytes = op.bytes;

@@ -22,17 +22,17 @@ using Where = ProgramEmitter::Where;
 
 class StageBuilder {
  public:
-  StageBuilder(const StageContext& ctx, NameTable& names)
-      : ctx_(ctx), out_(names), shape_{ctx.micro_batch_size, ctx.model->seq_length,
+  StageBuilder(const StageContext& ctx, NameTable& names, taskgraph::TaskGraph& program)
+      : ctx_(ctx), out_(names, program), shape_{ctx.micro_batch_size, ctx.model->seq_length,
                                        ctx.config->tp} {
-    layer_ = transformer_layer_ops(*ctx.model, shape_);
-    embedding_ = embedding_ops(*ctx.model, shape_);
-    output_ = output_ops(*ctx.model, shape_);
+    layer_ = named(transformer_layer_ops(*ctx.model, shape_));
+    embedding_ = named(embedding_ops(*ctx.model, shape_));
+    output_ = named(output_ops(*ctx.model, shape_));
     activation_bytes_ = static_cast<std::uint64_t>(2 * ctx.micro_batch_size *
                                                    ctx.model->seq_length * ctx.model->hidden_size);
   }
 
-  taskgraph::TaskGraph build() {
+  void build() {
     const auto order = strategy::make_pipeline_order(ctx_.config->schedule, ctx_.stage,
                                                      ctx_.num_stages, ctx_.num_microbatches);
     std::size_t last_backward = 0;
@@ -47,10 +47,25 @@ class StageBuilder {
       }
     }
     finish_step();
-    return out_.take();
   }
 
  private:
+  // A block's ops with their task names interned once: forward ("fwd."),
+  // recomputed ("recompute.") and backward ("bwd.").
+  struct NamedBlock {
+    BlockOps ops;
+    std::vector<std::uint32_t> forward, recompute, backward;
+  };
+
+  NamedBlock named(BlockOps ops) {
+    NamedBlock b;
+    b.forward = out_.names_of(ops.forward, "fwd.");
+    b.recompute = out_.names_of(ops.forward, "recompute.");
+    b.backward = out_.names_of(ops.backward, "bwd.");
+    b.ops = std::move(ops);
+    return b;
+  }
+
   bool first_stage() const { return ctx_.stage == 0; }
   bool last_stage() const { return ctx_.stage == ctx_.num_stages - 1; }
   bool full_recompute() const { return ctx_.config->recompute == strategy::RecomputeKind::Full; }
@@ -59,13 +74,13 @@ class StageBuilder {
     if (!first_stage())
       out_.emit_recv(streams::kPipelineRecvForward, slots::kPipelineForwardRecv, activation_bytes_,
                      "pp.recv_activation", {mb, -1});
-    if (first_stage()) emit_block_forward(embedding_.forward, {mb, -1}, "fwd.", false);
+    if (first_stage()) emit_block_forward(embedding_, {mb, -1}, false);
     for (std::int64_t l = 0; l < ctx_.layers.count; ++l) {
       const Where where{mb, static_cast<std::int32_t>(ctx_.layers.first + l)};
-      emit_block_forward(layer_.forward, where, "fwd.", full_recompute());
+      emit_block_forward(layer_, where, full_recompute());
     }
     if (last_stage()) {
-      emit_block_forward(output_.forward, {mb, -1}, "fwd.", false);
+      emit_block_forward(output_, {mb, -1}, false);
     } else {
       out_.emit_send(streams::kPipelineSendForward, slots::kPipelineForwardSend, activation_bytes_,
                      "pp.send_activation", {mb, -1});
@@ -77,21 +92,21 @@ class StageBuilder {
       out_.emit_recv(streams::kPipelineRecvBackward, slots::kPipelineBackwardRecv,
                      activation_bytes_, "pp.recv_gradient", {mb, -1});
     if (last_stage()) {
-      emit_block_backward(output_.backward, {mb, -1});
+      emit_block_backward(output_, {mb, -1});
       if (final_step)
         gradients_ready(output_parameters_per_rank(*ctx_.model, ctx_.config->tp, ctx_.num_stages));
     }
     for (std::int64_t l = ctx_.layers.count - 1; l >= 0; --l) {
       const Where where{mb, static_cast<std::int32_t>(ctx_.layers.first + l)};
       if (full_recompute()) emit_recompute(where);
-      emit_block_backward(layer_.backward, where);
+      emit_block_backward(layer_, where);
       if (final_step) gradients_ready(layer_parameters_per_rank(*ctx_.model, ctx_.config->tp));
     }
     if (!first_stage()) {
       out_.emit_send(streams::kPipelineSendBackward, slots::kPipelineBackwardSend,
                      activation_bytes_, "pp.send_gradient", {mb, -1});
     } else {
-      emit_block_backward(embedding_.backward, {mb, -1});
+      emit_block_backward(embedding_, {mb, -1});
       if (final_step) gradients_ready(embedding_parameters_per_rank(*ctx_.model, ctx_.config->tp));
     }
     if (final_step) flush_bucket();
@@ -99,26 +114,27 @@ class StageBuilder {
 
   // Forward ops; under full recomputation only the layer input (what the
   // first op saves) stays allocated, the rest is rebuilt in the backward pass.
-  void emit_block_forward(const std::vector<OpSpec>& ops, Where where, const std::string& prefix,
-                          bool checkpoint_only) {
+  void emit_block_forward(const NamedBlock& block, Where where, bool checkpoint_only) {
+    const auto& ops = block.ops.forward;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const std::uint64_t alloc = checkpoint_only && i > 0 ? 0 : ops[i].saved_bytes;
-      out_.emit(ops[i], categories::kForward, where, alloc, 0, prefix);
+      out_.emit(ops[i], block.forward[i], categories::kForward, where, alloc, 0);
     }
   }
 
   // The recomputed forward of one layer: everything but the checkpointed
   // input is allocated again.
   void emit_recompute(Where where) {
-    const auto& ops = layer_.forward;
+    const auto& ops = layer_.ops.forward;
     for (std::size_t i = 0; i < ops.size(); ++i)
-      out_.emit(ops[i], categories::kRecompute, where, i == 0 ? 0 : ops[i].saved_bytes, 0,
-                "recompute.");
+      out_.emit(ops[i], layer_.recompute[i], categories::kRecompute, where,
+                i == 0 ? 0 : ops[i].saved_bytes, 0);
   }
 
-  void emit_block_backward(const std::vector<OpSpec>& ops, Where where) {
-    for (const OpSpec& op : ops)
-      out_.emit(op, categories::kBackward, where, 0, op.freed_bytes, "bwd.");
+  void emit_block_backward(const NamedBlock& block, Where where) {
+    const auto& ops = block.ops.backward;
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      out_.emit(ops[i], block.backward[i], categories::kBackward, where, 0, ops[i].freed_bytes);
   }
 
   // Megatron-LM's DDP: gradients become final in the last micro-batch's
@@ -153,14 +169,14 @@ class StageBuilder {
     // reductions in order, so waiting for each stream's last task is enough.
     out_.wait_for_stream(streams::kDataParallel);
     out_.wait_for_stream(streams::kEmbeddingGrad);
-    out_.emit(optimizer_step_op(ctx_.stage_parameters), categories::kOptimizer, {-1, -1}, 0, 0,
-              "");
+    const OpSpec step = optimizer_step_op(ctx_.stage_parameters);
+    out_.emit(step, out_.names_of({step}, "")[0], categories::kOptimizer, {-1, -1}, 0, 0);
   }
 
   const StageContext& ctx_;
   ProgramEmitter out_;
   MicroShape shape_;
-  BlockOps layer_, embedding_, output_;
+  NamedBlock layer_, embedding_, output_;
   std::uint64_t activation_bytes_ = 0;
   std::int64_t bucket_parameters_ = 0;
   int buckets_ = 0;
@@ -168,8 +184,8 @@ class StageBuilder {
 
 }  // namespace
 
-taskgraph::TaskGraph build_stage_program(const StageContext& ctx, NameTable& names) {
-  return StageBuilder(ctx, names).build();
+void build_stage_program(const StageContext& ctx, NameTable& names, taskgraph::TaskGraph& program) {
+  StageBuilder(ctx, names, program).build();
 }
 
 }  // namespace ptsim::workload::internal

@@ -48,7 +48,7 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
                                  const strategy::ParallelConfig& config) {
   StepWorkload step{.workload = {},
                     .model = model,
-                    .layout = strategy::RankLayout(config.tp, config.dp, config.pp),
+                    .layout = strategy::RankLayout(config.tp, config.dp, config.pp, config.rank_order),
                     .stages = strategy::make_stage_partition(model.num_layers, config.pp),
                     .stage_static_memory = {}};
   step.model.vocab_size = padded_vocab_size(model.vocab_size, config.tp);
@@ -63,6 +63,7 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
   internal::add_communicators(step.layout, embedding_group, w);
 
   internal::NameTable names;
+  w.programs.resize(static_cast<std::size_t>(config.pp));
   for (std::int64_t s = 0; s < config.pp; ++s) {
     internal::StageContext ctx;
     ctx.model = &step.model;
@@ -75,7 +76,7 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
     ctx.stage_parameters = stage_parameters(step.model, config, ctx.layers, s);
     ctx.ddp_bucket_parameters = bucket_parameters(config);
     ctx.embedding_group = embedding_group;
-    w.programs.push_back(internal::build_stage_program(ctx, names));
+    internal::build_stage_program(ctx, names, w.programs[static_cast<std::size_t>(s)]);
     step.stage_static_memory.push_back(static_memory(ctx.stage_parameters));
     w.program_base_memory_bytes.push_back(step.stage_static_memory.back().total_bytes());
   }

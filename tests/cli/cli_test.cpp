@@ -130,3 +130,46 @@ TEST_CASE("ptsim --help and ptsim simulate --help show usage with examples", "[c
   CHECK_THAT(sim.out, Catch::Contains("Examples:"));
   CHECK_THAT(sim.out, Catch::Contains("--tensor-model-parallel-size"));
 }
+
+TEST_CASE("ptsim collective reports nccl-tests' figures as a table and JSON", "[cli]") {
+  const std::string json = ptsim::test::scratch_path("collective.json");
+  const auto r = run("collective --hw " + ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json") +
+                     " --op all_reduce,all_gather --ranks 8,16 --sizes 1M,1G --json " + json);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("busbw GB/s"));
+  const auto j = nlohmann::json::parse(slurp(json));
+  REQUIRE(j.at("results").size() == 2 * 2 * 2);
+  for (const auto& row : j.at("results")) {
+    const double n = row.at("ranks").get<double>();
+    const double algbw = row.at("bytes").get<double>() / row.at("time_s").get<double>() / 1e9;
+    CHECK(row.at("algbw_GBps").get<double>() == Approx(algbw));
+    // nccl-tests: busbw = algbw · 2(n−1)/n for all-reduce, · (n−1)/n for all-gather.
+    const double factor = row.at("op") == "all_reduce" ? 2 * (n - 1) / n : (n - 1) / n;
+    CHECK(row.at("busbw_GBps").get<double>() == Approx(algbw * factor));
+    CHECK_FALSE(row.at("algorithm").get<std::string>().empty());
+  }
+  const auto bad = run("collective --hw " + ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json") +
+                       " --op allreduce --ranks 8 --sizes 1M");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--op: 'allreduce' is not a collective"));
+  const auto size = run("collective --hw " + ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json") +
+                        " --ranks 8 --sizes 1X");
+  CHECK(size.code == 2);
+  CHECK_THAT(size.err, Catch::Contains("--sizes: '1X' is not a size"));
+}
+
+TEST_CASE("ptsim simulate takes straggler and degraded-link what-ifs", "[cli]") {
+  const auto ok = run(tiny_run() + " --gpus 16 --tp 2 --pp 2 --global-batch-size 16 --slow-gpu 3:1.5 "
+                                   "--slow-link nic:5:4");
+  CHECK(ok.code == 0);
+  CHECK_THAT(ok.out, Catch::Contains("(explicit, 16 ranks)"));
+  const auto form = run(tiny_run() + " --gpus 16 --global-batch-size 16 --slow-link nic:5");
+  CHECK(form.code == 2);
+  CHECK_THAT(form.err, Catch::Contains("--slow-link nic:5: expected KIND:INDEX:FACTOR"));
+  const auto rank = run(tiny_run() + " --gpus 16 --global-batch-size 16 --slow-gpu 40:2");
+  CHECK(rank.code == 2);
+  CHECK_THAT(rank.err, Catch::Contains("rank 40 does not exist"));
+  const auto order = run(tiny_run() + " --gpus 16 --tp 2 --pp 2 --global-batch-size 16 --rank-order tp-pp");
+  CHECK(order.code == 2);
+  CHECK_THAT(order.err, Catch::Contains("--rank-order: rank order 'tp-pp'") && Catch::Contains("leaves out dp"));
+}

@@ -19,20 +19,30 @@ json read(const std::string& stem) {
 }  // namespace
 
 TEST_CASE("Shipped profiles load with their figures in SI units", "[config]") {
-  for (const char* stem : {"a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb", "b200-sxm-180gb"}) {
+  for (const char* stem : {"a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb", "b200-sxm-180gb",
+                           "dgx-a100-superpod", "dgx-h100-superpod", "gb200-nvl72", "h100-roce-llama3"}) {
     const auto hw = test::shipped_hardware(stem);
     CHECK(hw.name == stem);
-    CHECK(hw.gpus_per_node == 8);
-    CHECK(hw.tiers.size() == 2);
-    CHECK(hw.tiers[0].domain_gpus == 8);
-    CHECK(hw.sources.size() >= 15);
+    CHECK(hw.sources.size() >= 20);
   }
   const auto a100 = test::shipped_hardware("a100-sxm4-80gb");
   CHECK(a100.gpu.peak_flops(Dtype::Bf16) == 312e12);
   CHECK(a100.gpu.memory_bytes == 80.0 * 1024 * 1024 * 1024);
-  CHECK(a100.tiers[1].bandwidth_bytes_per_s == 25e9);  // HDR 200 Gb/s
-  CHECK(a100.tiers[0].latency_s == Approx(3.4e-6));
+  CHECK(a100.gpus_per_node == 8);
+  CHECK(a100.nvlink.domain_gpus == 8);
+  CHECK(a100.nic.bandwidth_bytes_per_s == 25e9);  // HDR 200 Gb/s
+  CHECK(a100.nvlink.latency_s == Approx(3.4e-6));
+  CHECK_FALSE(a100.nvlink.nvls_efficiency);       // no NVLink SHARP on A100's NVSwitch
   CHECK_THROWS_WITH(a100.gpu.peak_flops(Dtype::Fp8), Catch::Contains("has no fp8 peak rate"));
+  // GB200 NVL72: 72 GPUs in one NVLink domain, trays of 4.
+  const auto nvl72 = test::shipped_hardware("gb200-nvl72");
+  CHECK(nvl72.nvlink.domain_gpus == 72);
+  CHECK(nvl72.gpus_per_node == 4);
+  // Meta's Llama 3 cluster: pods of 3072 GPUs, 1:7 between pods.
+  const auto roce = test::shipped_hardware("h100-roce-llama3");
+  CHECK(roce.fabric.pod_gpus == 3072);
+  CHECK(roce.fabric.oversubscription == 7);
+  CHECK(roce.nic.bandwidth_bytes_per_s == 50e9);
 }
 
 TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong", "[config]") {
@@ -52,9 +62,31 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("unknown key 'tflops' in /gpu"));
   }
   SECTION("negative bandwidth") {
-    j["network"]["tiers"][1]["bandwidth_GBps"] = -25;
+    j["network"]["nic"]["bandwidth_GBps"] = -25;
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
-                      Catch::Contains("/network/tiers/1/bandwidth_GBps = -25 is out of range"));
+                      Catch::Contains("/network/nic/bandwidth_GBps = -25 is out of range"));
+  }
+  SECTION("NaN-like bandwidth") {
+    j["network"]["nvlink"]["bandwidth_GBps"] = "fast";
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("/network/nvlink/bandwidth_GBps = \"fast\" must be a number"));
+  }
+  SECTION("oversubscription below one") {
+    j["network"]["fabric"]["oversubscription"] = 0.5;
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("/network/fabric/oversubscription = 0.5 is out of range"));
+  }
+  SECTION("bad topology") {
+    j["network"]["fabric"]["topology"] = "torus";
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("/network/fabric/topology = \"torus\" is not one of the accepted "
+                                      "values: rail_optimized, fat_tree"));
+  }
+  SECTION("pods without a level above them") {
+    j["network"]["fabric"]["levels"] = 2;
+    j["network"]["fabric"]["pod_gpus"] = 64;
+    j["sources"]["/network/fabric/pod_gpus"] = "x";
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("pod_gpus = 64 needs levels = 3"));
   }
   SECTION("zero memory") {
     j["gpu"]["memory_GiB"] = 0;
@@ -65,12 +97,7 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("/gpu/gemm_efficiency = 1.2 is out of range"));
   }
   SECTION("wrong schema") {
-    j["schema"] = "ptsim-hw/9";
-    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("expected \"ptsim-hw/1\""));
-  }
-  SECTION("last tier with a domain") {
-    j["network"]["tiers"][1]["domain_gpus"] = 64;
-    j["sources"]["/network/tiers/1/domain_gpus"] = "x";
-    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("must be absent on the last tier"));
+    j["schema"] = "ptsim-hw/1";
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("expected \"ptsim-hw/2\""));
   }
 }

@@ -1,6 +1,6 @@
 // The engine on small hand-built workloads whose timings follow by hand.
-// Hardware: 1 TFLOP/s, no launch overhead, a 1 GB/s network without latency,
-// so a kernel of F FLOP takes F/1e12 s and a transfer of S bytes S/1e9 s.
+// Hardware: 1 TFLOP/s, no launch overhead, 1 GB/s NVLink and NICs without
+// latency, so a kernel of F FLOP takes F/1e12 s and a transfer of S bytes S/1e9 s.
 #include "ptsim/engine/simulator.hpp"
 
 #include "ptsim/common/error.hpp"
@@ -27,7 +27,8 @@ hardware::HardwareProfile toy_hardware() {
   hw.gpu.gemm_efficiency = 1;
   hw.gpu.memory_efficiency = 1;
   hw.gpus_per_node = 8;
-  hw.tiers = {{"net", 0, 1e9, 0, 1}};
+  hw.nvlink = {8, 1e9, 0, 1, std::nullopt};
+  hw.nic = {1, 1e9, 0, 1};
   return hw;
 }
 
@@ -102,7 +103,7 @@ TEST_CASE("Compute, transfer, compute across two ranks (SimGrid's dag-comm)", "[
   const auto b = p1.add_task(kernel(2));
   p1.add_dependency(recv, b);
   const auto w = make_workload({p0, p1}, {{0, {0, 1}}});
-  const auto r = run(w, {{}, {0, 1}});
+  const auto r = run(w, {{}, {0, 1}, 1, {}});
   CHECK(ms(r.makespan) == Approx(4));
   CHECK(ms(r.ranks[0].finish) == Approx(2));
   CHECK(ms(r.ranks[1].finish) == Approx(4));
@@ -154,7 +155,7 @@ TEST_CASE("Memory is allocated when a task starts and freed when it ends", "[eng
   p.add_task(kernel(1, 30));      // +30 → 180 with the base of 100
   p.add_task(kernel(1, 0, 80));   // −80 at its end
   p.add_task(kernel(1, 10));      // +10
-  const auto r = run(make_workload({p}, {}), {{}, {0}});
+  const auto r = run(make_workload({p}, {}), {{}, {0}, 1, {}});
   CHECK(r.ranks[0].base_memory_bytes == 100);
   CHECK(r.ranks[0].peak_memory_bytes == 180);
   CHECK(ms(r.ranks[0].peak_memory_at) == Approx(1));
@@ -207,8 +208,41 @@ TEST_CASE("Simulating a subset of ranks treats absent peers as symmetric", "[eng
     const auto c = p.add_task(comm(TaskKind::Collective, CollectiveKind::AllReduce, 4));
     p.add_dependency(k, c);
   }
-  const auto r = run(make_workload(programs, {{0, {0, 1}}}), {{1}, {}});
+  const auto r = run(make_workload(programs, {{0, {0, 1}}}), {{1}, {}, 1, {}});
   REQUIRE(r.ranks.size() == 1);
   CHECK(r.ranks[0].rank == 1);
   CHECK(ms(r.makespan) == Approx(5));
+}
+
+TEST_CASE("Kernels slow down while communication runs on their GPU", "[engine]") {
+  // Slowdown 0.5: a 10 ms kernel runs at 1/1.5 speed while a 5 ms transfer
+  // runs beside it (3.33 ms of its work done by 5 ms), then at full speed for
+  // the remaining 6.67 ms: it ends at 11.67 ms.
+  taskgraph::TaskGraph p0, p1;
+  p0.add_task(kernel(10));
+  p0.add_task(comm(TaskKind::Send, CollectiveKind::PointToPoint, 5));
+  p1.add_task(comm(TaskKind::Recv, CollectiveKind::PointToPoint, 5));
+  auto hw = toy_hardware();
+  hw.gpu.comm_compute_slowdown = 0.5;
+  const hardware::Cluster cluster(hw, 2);
+  const cost::CostModel cost(cluster);
+  const auto w = make_workload({p0, p1}, {{0, {0, 1}}});
+  const auto r = engine::Simulator(w, cost).run({{}, {0}, 1, {}});
+  CHECK(ms(r.ranks[0].finish) == Approx(10 + 5.0 / 3).epsilon(1e-6));
+  CHECK(ms(r.timeline[0].end) == Approx(5));  // the transfer itself is not slowed
+}
+
+TEST_CASE("A straggler's kernels take longer and its peers wait at the collective", "[engine]") {
+  // Both ranks compute 1 ms then all-reduce 2 MB (2·1/2·2 ms = 2 ms); rank 1 is
+  // three times slower: the all-reduce starts at 3 ms for both, ends at 5 ms.
+  std::vector<taskgraph::TaskGraph> programs(2);
+  for (auto& p : programs) {
+    const auto k = p.add_task(kernel(1));
+    const auto c = p.add_task(comm(TaskKind::Collective, CollectiveKind::AllReduce, 2));
+    p.add_dependency(k, c);
+  }
+  const auto r = run(make_workload(programs, {{0, {0, 1}}}), {{}, {}, 1, {{1, 3.0}}});
+  CHECK(ms(r.ranks[0].finish) == Approx(5));
+  CHECK(ms(r.ranks[1].finish) == Approx(5));
+  CHECK(ms(r.ranks[0].occupancy[0]) == Approx(2));  // rank 0 waited 2 ms
 }

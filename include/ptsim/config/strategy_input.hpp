@@ -20,6 +20,7 @@ struct StrategyInput {
   std::optional<std::int64_t> seq_length;
   std::optional<std::string> schedule;   // naive | gpipe | 1f1b
   std::optional<std::string> recompute;  // none | full
+  std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp
   /// Field name ("tp", "global_batch_size", …) → how the user wrote it
   /// ("--tensor-model-parallel-size/--tp", "s.json: /tp").
   std::map<std::string, std::string> origin;
@@ -30,7 +31,7 @@ struct StrategyInput {
 
 /// Reads a strategy file. Keys: gpus, tensor_model_parallel_size (or tp),
 /// pipeline_model_parallel_size (pp), data_parallel_size (dp),
-/// micro_batch_size, global_batch_size, seq_length, schedule, recompute.
+/// micro_batch_size, global_batch_size, seq_length, schedule, recompute, rank_order.
 StrategyInput load_strategy(const std::string& path);
 
 /// Values set in `overrides` replace those of `base` (flags override a file).

@@ -13,8 +13,9 @@ namespace ptsim::engine {
 struct Event {
   Time at;
   std::uint64_t sequence = 0;  // assigned by the queue
-  std::uint32_t target = 0;    // what finishes: a rank slot or a communicator
+  std::uint32_t target = 0;    // what finishes: a rank slot, a flow, a transfer
   std::uint32_t task = 0;      // the task that finishes (rank events)
+  std::uint32_t version = 0;   // stale when its target has moved on since
   std::uint8_t kind = 0;       // interpreted by the simulator
 };
 

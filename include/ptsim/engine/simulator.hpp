@@ -23,6 +23,12 @@ namespace ptsim::engine {
 struct RunOptions {
   std::vector<Rank> ranks;         // ranks to simulate, ascending; empty = every rank
   std::vector<Rank> record_ranks;  // ranks whose tasks and memory are recorded
+  /// How many ranks each simulated rank stands for (symmetric mode): its
+  /// flows weigh that much, shared among the communicator's simulated
+  /// members, on links many ranks share (pod uplinks).
+  double represents = 1;
+  /// Kernels on these ranks take `factor` times longer (straggler what-ifs).
+  std::vector<std::pair<Rank, double>> slow_gpus;
 };
 
 class Simulator {

@@ -1,6 +1,6 @@
 // HardwareProfile: on what the model is trained — one GPU's rates and memory,
-// the node, and the network tiers from NVLink outwards. SI units throughout;
-// the loader (config/) converts the file's GB/s, µs and GiB once.
+// the node, the NVLink domain, the NICs and the fabric between nodes. SI units
+// throughout; the loader (config/) converts the file's GB/s, µs and GiB once.
 #pragma once
 
 #include <array>
@@ -8,7 +8,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "ptsim/common/dtype.hpp"
 
@@ -24,19 +23,44 @@ struct GpuSpec {
   double gemm_efficiency = 0;    // achievable fraction of peak for large GEMMs
   double memory_efficiency = 0;  // achievable fraction of HBM peak for streaming kernels
   double kernel_launch_overhead_s = 0;  // added to every kernel
+  /// Kernels take (1 + this) times longer while a communication kernel runs
+  /// on the same GPU (NCCL occupies SMs and HBM bandwidth).
+  double comm_compute_slowdown = 0;
 
   double peak_flops(Dtype d) const;  // throws ConfigError when the GPU lacks it
 };
 
-/// One level of the network: every GPU of a domain reaches every other of the
-/// same domain through this tier. Tiers nest: each domain holds whole domains
-/// of the tier inside it.
-struct NetworkTier {
-  std::string name;
-  std::int64_t domain_gpus = 0;          // GPUs per domain; 0 = the whole cluster
-  double bandwidth_bytes_per_s = 0;      // per GPU, per direction
-  double latency_s = 0;                  // per algorithm step
-  double efficiency = 0;                 // achieved fraction of bandwidth (NCCL bus bandwidth)
+/// GPUs of one NVLink domain (a DGX node, an NVL72 rack) reach each other
+/// through NVSwitch at full per-GPU bandwidth.
+struct NvlinkSpec {
+  std::int64_t domain_gpus = 0;
+  double bandwidth_bytes_per_s = 0;  // per GPU, per direction
+  double latency_s = 0;              // per algorithm step
+  double efficiency = 0;             // NCCL ring bus bandwidth / line rate
+  std::optional<double> nvls_efficiency;  // NVLink SHARP all-reduce algbw / line rate, if any
+};
+
+struct NicSpec {
+  int per_gpu = 1;
+  double bandwidth_bytes_per_s = 0;  // per NIC, per direction
+  double latency_s = 0;              // per inter-node algorithm step
+  double efficiency = 0;             // NCCL bus bandwidth / line rate
+  double gpu_bandwidth_bytes_per_s() const { return per_gpu * bandwidth_bytes_per_s; }
+};
+
+enum class FabricTopology { RailOptimized, FatTree };
+
+/// The network between NVLink domains: a Clos of `levels` switch levels.
+/// Non-blocking inside a pod; pods connect through uplinks oversubscribed by
+/// `oversubscription`.
+struct FabricSpec {
+  FabricTopology topology = FabricTopology::RailOptimized;
+  int levels = 2;
+  std::int64_t leaf_nodes = 1;   // nodes whose NICs share one leaf group
+  std::int64_t pod_gpus = 0;     // GPUs per pod; 0 = the whole cluster is one pod
+  double oversubscription = 1;   // ≥ 1
+  double switch_latency_s = 0;   // per switch crossed
+  bool in_network_reduction = false;  // SHARP reductions available to NCCL
 };
 
 struct HardwareProfile {
@@ -45,8 +69,12 @@ struct HardwareProfile {
   GpuSpec gpu;
   int gpus_per_node = 0;
   double collective_base_latency_s = 0;  // fixed cost of one collective call
-  std::vector<NetworkTier> tiers;        // innermost first; the last spans the cluster
+  NvlinkSpec nvlink;
+  NicSpec nic;
+  FabricSpec fabric;
   std::map<std::string, std::string> sources;  // JSON pointer → where the figure comes from
 };
+
+std::string to_string(FabricTopology t);
 
 }  // namespace ptsim::hardware

@@ -18,6 +18,18 @@ namespace ptsim::simulate {
 enum class Mode {
   Explicit,   // every rank simulated
   Symmetric,  // one rank per pipeline stage stands for its TP and DP peers
+  Auto,       // symmetric for large homogeneous jobs, explicit otherwise
+};
+
+/// Jobs above this many ranks run symmetric under Mode::Auto.
+inline constexpr std::int64_t kAutoSymmetricAbove = 64;
+
+/// A straggler or a degraded link, for what-if studies (explicit mode only).
+struct Degradation {
+  enum class Kind { Gpu, Nvlink, Nic, Pod };
+  Kind kind = Kind::Gpu;
+  std::int64_t index = 0;  // rank, or pod for Kind::Pod
+  double factor = 1;       // kernels take `factor` times longer / links carry 1/factor
 };
 
 struct Request {
@@ -27,6 +39,7 @@ struct Request {
   Mode mode = Mode::Explicit;
   /// Ranks whose tasks are recorded for a trace; empty records none.
   std::vector<Rank> record_ranks;
+  std::vector<Degradation> degradations;
 };
 
 struct Outcome {
@@ -35,9 +48,11 @@ struct Outcome {
   report::StepResult result;
 };
 
-/// Runs one step. Throws ConfigError when symmetric mode would not be exact
-/// (peers of one stage reach their groups over different network tiers),
-/// SimulationError when the step cannot complete.
+/// Runs one step. Throws ConfigError when symmetric mode is asked for but
+/// would not be exact (peers of one stage reach their groups over different
+/// parts of the network, or a degradation singles one out) or a degradation
+/// names a rank or pod the job does not have; SimulationError when the step
+/// cannot complete.
 Outcome simulate_step(const Request& request);
 
 /// Ranks worth tracing by default: all when there are at most 16, otherwise

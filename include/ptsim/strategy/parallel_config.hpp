@@ -29,6 +29,8 @@ struct ParallelConfig {
   std::int64_t global_batch_size = 1;  // sequences per step, all replicas
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   RecomputeKind recompute = RecomputeKind::None;
+  /// How ranks map to (tp, dp, pp) coordinates; see RankLayout.
+  std::string rank_order = "tp-cp-ep-dp-pp";
   /// Megatron's DDP bucket: gradients are reduced in buckets of this many
   /// parameters (Megatron-LM default 40M; the bucket grows with dp, see
   /// DistributedDataParallelConfig.bucket_size).

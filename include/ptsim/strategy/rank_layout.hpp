@@ -1,6 +1,9 @@
-// RankLayout: rank ↔ (tp, dp, pp) coordinates and the groups along each axis,
-// as Megatron-LM's RankGenerator lays them out: the first axis of the order
-// varies fastest. Default order "tp-dp-pp": TP groups are consecutive ranks.
+// RankLayout: rank ↔ (tp, cp, ep, dp, pp) coordinates and the groups along
+// each axis, as Megatron-LM's RankGenerator lays them out: the first axis of
+// the order varies fastest. Default order Megatron's "tp-cp-ep-dp-pp": TP
+// groups are consecutive ranks (inside a node), pipeline stages outermost.
+// Context and expert parallelism have size 1 until they are simulated; they
+// may be named in the order all the same.
 //
 // Worked example (Megatron's docstring), order tp-pp-dp, tp=2 pp=2 dp=2:
 //   rank = tp + 2·pp + 4·dp
@@ -18,16 +21,19 @@
 
 namespace ptsim::strategy {
 
-enum class Axis : std::uint8_t { Tp = 0, Dp = 1, Pp = 2 };
-inline constexpr int kNumAxes = 3;
+enum class Axis : std::uint8_t { Tp = 0, Cp = 1, Ep = 2, Dp = 3, Pp = 4 };
+inline constexpr int kNumAxes = 5;
+inline constexpr const char* kDefaultRankOrder = "tp-cp-ep-dp-pp";
 
 std::string_view to_string(Axis a);
 
 class RankLayout {
  public:
   /// order: axis names joined by '-', first = innermost, e.g. "tp-dp-pp".
-  /// Throws ConfigError when the order is not a permutation of tp, dp, pp.
-  RankLayout(std::int64_t tp, std::int64_t dp, std::int64_t pp, std::string_view order = "tp-dp-pp");
+  /// It names tp, dp and pp once each, and cp and ep at most once (axes it
+  /// leaves out come last). Throws ConfigError otherwise.
+  RankLayout(std::int64_t tp, std::int64_t dp, std::int64_t pp,
+             std::string_view order = kDefaultRankOrder);
 
   std::int64_t world_size() const { return world_size_; }
   std::int64_t size(Axis a) const { return size_[index(a)]; }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "ptsim/common/dtype.hpp"
 
@@ -25,8 +26,12 @@ enum class CollectiveKind : std::uint8_t {
   AllGather,
   ReduceScatter,
   Broadcast,
+  Reduce,
+  AllToAll,
   PointToPoint,
 };
+
+std::string_view to_string(CollectiveKind k);
 
 /// How a compute task's time is bounded (cost/compute_cost picks the formula).
 enum class ComputeKind : std::uint8_t {

@@ -25,12 +25,25 @@ class TaskGraph {
 
   std::vector<TaskId> successors(TaskId id) const;
   std::vector<TaskId> predecessors(TaskId id) const;
+  /// Calls f(TaskId) for each successor / predecessor, without allocating.
+  template <typename F>
+  void for_each_successor(TaskId id, F&& f) const {
+    for (auto [it, end] = boost::adjacent_vertices(id, graph_); it != end; ++it)
+      f(static_cast<TaskId>(*it));
+  }
+  template <typename F>
+  void for_each_predecessor(TaskId id, F&& f) const {
+    for (auto [it, end] = boost::inv_adjacent_vertices(id, graph_); it != end; ++it)
+      f(static_cast<TaskId>(*it));
+  }
 
   /// Throws SimulationError naming a task on a cycle when the graph is not a DAG.
   void validate_acyclic() const;
 
  private:
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Task>;
+  // Edges in a vector too (Boost's default is a std::list: one allocation each).
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Task,
+                                      boost::no_property, boost::no_property, boost::vecS>;
   Graph graph_;
 };
 

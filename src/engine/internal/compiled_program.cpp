@@ -7,9 +7,38 @@
 
 namespace ptsim::engine::internal {
 
+namespace {
+
+// Kahn's algorithm on the flattened graph (cheaper than on Boost's lists).
+void check_acyclic(const CompiledProgram& p) {
+  const std::size_t n = p.tasks.size();
+  std::vector<std::uint32_t> pending(n);
+  std::vector<taskgraph::TaskId> ready;
+  for (taskgraph::TaskId t = 0; t < n; ++t) {
+    pending[t] = p.pred_begin[t + 1] - p.pred_begin[t];
+    if (pending[t] == 0) ready.push_back(t);
+  }
+  std::size_t peeled = 0;
+  while (!ready.empty()) {
+    const taskgraph::TaskId t = ready.back();
+    ready.pop_back();
+    ++peeled;
+    for (std::uint32_t i = p.succ_begin[t]; i < p.succ_begin[t + 1]; ++i)
+      if (--pending[p.succs[i]] == 0) ready.push_back(p.succs[i]);
+  }
+  if (peeled == n) return;
+  taskgraph::TaskId stuck = 0;
+  while (pending[stuck] == 0) ++stuck;
+  throw SimulationError(fmt::format(
+      "task graph has a cycle: {} of {} tasks can never start, the first is task {} "
+      "(name index {}, micro-batch {}, layer {})",
+      n - peeled, n, stuck, p.tasks[stuck].name, p.tasks[stuck].microbatch, p.tasks[stuck].layer));
+}
+
+}  // namespace
+
 CompiledProgram compile_program(const taskgraph::TaskGraph& graph, std::size_t num_streams,
                                 std::size_t num_slots, const cost::CostModel& cost) {
-  graph.validate_acyclic();
   CompiledProgram p;
   const std::size_t n = graph.size();
   p.tasks.reserve(n);
@@ -46,12 +75,13 @@ CompiledProgram compile_program(const taskgraph::TaskGraph& graph, std::size_t n
     p.position[t] = static_cast<std::uint32_t>(stream.size());
     stream.push_back(t);
     p.pred_begin.push_back(static_cast<std::uint32_t>(p.preds.size()));
-    for (const taskgraph::TaskId pred : graph.predecessors(t)) p.preds.push_back(pred);
+    graph.for_each_predecessor(t, [&](taskgraph::TaskId pred) { p.preds.push_back(pred); });
     p.succ_begin.push_back(static_cast<std::uint32_t>(p.succs.size()));
-    for (const taskgraph::TaskId succ : graph.successors(t)) p.succs.push_back(succ);
+    graph.for_each_successor(t, [&](taskgraph::TaskId succ) { p.succs.push_back(succ); });
   }
   p.pred_begin.push_back(static_cast<std::uint32_t>(p.preds.size()));
   p.succ_begin.push_back(static_cast<std::uint32_t>(p.succs.size()));
+  check_acyclic(p);
   return p;
 }
 

@@ -58,6 +58,8 @@ RunState::RunState(const taskgraph::Workload& w, const cost::CostModel& cost,
   comms.resize(w.communicators.size());
   std::vector<std::uint8_t> recorded(static_cast<std::size_t>(w.world_size), 0);
   for (const Rank r : options.record_ranks) recorded.at(static_cast<std::size_t>(r)) = 1;
+  std::vector<double> gpu_factor(static_cast<std::size_t>(w.world_size), 1.0);
+  for (const auto& [r, factor] : options.slow_gpus) gpu_factor.at(static_cast<std::size_t>(r)) = factor;
 
   for (std::size_t i = 0; i < simulated.size(); ++i) {
     const Rank rank = simulated[i];
@@ -76,6 +78,7 @@ RunState::RunState(const taskgraph::Workload& w, const cost::CostModel& cost,
     r.stats.categories.resize(w.category_names.size());
     r.stats.occupancy.assign(std::size_t{1} << num_streams, Time{});
     r.record = recorded[static_cast<std::size_t>(rank)] != 0;
+    r.gpu_factor = gpu_factor[static_cast<std::size_t>(rank)];
     if (r.record) {
       r.samples = &samples;
       samples.push_back({rank, Time{}, r.allocated});

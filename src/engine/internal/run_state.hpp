@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "internal/compiled_program.hpp"
+#include "ptsim/cost/transfer_plan.hpp"
 #include "ptsim/engine/run_result.hpp"
 #include "ptsim/engine/simulator.hpp"
 #include "ptsim/taskgraph/workload.hpp"
@@ -21,6 +22,12 @@ struct StreamState {
   Time started;              // start of the running task
   bool running = false;      // a task is executing
   bool waiting = false;      // the head task waits for the other members of its communicator
+  // A running kernel: work left in full-speed nanoseconds as of `last`, and
+  // its current speed (below 1 while communication shares the GPU).
+  double work_left_ns = 0;
+  double speed = 1;
+  Time last;
+  std::uint32_t version = 0;  // its pending finish event is stale when this moved on
 };
 
 struct RankState {
@@ -29,6 +36,7 @@ struct RankState {
   std::vector<std::uint64_t> done;  // one bit per task
   std::uint64_t allocated = 0;      // base + live allocations, bytes
   std::uint32_t busy_mask = 0;      // bit s: stream s runs a task
+  double gpu_factor = 1;            // kernels take this many times longer (stragglers)
   Time last_change;                 // occupancy is accounted up to here
   Time finish;
   bool record = false;
@@ -50,6 +58,16 @@ struct CommState {
   std::uint32_t expected = 0;           // simulated members
   const taskgraph::Task* first = nullptr;  // first arrival's task, to check the others against
   std::vector<std::pair<std::uint32_t, taskgraph::TaskId>> arrivals;  // (rank slot, task)
+};
+
+/// A collective or transfer in progress: which phase of its plan runs and
+/// how many of that phase's flows are still moving.
+struct TransferState {
+  taskgraph::CommunicatorId communicator = 0;
+  const cost::TransferPlan* plan = nullptr;
+  std::size_t phase = 0;
+  std::size_t flows_left = 0;
+  double weight = 1;  // of its flows on shared links
 };
 
 class RunState {

@@ -17,18 +17,21 @@ namespace ptsim::workload::internal {
 
 class ProgramEmitter {
  public:
-  explicit ProgramEmitter(NameTable& names) : names_(&names) {}
+  /// Appends to `graph` (Boost's adjacency_list has no cheap move: build in place).
+  ProgramEmitter(NameTable& names, taskgraph::TaskGraph& graph) : names_(&names), graph_(graph) {}
 
   struct Where {
     std::int32_t microbatch = -1;
     std::int32_t layer = -1;
   };
 
-  /// Emits one op: kernels on the compute stream, TP all-reduces on the TP
-  /// stream. alloc/free override what the op saves and frees.
-  taskgraph::TaskId emit(const OpSpec& op, std::uint8_t category, Where where,
-                         std::uint64_t alloc_bytes, std::uint64_t free_bytes,
-                         const std::string& prefix);
+  /// Emits one op named `name` (an interned id): kernels on the compute
+  /// stream, TP all-reduces on the TP stream. alloc/free are the memory the
+  /// task takes at its start and gives back at its end.
+  taskgraph::TaskId emit(const OpSpec& op, std::uint32_t name, std::uint8_t category, Where where,
+                         std::uint64_t alloc_bytes, std::uint64_t free_bytes);
+  /// Interned ids of `prefix` + each op's name, in order.
+  std::vector<std::uint32_t> names_of(const std::vector<OpSpec>& ops, const std::string& prefix);
   /// A receive the next kernel consumes.
   taskgraph::TaskId emit_recv(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
                               const std::string& name, Where where);
@@ -46,14 +49,12 @@ class ProgramEmitter {
   /// Makes the next kernel wait for the last task issued on `stream`, if any.
   void wait_for_stream(std::uint8_t stream);
 
-  taskgraph::TaskGraph take() { return std::move(graph_); }
-
  private:
   taskgraph::TaskId add(taskgraph::Task task);
   void after_last_kernel(taskgraph::TaskId id);
 
   NameTable* names_;
-  taskgraph::TaskGraph graph_;
+  taskgraph::TaskGraph& graph_;
   std::optional<taskgraph::TaskId> last_kernel_;
   std::vector<std::optional<taskgraph::TaskId>> last_on_stream_;
   std::vector<taskgraph::TaskId> before_next_;        // the next kernel waits for these

@@ -27,7 +27,8 @@ struct StageContext {
   bool embedding_group = false;            // tied embeddings split over stages
 };
 
-/// The stage's program; op names are interned into `names`.
-taskgraph::TaskGraph build_stage_program(const StageContext& ctx, NameTable& names);
+/// Builds the stage's program into `program` (empty on entry); op names are
+/// interned into `names`.
+void build_stage_program(const StageContext& ctx, NameTable& names, taskgraph::TaskGraph& program);
 
 }  // namespace ptsim::workload::internal

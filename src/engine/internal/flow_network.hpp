@@ -1,0 +1,77 @@
+// FlowNetwork: transfers in flight as flows over links of fixed capacity,
+// sharing each link max-min fairly (weighted), rates recomputed whenever a
+// flow starts or ends — but only over the flows that share links, directly or
+// through others, with the one that changed. Private to engine/.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ptsim/common/time.hpp"
+#include "ptsim/hardware/cluster.hpp"
+
+namespace ptsim::engine::internal {
+
+using FlowId = std::uint32_t;
+
+class FlowNetwork {
+ public:
+  /// capacity in bytes/s per link; shared links weigh flows by their weight.
+  FlowNetwork(std::vector<double> capacity, std::vector<bool> shared);
+
+  /// Starts a flow of `bytes` over `links` at `now`. `max_rate` caps its rate
+  /// (0: no cap); `weight` is how many identical flows it stands for on shared
+  /// links (symmetric mode). The flows whose finish time changed, the new one
+  /// included, are appended to changed().
+  FlowId add(Time now, double bytes, std::span<const hardware::LinkId> links, double max_rate,
+             double weight, std::uint32_t owner);
+  /// Ends a flow at `now`; flows that share its links speed up (changed()).
+  void remove(FlowId id, Time now);
+
+  Time finish_time(FlowId id) const;
+  std::uint32_t version(FlowId id) const { return flows_[id].version; }
+  std::uint32_t owner(FlowId id) const { return flows_[id].owner; }
+  std::vector<FlowId>& changed() { return changed_; }
+
+ private:
+  struct Flow {
+    double remaining = 0;  // bytes at `last`
+    double rate = 0;       // bytes/s
+    double max_rate = 0;
+    double weight = 1;
+    Time last;
+    std::uint32_t owner = 0;
+    std::uint32_t version = 0;
+    std::uint8_t num_links = 0;
+    bool active = false;
+    std::array<hardware::LinkId, 4> links{};
+    std::array<std::uint32_t, 4> slot{};  // index of this flow in each link's list
+  };
+  struct Link {
+    double capacity = 0;
+    bool shared = false;
+    std::vector<FlowId> flows;
+    std::uint32_t mark = 0;  // component search
+  };
+
+  double weight_on(const Flow& f, const Link& l) const { return l.shared ? f.weight : 1.0; }
+  void settle(Flow& f, Time now);
+  void set_rate(FlowId id, double rate, Time now);
+  /// Max-min fair rates over every flow connected to `seeds` through shared links.
+  void rebalance(std::span<const hardware::LinkId> seeds, Time now);
+
+  std::vector<Flow> flows_;
+  std::vector<FlowId> free_;
+  std::vector<Link> links_;
+  std::vector<FlowId> changed_;
+  std::uint32_t search_ = 0;
+  // Scratch of rebalance(), kept to avoid reallocating.
+  std::vector<hardware::LinkId> comp_links_;
+  std::vector<FlowId> comp_flows_;
+  std::vector<double> residual_;
+  std::vector<double> unfrozen_weight_;
+  std::vector<std::uint8_t> frozen_;
+};
+
+}  // namespace ptsim::engine::internal

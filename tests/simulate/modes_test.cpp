@@ -1,0 +1,88 @@
+// Explicit and symmetric simulation, and what-ifs that single out one rank.
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+using namespace ptsim;
+
+namespace {
+config::StrategyInput gpt3_1024(std::int64_t global_batch) {
+  config::StrategyInput s;
+  s.gpus = 1024;
+  s.tp = 8;
+  s.pp = 8;
+  s.global_batch_size = global_batch;
+  s.recompute = "full";
+  return s;
+}
+}  // namespace
+
+TEST_CASE("Explicit and symmetric agree within 1% on GPT-3 175B over 1024 GPUs", "[simulate][modes]") {
+  // 16 micro-batches per pipeline instead of 96 keeps the explicit run short;
+  // every rank still runs, on the DGX A100 SuperPOD with its SHARP fabric.
+  const auto m = test::shipped_model("gpt3-175b");
+  const auto hw = test::shipped_hardware("dgx-a100-superpod");
+  const auto e = test::simulate(m, hw, gpt3_1024(256), simulate::Mode::Explicit);
+  const auto s = test::simulate(m, hw, gpt3_1024(256), simulate::Mode::Symmetric);
+  REQUIRE(e.result.simulation.ranks_simulated == 1024);
+  REQUIRE(s.result.simulation.ranks_simulated == 8);
+  CHECK(s.result.step_time_s == Approx(e.result.step_time_s).epsilon(0.01));
+  CHECK(static_cast<double>(s.result.memory.peak_bytes) ==
+        Approx(static_cast<double>(e.result.memory.peak_bytes)).epsilon(0.01));
+  // Auto picks symmetric for a job this large.
+  CHECK(test::simulate(m, hw, gpt3_1024(256), simulate::Mode::Auto).result.simulation.mode == "symmetric");
+}
+
+TEST_CASE("One slow GPU slows the whole synchronous job", "[simulate][modes]") {
+  // Rank 13's kernels take 1.5 times longer. Bounds that follow from the
+  // step being a max-plus system of dependent tasks: the step is at least
+  // that rank's slower kernels back to back (1.5·C, C its kernel time when
+  // healthy), and grows by at most the 0.5·C added to that rank's kernels.
+  const nlohmann::json gpt = {{"num_layers", 8},    {"hidden_size", 2048}, {"num_attention_heads", 16},
+                              {"vocab_size", 1024}, {"seq_length", 1024}};
+  const auto m = config::parse_model(gpt, "gpt", "gpt");
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  config::StrategyInput s;
+  s.gpus = 32;
+  s.tp = 2;
+  s.pp = 4;
+  s.global_batch_size = 64;
+  const auto run = config::resolve_run(m, s);
+  simulate::Request base{run.model, hw, run.parallel, simulate::Mode::Explicit, {}, {}};
+  const auto healthy = simulate::simulate_step(base);
+  simulate::Request slow = base;
+  slow.degradations.push_back({simulate::Degradation::Kind::Gpu, 13, 1.5});
+  const auto straggler = simulate::simulate_step(slow);
+  namespace cat = workload::categories;
+  double kernels = 0;
+  for (const std::uint8_t c : {cat::kForward, cat::kBackward, cat::kRecompute, cat::kOptimizer})
+    kernels += healthy.run.ranks[13].categories[c].busy.seconds();
+  CHECK(straggler.result.step_time_s >= 1.5 * kernels);
+  CHECK(straggler.result.step_time_s <= healthy.result.step_time_s + 0.5 * kernels + 1e-9);
+  CHECK(straggler.result.step_time_s > 1.1 * healthy.result.step_time_s);
+  // Symmetric mode cannot single a rank out.
+  slow.mode = simulate::Mode::Symmetric;
+  CHECK_THROWS_WITH(simulate::simulate_step(slow), Catch::Contains("--mode symmetric cannot study stragglers"));
+  slow.mode = simulate::Mode::Explicit;
+  slow.degradations = {{simulate::Degradation::Kind::Nic, 99, 2.0}};
+  CHECK_THROWS_WITH(simulate::simulate_step(slow), Catch::Contains("rank 99 does not exist: this job has 32 ranks"));
+}
+
+TEST_CASE("A degraded NIC slows the traffic that crosses it", "[simulate][modes]") {
+  // TP 8 fills each node; the DP all-reduce crosses nodes over every rank's
+  // NIC. Dividing one NIC's bandwidth by 8 lengthens the step.
+  const auto m = test::shipped_model("tiny");
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  config::StrategyInput s;
+  s.gpus = 32;
+  s.tp = 8;
+  s.global_batch_size = 64;
+  const auto run = config::resolve_run(m, s);
+  simulate::Request base{run.model, hw, run.parallel, simulate::Mode::Explicit, {}, {}};
+  const auto healthy = simulate::simulate_step(base);
+  simulate::Request slow = base;
+  slow.degradations.push_back({simulate::Degradation::Kind::Nic, 5, 8.0});
+  const auto degraded = simulate::simulate_step(slow);
+  CHECK(degraded.result.communication.at("dp").time_s > 2 * healthy.result.communication.at("dp").time_s);
+  CHECK(degraded.result.step_time_s > healthy.result.step_time_s);
+}
