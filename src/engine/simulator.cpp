@@ -32,7 +32,8 @@ namespace {
 
 constexpr std::uint8_t kKernelDone = 0;    // target: rank slot, task, version
 constexpr std::uint8_t kFlowDone = 1;      // target: flow, version
-constexpr std::uint8_t kPhaseDone = 2;     // target: transfer
+constexpr std::uint8_t kPhaseDone = 2;     // target: transfer (its latency has passed)
+constexpr std::uint8_t kBatchDone = 3;     // target: transfer, version (its batched flows are done)
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   // splitmix64 finaliser over an FNV-style accumulation: cheap and well spread.
@@ -69,7 +70,7 @@ class Run {
       const Event e = queue_.pop();
       switch (e.kind) {
         case kKernelDone:
-          if (state_.stream(e.target, state_.ranks[e.target].program->tasks[e.task].stream).version != e.version)
+          if (state_.stream(e.target, state_.ranks[e.target].program->task(e.task).stream).version != e.version)
             continue;
           ++result_.events;
           finish_task(e.target, e.task, e.at);
@@ -78,6 +79,11 @@ class Run {
           if (network_.version(e.target) != e.version) continue;
           ++result_.events;
           flow_done(e.target, e.at);
+          break;
+        case kBatchDone:
+          if (transfers_[e.target].version != e.version) continue;
+          ++result_.events;
+          batch_done(e.target, e.at);
           break;
         default:
           ++result_.events;
@@ -95,17 +101,18 @@ class Run {
     auto& stream = state_.stream(local, s);
     if (stream.running || stream.waiting) return;
     const CompiledProgram& p = *r.program;
-    if (stream.cursor >= p.stream_tasks[s].size()) return;
-    const TaskId t = p.stream_tasks[s][stream.cursor];
-    for (std::uint32_t i = p.pred_begin[t]; i < p.pred_begin[t + 1]; ++i)
-      if (!r.is_done(p.preds[i])) return;
-    const Task& task = p.tasks[t];
+    TaskId t = 0;
+    if (!state_.head(local, s, t)) return;
+    bool ready = true;
+    p.for_each_pred(t, [&](TaskId pred) { ready = ready && r.is_done(pred); });
+    if (!ready) return;
+    const Task& task = p.task(t);
     if (task.kind != TaskKind::Compute) {
       arrive(local, s, t, now);
       return;
     }
     begin(local, s, task, now);
-    stream.work_left_ns = static_cast<double>(p.compute_duration[t].ns()) * r.gpu_factor;
+    stream.work_left_ns = static_cast<double>(p.block_of(t).compute_duration[p.local(t)].ns()) * r.gpu_factor;
     stream.speed = (r.busy_mask & ~1u) != 0 ? 1 / slowdown_ : 1;
     stream.last = now;
     schedule_kernel(local, s, t, now);
@@ -136,7 +143,9 @@ class Run {
                                              static_cast<double>((now - compute.last).ns()) * compute.speed);
     compute.last = now;
     compute.speed = comm_after ? 1 / slowdown_ : 1;
-    schedule_kernel(local, 0, r.program->stream_tasks[0][compute.cursor], now);
+    TaskId head = 0;
+    state_.head(local, 0, head);
+    schedule_kernel(local, 0, head, now);
   }
 
   void begin(std::uint32_t local, std::uint8_t s, const Task& task, Time now) {
@@ -152,7 +161,7 @@ class Run {
   // Rank `local` reaches communication task t: rendezvous with the other members.
   void arrive(std::uint32_t local, std::uint8_t s, TaskId t, Time now) {
     RankState& r = state_.ranks[local];
-    const Task& task = r.program->tasks[t];
+    const Task& task = r.program->task(t);
     const taskgraph::CommunicatorId id = w_.communicator(r.rank, task.comm_slot);
     if (id == taskgraph::kNoCommunicator)
       throw SimulationError(fmt::format("rank {}: task '{}' uses communicator slot '{}', which "
@@ -170,7 +179,8 @@ class Run {
     if (c.arrivals.size() < c.expected) return;
     for (const auto& [member, member_task] : c.arrivals) {
       const RankState& m = state_.ranks[member];
-      begin(member, m.program->tasks[member_task].stream, m.program->tasks[member_task], now);
+      const Task& mt = m.program->task(member_task);
+      begin(member, mt.stream, mt, now);
     }
     start_transfer(id, task, now);
   }
@@ -213,10 +223,42 @@ class Run {
     }
     const cost::PhaseSpec& phase = x.plan->phases[x.phase];
     x.flows_left = phase.flows.size();
-    for (const cost::FlowSpec& f : phase.flows)
-      network_.add(now, f.bytes, f.path.view(), f.max_rate, std::max(1.0, x.weight), t);
+    x.flows.clear();
+    bool alone = true;
+    for (const cost::FlowSpec& f : phase.flows) {
+      x.flows.push_back(network_.add(now, f.bytes, f.path.view(), f.max_rate, std::max(1.0, x.weight), t));
+      alone = alone && network_.last_add_was_alone();
+    }
+    // Alone on their links, the flows keep their rates until another flow
+    // joins a link: one event for the phase instead of one per flow.
+    x.batched = alone && !x.flows.empty();
+    if (x.batched) {
+      Time end = now;
+      for (const auto f : x.flows) end = std::max(end, network_.finish_time(f));
+      ++x.version;
+      queue_.push({end, 0, t, 0, x.version, kBatchDone});
+      network_.changed().clear();  // only its own flows, each alone on its links
+    }
     reschedule_flows();
     if (x.flows_left == 0) end_phase(t, now);
+  }
+
+  // A batched phase's flows are all done.
+  void batch_done(std::uint32_t t, Time now) {
+    for (const auto f : transfers_[t].flows) network_.remove(f, now);
+    transfers_[t].flows_left = 0;
+    reschedule_flows();
+    end_phase(t, now);
+  }
+
+  // Another flow changed the rate of one of t's batched flows: from now on
+  // each of its flows has its own finish event.
+  void unbatch(std::uint32_t t) {
+    TransferState& x = transfers_[t];
+    x.batched = false;
+    ++x.version;
+    for (const auto f : x.flows)
+      if (network_.active(f)) queue_.push({network_.finish_time(f), 0, f, 0, network_.version(f), kFlowDone});
   }
 
   // A phase's flows are done: its latency, then the next phase.
@@ -230,9 +272,19 @@ class Run {
   }
 
   void reschedule_flows() {
-    for (const internal::FlowId f : network_.changed())
+    // Unbatching pushes events itself, and may run while we walk the list.
+    auto& changed = network_.changed();
+    for (std::size_t i = 0; i < changed.size(); ++i) {
+      const internal::FlowId f = changed[i];
+      if (!network_.active(f)) continue;
+      const std::uint32_t t = network_.owner(f);
+      if (transfers_[t].batched) {
+        unbatch(t);
+        continue;
+      }
       queue_.push({network_.finish_time(f), 0, f, 0, network_.version(f), kFlowDone});
-    network_.changed().clear();
+    }
+    changed.clear();
   }
 
   void flow_done(internal::FlowId f, Time now) {
@@ -258,7 +310,7 @@ class Run {
 
   void finish_task(std::uint32_t local, TaskId t, Time now) {
     RankState& r = state_.ranks[local];
-    const Task& task = r.program->tasks[t];
+    const Task& task = r.program->task(t);
     const std::uint8_t s = task.stream;
     auto& stream = state_.stream(local, s);
     set_busy(local, s, false, now);
@@ -275,14 +327,13 @@ class Run {
                               static_cast<std::uint64_t>(now.ns()));
     if (r.record) result_.timeline.push_back({r.rank, t, stream.started, now});
     stream.running = false;
-    ++stream.cursor;
+    state_.advance(local, s);
     try_start(local, s, now);
     const CompiledProgram& p = *r.program;
-    for (std::uint32_t i = p.succ_begin[t]; i < p.succ_begin[t + 1]; ++i) {
-      const TaskId next = p.succs[i];
-      const std::uint8_t ns = p.tasks[next].stream;
-      if (ns != s && state_.stream(local, ns).cursor == p.position[next]) try_start(local, ns, now);
-    }
+    p.for_each_succ(t, [&](TaskId next) {
+      const std::uint8_t ns = p.task(next).stream;
+      if (ns != s && state_.is_head(local, ns, next)) try_start(local, ns, now);
+    });
   }
 
   const taskgraph::Workload& w_;

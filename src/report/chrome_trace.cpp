@@ -45,7 +45,7 @@ void write_chrome_trace(const engine::RunResult& run, const taskgraph::Workload&
     }
   }
   for (const auto& rec : run.timeline) {
-    const auto& task = w.programs[w.program_of_rank[static_cast<std::size_t>(rec.rank)]].task(rec.task);
+    const auto task = w.programs[w.program_of_rank[static_cast<std::size_t>(rec.rank)]].task(rec.task);
     sep();
     fmt::print(out,
                R"({{"ph":"X","name":{},"cat":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"microbatch":{},"layer":{},"bytes":{}}}}})",

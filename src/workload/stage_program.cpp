@@ -2,11 +2,13 @@
 // step of the schedule, receive the input, run the blocks, send the output;
 // in the last backward step, reduce gradient buckets over data parallelism
 // as they become final; then the embedding all-reduce and the optimizer.
+// Each kind of block (a layer's forward, its backward, a receive, …) is
+// recorded once and instantiated per micro-batch and layer.
 #include "internal/stage_program.hpp"
 
 #include <fmt/format.h>
 
-#include "internal/program_emitter.hpp"
+#include "internal/program_builder.hpp"
 #include "ptsim/strategy/pipeline_schedule.hpp"
 #include "ptsim/workload/boundary_ops.hpp"
 #include "ptsim/workload/layer_ops.hpp"
@@ -18,16 +20,15 @@ namespace ptsim::workload::internal {
 namespace {
 
 using strategy::Pass;
-using Where = ProgramEmitter::Where;
 
 class StageBuilder {
  public:
-  StageBuilder(const StageContext& ctx, NameTable& names, taskgraph::TaskGraph& program)
+  StageBuilder(const StageContext& ctx, NameTable& names, taskgraph::Program& program)
       : ctx_(ctx), out_(names, program), shape_{ctx.micro_batch_size, ctx.model->seq_length,
-                                       ctx.config->tp} {
-    layer_ = named(transformer_layer_ops(*ctx.model, shape_));
-    embedding_ = named(embedding_ops(*ctx.model, shape_));
-    output_ = named(output_ops(*ctx.model, shape_));
+                                                ctx.config->tp} {
+    layer_ = transformer_layer_ops(*ctx.model, shape_);
+    embedding_ = embedding_ops(*ctx.model, shape_);
+    output_ = output_ops(*ctx.model, shape_);
     activation_bytes_ = static_cast<std::uint64_t>(2 * ctx.micro_batch_size *
                                                    ctx.model->seq_length * ctx.model->hidden_size);
   }
@@ -50,91 +51,99 @@ class StageBuilder {
   }
 
  private:
-  // A block's ops with their task names interned once: forward ("fwd."),
-  // recomputed ("recompute.") and backward ("bwd.").
-  struct NamedBlock {
-    BlockOps ops;
-    std::vector<std::uint32_t> forward, recompute, backward;
-  };
-
-  NamedBlock named(BlockOps ops) {
-    NamedBlock b;
-    b.forward = out_.names_of(ops.forward, "fwd.");
-    b.recompute = out_.names_of(ops.forward, "recompute.");
-    b.backward = out_.names_of(ops.backward, "bwd.");
-    b.ops = std::move(ops);
-    return b;
-  }
-
   bool first_stage() const { return ctx_.stage == 0; }
   bool last_stage() const { return ctx_.stage == ctx_.num_stages - 1; }
   bool full_recompute() const { return ctx_.config->recompute == strategy::RecomputeKind::Full; }
+  std::int32_t layer_index(std::int64_t l) const {
+    return static_cast<std::int32_t>(ctx_.layers.first + l);
+  }
+
+  // Forward ops; under full recomputation only the layer input (what the
+  // first op saves) stays allocated, the rest is rebuilt in the backward pass.
+  std::uint32_t forward_block(const std::string& key, const std::vector<OpSpec>& ops,
+                              bool checkpoint_only) {
+    return out_.block(key, [&](BlockRecorder& b) {
+      const auto names = b.names_of(ops, "fwd.");
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        b.emit(ops[i], names[i], categories::kForward,
+               checkpoint_only && i > 0 ? 0 : ops[i].saved_bytes, 0);
+    });
+  }
+
+  std::uint32_t backward_block(const std::string& key, const std::vector<OpSpec>& ops) {
+    return out_.block(key, [&](BlockRecorder& b) {
+      const auto names = b.names_of(ops, "bwd.");
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        b.emit(ops[i], names[i], categories::kBackward, 0, ops[i].freed_bytes);
+    });
+  }
+
+  // The recomputed forward of one layer: everything but the checkpointed
+  // input is allocated again.
+  std::uint32_t recompute_block() {
+    return out_.block("layer.recompute", [&](BlockRecorder& b) {
+      const auto& ops = layer_.forward;
+      const auto names = b.names_of(ops, "recompute.");
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        b.emit(ops[i], names[i], categories::kRecompute, i == 0 ? 0 : ops[i].saved_bytes, 0);
+    });
+  }
+
+  std::uint32_t transfer_block(const std::string& name, bool send, std::uint8_t stream,
+                               std::uint8_t slot) {
+    return out_.block(name, [&](BlockRecorder& b) {
+      if (send) {
+        b.emit_send(stream, slot, activation_bytes_, name);
+      } else {
+        b.emit_recv(stream, slot, activation_bytes_, name);
+      }
+    });
+  }
 
   void forward(std::int32_t mb) {
     if (!first_stage())
-      out_.emit_recv(streams::kPipelineRecvForward, slots::kPipelineForwardRecv, activation_bytes_,
-                     "pp.recv_activation", {mb, -1});
-    if (first_stage()) emit_block_forward(embedding_, {mb, -1}, false);
-    for (std::int64_t l = 0; l < ctx_.layers.count; ++l) {
-      const Where where{mb, static_cast<std::int32_t>(ctx_.layers.first + l)};
-      emit_block_forward(layer_, where, full_recompute());
-    }
+      out_.instantiate(transfer_block("pp.recv_activation", false, streams::kPipelineRecvForward,
+                                      slots::kPipelineForwardRecv),
+                       mb, -1);
+    if (first_stage())
+      out_.instantiate(forward_block("embedding.fwd", embedding_.forward, false), mb, -1);
+    const std::uint32_t layer = full_recompute() ? forward_block("layer.fwd.checkpoint", layer_.forward, true)
+                                                 : forward_block("layer.fwd", layer_.forward, false);
+    for (std::int64_t l = 0; l < ctx_.layers.count; ++l) out_.instantiate(layer, mb, layer_index(l));
     if (last_stage()) {
-      emit_block_forward(output_, {mb, -1}, false);
+      out_.instantiate(forward_block("output.fwd", output_.forward, false), mb, -1);
     } else {
-      out_.emit_send(streams::kPipelineSendForward, slots::kPipelineForwardSend, activation_bytes_,
-                     "pp.send_activation", {mb, -1});
+      out_.instantiate(transfer_block("pp.send_activation", true, streams::kPipelineSendForward,
+                                      slots::kPipelineForwardSend),
+                       mb, -1);
     }
   }
 
   void backward(std::int32_t mb, bool final_step) {
     if (!last_stage())
-      out_.emit_recv(streams::kPipelineRecvBackward, slots::kPipelineBackwardRecv,
-                     activation_bytes_, "pp.recv_gradient", {mb, -1});
+      out_.instantiate(transfer_block("pp.recv_gradient", false, streams::kPipelineRecvBackward,
+                                      slots::kPipelineBackwardRecv),
+                       mb, -1);
     if (last_stage()) {
-      emit_block_backward(output_, {mb, -1});
+      out_.instantiate(backward_block("output.bwd", output_.backward), mb, -1);
       if (final_step)
         gradients_ready(output_parameters_per_rank(*ctx_.model, ctx_.config->tp, ctx_.num_stages));
     }
+    const std::uint32_t layer = backward_block("layer.bwd", layer_.backward);
     for (std::int64_t l = ctx_.layers.count - 1; l >= 0; --l) {
-      const Where where{mb, static_cast<std::int32_t>(ctx_.layers.first + l)};
-      if (full_recompute()) emit_recompute(where);
-      emit_block_backward(layer_, where);
+      if (full_recompute()) out_.instantiate(recompute_block(), mb, layer_index(l));
+      out_.instantiate(layer, mb, layer_index(l));
       if (final_step) gradients_ready(layer_parameters_per_rank(*ctx_.model, ctx_.config->tp));
     }
     if (!first_stage()) {
-      out_.emit_send(streams::kPipelineSendBackward, slots::kPipelineBackwardSend,
-                     activation_bytes_, "pp.send_gradient", {mb, -1});
+      out_.instantiate(transfer_block("pp.send_gradient", true, streams::kPipelineSendBackward,
+                                      slots::kPipelineBackwardSend),
+                       mb, -1);
     } else {
-      emit_block_backward(embedding_, {mb, -1});
+      out_.instantiate(backward_block("embedding.bwd", embedding_.backward), mb, -1);
       if (final_step) gradients_ready(embedding_parameters_per_rank(*ctx_.model, ctx_.config->tp));
     }
     if (final_step) flush_bucket();
-  }
-
-  // Forward ops; under full recomputation only the layer input (what the
-  // first op saves) stays allocated, the rest is rebuilt in the backward pass.
-  void emit_block_forward(const NamedBlock& block, Where where, bool checkpoint_only) {
-    const auto& ops = block.ops.forward;
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const std::uint64_t alloc = checkpoint_only && i > 0 ? 0 : ops[i].saved_bytes;
-      out_.emit(ops[i], block.forward[i], categories::kForward, where, alloc, 0);
-    }
-  }
-
-  // The recomputed forward of one layer: everything but the checkpointed
-  // input is allocated again.
-  void emit_recompute(Where where) {
-    const auto& ops = layer_.ops.forward;
-    for (std::size_t i = 0; i < ops.size(); ++i)
-      out_.emit(ops[i], layer_.recompute[i], categories::kRecompute, where,
-                i == 0 ? 0 : ops[i].saved_bytes, 0);
-  }
-
-  void emit_block_backward(const NamedBlock& block, Where where) {
-    const auto& ops = block.ops.backward;
-    for (std::size_t i = 0; i < ops.size(); ++i)
-      out_.emit(ops[i], block.backward[i], categories::kBackward, where, 0, ops[i].freed_bytes);
   }
 
   // Megatron-LM's DDP: gradients become final in the last micro-batch's
@@ -148,8 +157,12 @@ class StageBuilder {
   void flush_bucket() {
     if (bucket_parameters_ == 0) return;
     const auto bytes = static_cast<std::uint64_t>(2 * bucket_parameters_);  // bf16 gradients
-    out_.emit_collective(streams::kDataParallel, slots::kDataParallel, categories::kDataParallel,
-                         bytes, fmt::format("dp.grad_allreduce.bucket{}", buckets_++), false);
+    const std::string name = fmt::format("dp.grad_allreduce.bucket{}", buckets_++);
+    out_.instantiate(out_.block(name, [&](BlockRecorder& b) {
+                       b.emit_collective(streams::kDataParallel, slots::kDataParallel,
+                                         categories::kDataParallel, bytes, name, false);
+                     }),
+                     -1, -1);
     bucket_parameters_ = 0;
   }
 
@@ -160,23 +173,32 @@ class StageBuilder {
     if (ctx_.embedding_group && (first_stage() || last_stage())) {
       const auto bytes = static_cast<std::uint64_t>(
           2 * (ctx_.model->vocab_size / ctx_.config->tp) * ctx_.model->hidden_size);
-      const auto id =
-          out_.emit_collective(streams::kEmbeddingGrad, slots::kEmbedding,
-                               categories::kPipelineParallel, bytes, "embedding.grad_allreduce", false);
-      out_.follow_stream(id, streams::kDataParallel);
+      out_.instantiate(out_.block("embedding.grad_allreduce",
+                                  [&](BlockRecorder& b) {
+                                    const auto id = b.emit_collective(
+                                        streams::kEmbeddingGrad, slots::kEmbedding,
+                                        categories::kPipelineParallel, bytes,
+                                        "embedding.grad_allreduce", false);
+                                    b.follow_stream(id, streams::kDataParallel);
+                                  }),
+                       -1, -1);
     }
     // The optimizer waits for every gradient reduction; each stream runs its
     // reductions in order, so waiting for each stream's last task is enough.
     out_.wait_for_stream(streams::kDataParallel);
     out_.wait_for_stream(streams::kEmbeddingGrad);
     const OpSpec step = optimizer_step_op(ctx_.stage_parameters);
-    out_.emit(step, out_.names_of({step}, "")[0], categories::kOptimizer, {-1, -1}, 0, 0);
+    out_.instantiate(out_.block("optimizer",
+                                [&](BlockRecorder& b) {
+                                  b.emit(step, b.names_of({step}, "")[0], categories::kOptimizer, 0, 0);
+                                }),
+                     -1, -1);
   }
 
   const StageContext& ctx_;
-  ProgramEmitter out_;
+  ProgramBuilder out_;
   MicroShape shape_;
-  NamedBlock layer_, embedding_, output_;
+  BlockOps layer_, embedding_, output_;
   std::uint64_t activation_bytes_ = 0;
   std::int64_t bucket_parameters_ = 0;
   int buckets_ = 0;
@@ -184,7 +206,7 @@ class StageBuilder {
 
 }  // namespace
 
-void build_stage_program(const StageContext& ctx, NameTable& names, taskgraph::TaskGraph& program) {
+void build_stage_program(const StageContext& ctx, NameTable& names, taskgraph::Program& program) {
   StageBuilder(ctx, names, program).build();
 }
 

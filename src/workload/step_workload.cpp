@@ -87,15 +87,22 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
     w.program_of_rank[static_cast<std::size_t>(r)] =
         static_cast<std::uint32_t>(step.layout.coordinate(r, strategy::Axis::Pp));
 
-  // Every stage program runs on tp·dp ranks.
+  // Every stage program runs on tp·dp ranks; a block's FLOPs count once per instance.
   const auto ranks_per_stage = static_cast<double>(config.tp * config.dp);
   for (const auto& program : w.programs) {
-    for (taskgraph::TaskId t = 0; t < program.size(); ++t) {
-      const auto& task = program.task(t);
-      if (task.category == categories::kForward || task.category == categories::kBackward)
-        step.model_flops += task.flops * ranks_per_stage;
-      if (task.kind == taskgraph::TaskKind::Compute)
-        step.hardware_flops += task.flops * ranks_per_stage;
+    std::vector<double> block_model(program.num_blocks(), 0), block_hardware(program.num_blocks(), 0);
+    for (std::uint32_t b = 0; b < program.num_blocks(); ++b) {
+      const auto& block = program.block(b);
+      for (taskgraph::TaskId t = 0; t < block.size(); ++t) {
+        const auto& task = block.task(t);
+        if (task.category == categories::kForward || task.category == categories::kBackward)
+          block_model[b] += task.flops;
+        if (task.kind == taskgraph::TaskKind::Compute) block_hardware[b] += task.flops;
+      }
+    }
+    for (const auto& instance : program.instances()) {
+      step.model_flops += block_model[instance.block] * ranks_per_stage;
+      step.hardware_flops += block_hardware[instance.block] * ranks_per_stage;
     }
   }
   return step;

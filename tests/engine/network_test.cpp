@@ -55,7 +55,7 @@ engine::RunResult run(const hardware::HardwareProfile& hw, std::int64_t world,
     w.stream_dimension.push_back("x");
     w.comm_slot_names.push_back(fmt::format("transfer{}", i));
   }
-  w.programs.resize(static_cast<std::size_t>(world));
+  std::vector<taskgraph::TaskGraph> graphs(static_cast<std::size_t>(world));
   w.program_base_memory_bytes.assign(static_cast<std::size_t>(world), 0);
   w.communicator_of.assign(static_cast<std::size_t>(world) * slots, taskgraph::kNoCommunicator);
   for (Rank r = 0; r < world; ++r) w.program_of_rank.push_back(static_cast<std::uint32_t>(r));
@@ -68,14 +68,15 @@ engine::RunResult run(const hardware::HardwareProfile& hw, std::int64_t world,
     task.stream = static_cast<std::uint8_t>(1 + i);
     task.comm_slot = static_cast<std::uint8_t>(i);
     task.kind = TaskKind::Send;
-    w.programs[static_cast<std::size_t>(t.from)].add_task(task);
+    graphs[static_cast<std::size_t>(t.from)].add_task(task);
     task.kind = TaskKind::Recv;
-    w.programs[static_cast<std::size_t>(t.to)].add_task(task);
+    graphs[static_cast<std::size_t>(t.to)].add_task(task);
     w.communicators.push_back({{t.from, t.to}});
     const auto id = static_cast<taskgraph::CommunicatorId>(w.communicators.size() - 1);
     w.communicator_of[static_cast<std::size_t>(t.from) * slots + i] = id;
     w.communicator_of[static_cast<std::size_t>(t.to) * slots + i] = id;
   }
+  for (auto& g : graphs) w.programs.push_back(taskgraph::Program::single(std::move(g)));
   const hardware::Cluster cluster(hw, world);
   const cost::CostModel cost(cluster);
   engine::RunOptions options;

@@ -66,7 +66,7 @@ taskgraph::Workload make_workload(std::vector<taskgraph::TaskGraph> programs, st
   w.category_names = {"compute", "comm"};
   w.comm_slot_names = {"a", "b"};
   w.op_names = {"op"};
-  w.programs = std::move(programs);
+  for (auto& g : programs) w.programs.push_back(taskgraph::Program::single(std::move(g)));
   for (std::size_t r = 0; r < w.programs.size(); ++r) {
     w.program_of_rank.push_back(static_cast<std::uint32_t>(r));
     w.program_base_memory_bytes.push_back(100);

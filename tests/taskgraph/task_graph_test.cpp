@@ -22,3 +22,26 @@ TEST_CASE("TaskGraph keeps dependencies both ways and finds cycles", "[taskgraph
   g.add_dependency(c, a);
   CHECK_THROWS_WITH(g.validate_acyclic(), Catch::Contains("3 of 3 tasks can never start"));
 }
+
+TEST_CASE("A Program numbers its instances' tasks in order and keeps links forward", "[taskgraph]") {
+  taskgraph::Program p;
+  taskgraph::TaskGraph pair;
+  const auto a = pair.add_task(Task{});
+  const auto b = pair.add_task(Task{});
+  pair.add_dependency(a, b);
+  const auto block = p.add_block(std::move(pair));
+  taskgraph::TaskGraph one;
+  one.add_task(Task{});
+  const auto single = p.add_block(std::move(one));
+  p.add_instance(block, 0, 3);   // tasks 0, 1
+  p.add_instance(single, 0, -1); // task 2
+  p.add_instance(block, 1, 3);   // tasks 3, 4
+  p.add_link({0, 1}, {1, 0});
+  CHECK(p.num_tasks() == 5);
+  CHECK(p.global({2, 1}) == 4);
+  CHECK(p.locate(3).instance == 2);
+  CHECK(p.locate(3).task == 0);
+  CHECK(p.task(4).microbatch == 1);
+  CHECK(p.task(4).layer == 3);
+  CHECK_THROWS(p.add_link({2, 0}, {1, 0}));  // backwards
+}

@@ -1,4 +1,4 @@
-// EventQueue: the future event set — a binary heap ordered by (time, insertion
+// EventQueue: the future event set — a 4-ary heap ordered by (time, insertion
 // sequence), so that events at equal times pop in the order they were pushed
 // and every run is deterministic (ns-3's EventKey, OMNeT++'s insertCount).
 #pragma once

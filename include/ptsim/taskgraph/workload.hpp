@@ -1,4 +1,4 @@
-// Workload: everything the engine runs for one training step — one TaskGraph
+// Workload: everything the engine runs for one training step — one Program
 // per class of ranks (ranks that run the same program), which program each
 // rank runs, and the communicators that tie ranks together. A program names
 // communicators by slot ("the tp group"); each rank resolves a slot to its own
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "ptsim/common/ids.hpp"
-#include "ptsim/taskgraph/task_graph.hpp"
+#include "ptsim/taskgraph/program.hpp"
 
 namespace ptsim::taskgraph {
 
@@ -35,7 +35,7 @@ struct Workload {
   /// group streams by this label, e.g. "tp", "pp", "dp"); "" for compute.
   std::vector<std::string> stream_dimension;
 
-  std::vector<TaskGraph> programs;
+  std::vector<Program> programs;
   std::vector<std::uint32_t> program_of_rank;          // size world_size
   std::vector<std::uint64_t> program_base_memory_bytes;  // resident before the step starts
 

@@ -11,10 +11,12 @@ namespace {
 
 constexpr std::size_t kMaxRanksShown = 8;
 
-std::string describe_task(const taskgraph::Task& t, const taskgraph::Workload& w) {
-  std::string s = fmt::format("'{}'", w.op_names[t.name]);
-  if (t.microbatch >= 0) s += fmt::format(" micro-batch {}", t.microbatch);
-  if (t.layer >= 0) s += fmt::format(" layer {}", t.layer);
+std::string describe_task(const CompiledProgram& p, const taskgraph::Program& source, TaskId global,
+                          const taskgraph::Workload& w) {
+  const taskgraph::BlockInstance& inst = source.instances()[p.instance_of[global]];
+  std::string s = fmt::format("'{}'", w.op_names[p.task(global).name]);
+  if (inst.microbatch >= 0) s += fmt::format(" micro-batch {}", inst.microbatch);
+  if (inst.layer >= 0) s += fmt::format(" layer {}", inst.layer);
   return s;
 }
 
@@ -25,13 +27,14 @@ std::string describe_blocked(const RunState& state, const taskgraph::Workload& w
   std::string detail;
   for (std::size_t i = 0; i < state.ranks.size(); ++i) {
     const RankState& r = state.ranks[i];
+    const CompiledProgram& p = *r.program;
+    const taskgraph::Program& source = w.programs[w.program_of_rank[static_cast<std::size_t>(r.rank)]];
     std::string lines;
     for (std::uint8_t s = 0; s < state.num_streams; ++s) {
       const StreamState& st = state.streams[i * state.num_streams + s];
-      const auto& order = r.program->stream_tasks[s];
-      if (st.cursor >= order.size()) continue;
-      const taskgraph::TaskId t = order[st.cursor];
-      const taskgraph::Task& task = r.program->tasks[t];
+      TaskId t = 0;
+      if (!state.head(static_cast<std::uint32_t>(i), s, t)) continue;
+      const taskgraph::Task& task = p.task(t);
       std::string why;
       if (st.waiting) {
         const auto id = w.communicator(r.rank, task.comm_slot);
@@ -39,13 +42,12 @@ std::string describe_blocked(const RunState& state, const taskgraph::Workload& w
                           state.comms[id].arrivals.size(), state.comms[id].expected);
       } else {
         std::string missing;
-        for (std::uint32_t k = r.program->pred_begin[t]; k < r.program->pred_begin[t + 1]; ++k)
-          if (!r.is_done(r.program->preds[k]))
-            missing += (missing.empty() ? "" : ", ") +
-                       describe_task(r.program->tasks[r.program->preds[k]], w);
+        p.for_each_pred(t, [&](TaskId pred) {
+          if (!r.is_done(pred)) missing += (missing.empty() ? "" : ", ") + describe_task(p, source, pred, w);
+        });
         why = "waits for " + missing;
       }
-      lines += fmt::format("\n    stream {}: {} {}", w.stream_names[s], describe_task(task, w), why);
+      lines += fmt::format("\n    stream {}: {} {}", w.stream_names[s], describe_task(p, source, t, w), why);
     }
     if (lines.empty()) continue;
     if (++blocked <= kMaxRanksShown) detail += fmt::format("\n  rank {}:{}", r.rank, lines);

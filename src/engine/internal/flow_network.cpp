@@ -76,6 +76,7 @@ FlowId FlowNetwork::add(Time now, double bytes, std::span<const hardware::LinkId
     f.slot[i] = static_cast<std::uint32_t>(l.flows.size());
     l.flows.push_back(id);
   }
+  last_add_alone_ = alone;
   if (alone) {
     // Nothing else on its links: no other rate can change.
     f.rate = rate;

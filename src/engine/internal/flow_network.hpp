@@ -30,6 +30,10 @@ class FlowNetwork {
   void remove(FlowId id, Time now);
 
   Time finish_time(FlowId id) const;
+  bool active(FlowId id) const { return flows_[id].active; }
+  /// Whether the last add() found every link of its flow free, so that no
+  /// other flow's rate changed.
+  bool last_add_was_alone() const { return last_add_alone_; }
   std::uint32_t version(FlowId id) const { return flows_[id].version; }
   std::uint32_t owner(FlowId id) const { return flows_[id].owner; }
   std::vector<FlowId>& changed() { return changed_; }
@@ -66,6 +70,7 @@ class FlowNetwork {
   std::vector<Link> links_;
   std::vector<FlowId> changed_;
   std::uint32_t search_ = 0;
+  bool last_add_alone_ = false;
   // Scratch of rebalance(), kept to avoid reallocating.
   std::vector<hardware::LinkId> comp_links_;
   std::vector<FlowId> comp_flows_;

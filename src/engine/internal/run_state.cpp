@@ -70,7 +70,7 @@ RunState::RunState(const taskgraph::Workload& w, const cost::CostModel& cost,
     RankState& r = ranks[i];
     r.rank = rank;
     r.program = programs[pid].get();
-    r.done.assign((r.program->tasks.size() + 63) / 64, 0);
+    r.done.assign((r.program->num_tasks() + 63) / 64, 0);
     r.allocated = w.program_base_memory_bytes[pid];
     r.stats.rank = rank;
     r.stats.base_memory_bytes = r.allocated;
@@ -101,8 +101,7 @@ RunState::RunState(const taskgraph::Workload& w, const cost::CostModel& cost,
 bool RunState::all_finished() const {
   for (std::size_t i = 0; i < ranks.size(); ++i)
     for (std::uint8_t s = 0; s < num_streams; ++s)
-      if (streams[i * num_streams + s].cursor < ranks[i].program->stream_tasks[s].size())
-        return false;
+      if (streams[i * num_streams + s].k < ranks[i].program->stream_instances[s].size()) return false;
   return true;
 }
 

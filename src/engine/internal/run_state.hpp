@@ -18,7 +18,10 @@
 namespace ptsim::engine::internal {
 
 struct StreamState {
-  std::uint32_t cursor = 0;  // index of the next task in the stream's issue order
+  // The next task in issue order: the `p`-th of this stream's tasks in the
+  // `k`-th instance that has tasks on this stream.
+  std::uint32_t k = 0;
+  std::uint32_t p = 0;
   Time started;              // start of the running task
   bool running = false;      // a task is executing
   bool waiting = false;      // the head task waits for the other members of its communicator
@@ -43,8 +46,8 @@ struct RankState {
   std::vector<MemorySample>* samples = nullptr;  // set when recorded
   RankStats stats;
 
-  bool is_done(taskgraph::TaskId t) const { return (done[t >> 6] >> (t & 63)) & 1u; }
-  void mark_done(taskgraph::TaskId t) { done[t >> 6] |= std::uint64_t{1} << (t & 63); }
+  bool is_done(TaskId t) const { return (done[t >> 6] >> (t & 63)) & 1u; }
+  void mark_done(TaskId t) { done[t >> 6] |= std::uint64_t{1} << (t & 63); }
   /// Charges the time since the last change to the current busy mask.
   void account(Time now) {
     stats.occupancy[busy_mask] += now - last_change;
@@ -61,13 +64,18 @@ struct CommState {
 };
 
 /// A collective or transfer in progress: which phase of its plan runs and
-/// how many of that phase's flows are still moving.
+/// how many of that phase's flows are still moving. A phase whose flows all
+/// started on free links is "batched": one event for its end instead of one
+/// per flow, until another flow changes the rate of one of its flows.
 struct TransferState {
   taskgraph::CommunicatorId communicator = 0;
   const cost::TransferPlan* plan = nullptr;
   std::size_t phase = 0;
   std::size_t flows_left = 0;
   double weight = 1;  // of its flows on shared links
+  bool batched = false;
+  std::uint32_t version = 0;  // a pending batched-phase event is stale when this moved on
+  std::vector<std::uint32_t> flows;  // the current phase's flows
 };
 
 class RunState {
@@ -85,6 +93,35 @@ class RunState {
     return streams[static_cast<std::size_t>(local) * num_streams + s];
   }
   bool all_finished() const;
+
+  /// The global id of the task at the head of stream s of rank `local`;
+  /// false when the stream has run all its tasks.
+  bool head(std::uint32_t local, std::uint8_t s, TaskId& out) const {
+    const StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
+    const CompiledProgram& p = *ranks[local].program;
+    if (st.k >= p.stream_instances[s].size()) return false;
+    const std::uint32_t i = p.stream_instances[s][st.k];
+    out = p.offset[i] + p.blocks[p.instance_block[i]].stream_tasks[s][st.p];
+    return true;
+  }
+  /// Whether `global` (a task on stream s) heads its stream on rank `local`.
+  bool is_head(std::uint32_t local, std::uint8_t s, TaskId global) const {
+    const StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
+    const CompiledProgram& p = *ranks[local].program;
+    const std::uint32_t i = p.instance_of[global];
+    return st.k < p.stream_instances[s].size() && p.stream_instances[s][st.k] == i &&
+           p.blocks[p.instance_block[i]].position[global - p.offset[i]] == st.p;
+  }
+  /// Moves stream s of rank `local` past its head task.
+  void advance(std::uint32_t local, std::uint8_t s) {
+    StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
+    const CompiledProgram& p = *ranks[local].program;
+    const std::uint32_t i = p.stream_instances[s][st.k];
+    if (++st.p == p.blocks[p.instance_block[i]].stream_tasks[s].size()) {
+      ++st.k;
+      st.p = 0;
+    }
+  }
   /// Moves per-rank statistics and recordings into `result`.
   RunResult collect(RunResult result);
 };

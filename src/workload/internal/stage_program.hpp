@@ -10,7 +10,7 @@
 #include "ptsim/model/model_spec.hpp"
 #include "ptsim/strategy/parallel_config.hpp"
 #include "ptsim/strategy/stage_partition.hpp"
-#include "ptsim/taskgraph/workload.hpp"
+#include "ptsim/taskgraph/program.hpp"
 
 namespace ptsim::workload::internal {
 
@@ -29,6 +29,6 @@ struct StageContext {
 
 /// Builds the stage's program into `program` (empty on entry); op names are
 /// interned into `names`.
-void build_stage_program(const StageContext& ctx, NameTable& names, taskgraph::TaskGraph& program);
+void build_stage_program(const StageContext& ctx, NameTable& names, taskgraph::Program& program);
 
 }  // namespace ptsim::workload::internal

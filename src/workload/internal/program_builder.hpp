@@ -1,0 +1,103 @@
+// Building a stage's Program from blocks. A BlockRecorder records one block's
+// tasks once, with the dependencies between its streams the way the
+// framework synchronises them — a kernel waits for the communication whose
+// result it consumes, communication waits for the kernel that produced its
+// input — and notes what crosses the block's edges. The ProgramBuilder then
+// instantiates blocks in issue order and links each instance to the ones
+// before it by the same rules. Private to workload/.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "internal/name_table.hpp"
+#include "ptsim/taskgraph/program.hpp"
+#include "ptsim/workload/op_spec.hpp"
+
+namespace ptsim::workload::internal {
+
+/// What crosses a block's edges, found while recording it.
+struct BlockSummary {
+  std::optional<taskgraph::TaskId> first_kernel, second_kernel, last_kernel;
+  std::vector<taskgraph::TaskId> needs_last_kernel;  // communication before any kernel of the block
+  std::vector<std::pair<taskgraph::TaskId, std::uint8_t>> needs_stream;  // (task, stream) it follows
+  std::vector<taskgraph::TaskId> pending_next;        // the next kernel after the block waits for these
+  std::vector<taskgraph::TaskId> pending_after_next;  // the kernel after that one waits for these
+  std::vector<std::optional<taskgraph::TaskId>> last_on_stream;
+};
+
+class BlockRecorder {
+ public:
+  explicit BlockRecorder(NameTable& names) : names_(&names) {}
+
+  /// A kernel (compute stream) or a TP all-reduce (TP stream), named `name`
+  /// (interned), taking alloc bytes at its start and giving free back at its end.
+  taskgraph::TaskId emit(const OpSpec& op, std::uint32_t name, std::uint8_t category,
+                         std::uint64_t alloc_bytes, std::uint64_t free_bytes);
+  /// A receive the next kernel consumes.
+  taskgraph::TaskId emit_recv(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
+                              const std::string& name);
+  /// A send of what the last kernel produced.
+  taskgraph::TaskId emit_send(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
+                              const std::string& name);
+  /// An all-reduce on `stream` of what the last kernel produced; `blocks_next`
+  /// makes the next kernel wait for it.
+  taskgraph::TaskId emit_collective(std::uint8_t stream, std::uint8_t slot, std::uint8_t category,
+                                    std::uint64_t bytes, const std::string& name, bool blocks_next);
+  /// Task `id` also waits for the last task issued on `stream` before this block.
+  void follow_stream(taskgraph::TaskId id, std::uint8_t stream);
+  /// Interned ids of `prefix` + each op's name, in order.
+  std::vector<std::uint32_t> names_of(const std::vector<OpSpec>& ops, const std::string& prefix);
+
+  taskgraph::TaskGraph& graph() { return graph_; }
+  BlockSummary summary() const;
+
+ private:
+  taskgraph::TaskId add(const taskgraph::Task& task);
+  void after_last_kernel(taskgraph::TaskId id);
+
+  NameTable* names_;
+  taskgraph::TaskGraph graph_;
+  std::optional<taskgraph::TaskId> first_kernel_, second_kernel_, last_kernel_;
+  std::vector<taskgraph::TaskId> needs_last_kernel_;
+  std::vector<std::pair<taskgraph::TaskId, std::uint8_t>> needs_stream_;
+  std::vector<taskgraph::TaskId> before_next_, before_after_next_;
+  std::vector<std::optional<taskgraph::TaskId>> last_on_stream_;
+};
+
+class ProgramBuilder {
+ public:
+  ProgramBuilder(NameTable& names, taskgraph::Program& program) : names_(&names), program_(&program) {}
+
+  /// The block recorded under `key`, recording it with `record(BlockRecorder&)`
+  /// the first time.
+  template <typename Record>
+  std::uint32_t block(const std::string& key, Record&& record) {
+    if (const auto it = keys_.find(key); it != keys_.end()) return it->second;
+    BlockRecorder recorder(*names_);
+    record(recorder);
+    summaries_.push_back(recorder.summary());
+    const std::uint32_t id = program_->add_block(std::move(recorder.graph()));
+    keys_.emplace(key, id);
+    return id;
+  }
+
+  /// Appends an instance of `block` and links it to the instances before it.
+  void instantiate(std::uint32_t block, std::int32_t microbatch, std::int32_t layer);
+  /// The next kernel waits for the last task issued on `stream`, if any.
+  void wait_for_stream(std::uint8_t stream);
+
+ private:
+  NameTable* names_;
+  taskgraph::Program* program_;
+  std::map<std::string, std::uint32_t> keys_;
+  std::vector<BlockSummary> summaries_;
+  std::optional<taskgraph::TaskRef> last_kernel_;
+  std::vector<taskgraph::TaskRef> before_next_, before_after_next_;
+  std::vector<std::optional<taskgraph::TaskRef>> last_on_stream_;
+};
+
+}  // namespace ptsim::workload::internal

@@ -1,0 +1,164 @@
+// Block recording and instantiation (see internal/program_builder.hpp).
+#include "internal/program_builder.hpp"
+
+#include "ptsim/workload/step_workload.hpp"
+
+namespace ptsim::workload::internal {
+
+using taskgraph::Task;
+using taskgraph::TaskId;
+using taskgraph::TaskKind;
+using taskgraph::TaskRef;
+
+// ---- BlockRecorder ---------------------------------------------------------
+
+TaskId BlockRecorder::add(const Task& task) {
+  const TaskId id = graph_.add_task(task);
+  if (last_on_stream_.size() <= task.stream) last_on_stream_.resize(task.stream + 1u);
+  last_on_stream_[task.stream] = id;
+  return id;
+}
+
+void BlockRecorder::after_last_kernel(TaskId id) {
+  if (last_kernel_) {
+    graph_.add_dependency(*last_kernel_, id);
+  } else {
+    needs_last_kernel_.push_back(id);
+  }
+}
+
+std::vector<std::uint32_t> BlockRecorder::names_of(const std::vector<OpSpec>& ops,
+                                                   const std::string& prefix) {
+  std::vector<std::uint32_t> ids;
+  ids.reserve(ops.size());
+  for (const OpSpec& op : ops) ids.push_back(names_->intern(prefix + op.name));
+  return ids;
+}
+
+TaskId BlockRecorder::emit(const OpSpec& op, std::uint32_t name, std::uint8_t category,
+                           std::uint64_t alloc_bytes, std::uint64_t free_bytes) {
+  Task task;
+  task.name = name;
+  task.bytes = op.bytes;
+  task.alloc_bytes = alloc_bytes;
+  task.free_bytes = free_bytes;
+  if (op.kind == OpKind::TpAllReduce) {
+    task.kind = TaskKind::Collective;
+    task.collective = taskgraph::CollectiveKind::AllReduce;
+    task.stream = streams::kTensorParallel;
+    task.comm_slot = slots::kTensorParallel;
+    task.category = categories::kTensorParallel;
+    const TaskId id = add(task);
+    after_last_kernel(id);
+    (op.async ? before_after_next_ : before_next_).push_back(id);
+    return id;
+  }
+  task.kind = TaskKind::Compute;
+  task.compute = op.kind == OpKind::Matmul ? taskgraph::ComputeKind::Matmul
+                                           : taskgraph::ComputeKind::MemoryBound;
+  task.flops = op.flops;
+  task.stream = streams::kCompute;
+  task.category = category;
+  const TaskId id = add(task);
+  for (const TaskId dep : before_next_) graph_.add_dependency(dep, id);
+  before_next_ = std::move(before_after_next_);
+  before_after_next_.clear();
+  if (!first_kernel_) {
+    first_kernel_ = id;
+  } else if (!second_kernel_) {
+    second_kernel_ = id;
+  }
+  last_kernel_ = id;
+  return id;
+}
+
+TaskId BlockRecorder::emit_recv(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
+                                const std::string& name) {
+  Task task;
+  task.kind = TaskKind::Recv;
+  task.collective = taskgraph::CollectiveKind::PointToPoint;
+  task.stream = stream;
+  task.comm_slot = slot;
+  task.category = categories::kPipelineParallel;
+  task.bytes = bytes;
+  task.name = names_->intern(name);
+  const TaskId id = add(task);
+  before_next_.push_back(id);
+  return id;
+}
+
+TaskId BlockRecorder::emit_send(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
+                                const std::string& name) {
+  Task task;
+  task.kind = TaskKind::Send;
+  task.collective = taskgraph::CollectiveKind::PointToPoint;
+  task.stream = stream;
+  task.comm_slot = slot;
+  task.category = categories::kPipelineParallel;
+  task.bytes = bytes;
+  task.name = names_->intern(name);
+  const TaskId id = add(task);
+  after_last_kernel(id);
+  return id;
+}
+
+TaskId BlockRecorder::emit_collective(std::uint8_t stream, std::uint8_t slot, std::uint8_t category,
+                                      std::uint64_t bytes, const std::string& name,
+                                      bool blocks_next) {
+  Task task;
+  task.kind = TaskKind::Collective;
+  task.collective = taskgraph::CollectiveKind::AllReduce;
+  task.stream = stream;
+  task.comm_slot = slot;
+  task.category = category;
+  task.bytes = bytes;
+  task.name = names_->intern(name);
+  const TaskId id = add(task);
+  after_last_kernel(id);
+  if (blocks_next) before_next_.push_back(id);
+  return id;
+}
+
+void BlockRecorder::follow_stream(TaskId id, std::uint8_t stream) {
+  needs_stream_.emplace_back(id, stream);
+}
+
+BlockSummary BlockRecorder::summary() const {
+  return {first_kernel_,       second_kernel_,     last_kernel_,      needs_last_kernel_,
+          needs_stream_,       before_next_,       before_after_next_, last_on_stream_};
+}
+
+// ---- ProgramBuilder ----------------------------------------------------------
+
+void ProgramBuilder::instantiate(std::uint32_t block, std::int32_t microbatch, std::int32_t layer) {
+  const std::uint32_t i = program_->add_instance(block, microbatch, layer);
+  const BlockSummary& s = summaries_[block];
+  for (const TaskId t : s.needs_last_kernel)
+    if (last_kernel_) program_->add_link(*last_kernel_, {i, t});
+  for (const auto& [t, stream] : s.needs_stream)
+    if (stream < last_on_stream_.size() && last_on_stream_[stream])
+      program_->add_link(*last_on_stream_[stream], {i, t});
+  if (s.first_kernel) {
+    // The pending dependencies land on this block's first and second kernels.
+    for (const TaskRef& r : before_next_) program_->add_link(r, {i, *s.first_kernel});
+    before_next_.clear();
+    if (s.second_kernel) {
+      for (const TaskRef& r : before_after_next_) program_->add_link(r, {i, *s.second_kernel});
+    } else {
+      before_next_ = before_after_next_;
+    }
+    before_after_next_.clear();
+  }
+  for (const TaskId t : s.pending_next) before_next_.push_back({i, t});
+  for (const TaskId t : s.pending_after_next) before_after_next_.push_back({i, t});
+  if (s.last_kernel) last_kernel_ = TaskRef{i, *s.last_kernel};
+  if (last_on_stream_.size() < s.last_on_stream.size()) last_on_stream_.resize(s.last_on_stream.size());
+  for (std::size_t st = 0; st < s.last_on_stream.size(); ++st)
+    if (s.last_on_stream[st]) last_on_stream_[st] = TaskRef{i, *s.last_on_stream[st]};
+}
+
+void ProgramBuilder::wait_for_stream(std::uint8_t stream) {
+  if (stream < last_on_stream_.size() && last_on_stream_[stream]) before_next_.push_back(*last_on_stream_[stream]);
+}
+
+}  // namespace ptsim::workload::internal
