@@ -42,9 +42,10 @@ inline hardware::HardwareProfile shipped_hardware(const std::string& stem) {
 }
 
 /// A profile whose network is free (infinite bandwidth, no latency) and whose
-/// kernels cost no launch overhead and feel no communication: what closed
-/// forms that ignore all three assume.
+/// kernels cost no launch overhead, feel no communication and lose nothing to
+/// wave quantization (one SM): what closed forms that ignore all four assume.
 inline hardware::HardwareProfile free_network(hardware::HardwareProfile hw) {
+  hw.gpu.sm_count = 1;
   hw.collective_base_latency_s = 0;
   hw.gpu.kernel_launch_overhead_s = 0;
   hw.gpu.comm_compute_slowdown = 0;

@@ -19,12 +19,16 @@ Usage: ptsim <command> [options]      (ptsim <command> --help for the command's 
 Commands:
   simulate     simulate one training step of a model on a cluster under a strategy
   collective   predict one collective (time, algbw, busbw as nccl-tests reports them)
+  kernels      list the distinct kernels a step runs, with counts and predicted times
+  calibrate    fit a hardware profile's compute model to measured kernel times
+  check-kernels  compare a profile's kernel predictions with measured times
 
 Example:
   ptsim simulate --model configs/models/gpt3-175b.json --hw hw_profiles/a100-sxm4-80gb.json \
       --gpus 1024 --tp 8 --pp 8 --global-batch-size 1536
 
-Exit codes: 0 success · 2 invalid input · 3 simulation cannot finish · 70 internal error
+Exit codes: 0 success · 2 invalid input · 3 simulation cannot finish · 4 a check's bound
+exceeded · 70 internal error
 )";
 
 }  // namespace
@@ -43,6 +47,9 @@ int main(int argc, char** argv) {
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "simulate") return ptsim::cli::run_simulate(rest, std::cout);
     if (args[0] == "collective") return ptsim::cli::run_collective(rest, std::cout);
+    if (args[0] == "kernels") return ptsim::cli::run_kernels(rest, std::cout);
+    if (args[0] == "calibrate") return ptsim::cli::run_calibrate(rest, std::cout);
+    if (args[0] == "check-kernels") return ptsim::cli::run_check_kernels(rest, std::cout);
     fmt::print(stderr, "ptsim: unknown command '{}'; run ptsim --help for the commands\n", args[0]);
     return 2;
   } catch (const ptsim::ConfigError& e) {

@@ -8,11 +8,8 @@
 
 #include "commands.hpp"
 #include "output_file.hpp"
+#include "run_inputs.hpp"
 #include "ptsim/common/error.hpp"
-#include "ptsim/config/load_hardware.hpp"
-#include "ptsim/config/load_model.hpp"
-#include "ptsim/config/resolve_run.hpp"
-#include "ptsim/config/strategy_input.hpp"
 #include "ptsim/report/chrome_trace.hpp"
 #include "ptsim/report/console_report.hpp"
 #include "ptsim/report/json_report.hpp"
@@ -43,50 +40,12 @@ Examples:
 )";
 
 struct Flags {
-  std::string model, hw, strategy, json, trace, trace_ranks, mode = "auto";
+  RunInputs inputs;
+  std::string json, trace, trace_ranks, mode = "auto";
   std::vector<std::string> slow_gpus, slow_links;
 };
 
-// Boost registers one name per option: each Megatron name and its alias are
-// separate options that must not both be given.
-std::optional<std::int64_t> pick(const po::variables_map& vm, const char* long_name,
-                                 const char* short_name, const char* field,
-                                 config::StrategyInput& input) {
-  const bool has_long = vm.count(long_name) > 0;
-  const bool has_short = short_name != nullptr && vm.count(short_name) > 0;
-  if (has_long && has_short)
-    throw ConfigError(fmt::format("--{} and --{} set the same value; give one of them", long_name,
-                                  short_name));
-  if (!has_long && !has_short) return std::nullopt;
-  const char* used = has_long ? long_name : short_name;
-  input.origin[field] = fmt::format("--{}", used);
-  return vm[used].as<std::int64_t>();
-}
-
 po::options_description describe(Flags& f) {
-  po::options_description inputs("Inputs");
-  inputs.add_options()
-      ("model", po::value(&f.model)->value_name("FILE"),
-       "model: ptsim JSON (Megatron-LM names) or a Hugging Face config.json")
-      ("hw", po::value(&f.hw)->value_name("FILE"), "hardware profile, e.g. hw_profiles/h100-sxm5-80gb.json")
-      ("strategy", po::value(&f.strategy)->value_name("FILE"),
-       "strategy file with the keys of the flags below (flags override it)");
-  po::options_description strategy("Strategy (Megatron-LM names; short aliases)");
-  strategy.add_options()
-      ("gpus", po::value<std::int64_t>()->value_name("N"), "GPUs in the job (world size)")
-      ("tensor-model-parallel-size", po::value<std::int64_t>()->value_name("T"), "tensor-parallel size (default 1)")
-      ("tp", po::value<std::int64_t>()->value_name("T"), "alias of --tensor-model-parallel-size")
-      ("pipeline-model-parallel-size", po::value<std::int64_t>()->value_name("P"), "pipeline stages (default 1)")
-      ("pp", po::value<std::int64_t>()->value_name("P"), "alias of --pipeline-model-parallel-size")
-      ("data-parallel-size", po::value<std::int64_t>()->value_name("D"), "data-parallel size (default gpus / (tp·pp))")
-      ("dp", po::value<std::int64_t>()->value_name("D"), "alias of --data-parallel-size")
-      ("micro-batch-size", po::value<std::int64_t>()->value_name("B"), "sequences per micro-batch (default 1)")
-      ("global-batch-size", po::value<std::int64_t>()->value_name("B"), "sequences per step over all replicas (required)")
-      ("seq-length", po::value<std::int64_t>()->value_name("S"), "sequence length (default: the model's)")
-      ("schedule", po::value<std::string>()->value_name("NAME"), "naive | gpipe | 1f1b (default 1f1b)")
-      ("recompute", po::value<std::string>()->value_name("MODE"), "activation recomputation: none | full (default none)")
-      ("rank-order", po::value<std::string>()->value_name("ORDER"),
-       "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)");
   po::options_description outputs("Simulation and outputs");
   outputs.add_options()
       ("mode", po::value(&f.mode)->value_name("MODE"),
@@ -104,7 +63,7 @@ po::options_description describe(Flags& f) {
        "first rank of each stage)")
       ("help,h", "show this help");
   po::options_description all;
-  all.add(inputs).add(strategy).add(outputs);
+  all.add(input_options(f.inputs)).add(strategy_options()).add(outputs);
   return all;
 }
 
@@ -192,40 +151,13 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
     fmt::print(out, "{}", text.str());
     return 0;
   }
-  if (f.model.empty()) throw ConfigError("ptsim simulate: --model FILE is required; see --help");
-  if (f.hw.empty()) throw ConfigError("ptsim simulate: --hw FILE is required; see --help");
   if (f.mode != "explicit" && f.mode != "symmetric" && f.mode != "auto")
     throw ConfigError(fmt::format("--mode = {} is not a mode; use auto, explicit or symmetric", f.mode));
-
-  config::StrategyInput flags;
-  flags.gpus = pick(vm, "gpus", nullptr, "gpus", flags);
-  flags.tp = pick(vm, "tensor-model-parallel-size", "tp", "tp", flags);
-  flags.pp = pick(vm, "pipeline-model-parallel-size", "pp", "pp", flags);
-  flags.dp = pick(vm, "data-parallel-size", "dp", "dp", flags);
-  flags.micro_batch_size = pick(vm, "micro-batch-size", nullptr, "micro_batch_size", flags);
-  flags.global_batch_size = pick(vm, "global-batch-size", nullptr, "global_batch_size", flags);
-  flags.seq_length = pick(vm, "seq-length", nullptr, "seq_length", flags);
-  if (vm.count("schedule")) {
-    flags.schedule = vm["schedule"].as<std::string>();
-    flags.origin["schedule"] = "--schedule";
-  }
-  if (vm.count("recompute")) {
-    flags.recompute = vm["recompute"].as<std::string>();
-    flags.origin["recompute"] = "--recompute";
-  }
-  if (vm.count("rank-order")) {
-    flags.rank_order = vm["rank-order"].as<std::string>();
-    flags.origin["rank_order"] = "--rank-order";
-  }
-  const config::StrategyInput input =
-      f.strategy.empty() ? flags : config::merge(config::load_strategy(f.strategy), flags);
-
+  const LoadedRun run = load_run(f.inputs, vm, "ptsim simulate");
   simulate::Request request;
-  const model::ModelSpec model = config::load_model(f.model);
-  request.hardware = config::load_hardware(f.hw);
-  const config::ResolvedRun resolved = config::resolve_run(model, input);
-  request.model = resolved.model;
-  request.parallel = resolved.parallel;
+  request.model = run.model;
+  request.hardware = run.hardware;
+  request.parallel = run.parallel;
   request.mode = f.mode == "explicit"    ? simulate::Mode::Explicit
                  : f.mode == "symmetric" ? simulate::Mode::Symmetric
                                          : simulate::Mode::Auto;
@@ -238,7 +170,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
 
   const simulate::Outcome outcome = simulate::simulate_step(request);
   report::print_console(outcome.result, out);
-  const std::vector<std::string> inputs = {f.model, f.hw, f.strategy};
+  const std::vector<std::string> inputs = {f.inputs.model, f.inputs.hw, f.inputs.strategy};
   if (!f.json.empty())
     write_output_file(f.json, inputs,
                       [&](std::ostream& o) { report::write_json(outcome.result, o); });

@@ -118,6 +118,7 @@ model::ModelSpec bert(ObjectReader& in) {
   m.normalization = model::Normalization::LayerNorm;
   m.position_embedding = model::PositionEmbedding::LearnedAbsolute;
   m.tie_embeddings = true;  // the masked-LM decoder shares the word embeddings
+  m.causal = false;         // an encoder: every token attends to every other
   m.dropout = in.optional_number("hidden_dropout_prob", 0.0, 0.99).value_or(0.1);
   return m;
 }

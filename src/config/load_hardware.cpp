@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "internal/calibration_json.hpp"
 #include "internal/object_reader.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/common/units.hpp"
@@ -22,7 +23,11 @@ void numeric_leaves(const nlohmann::json& v, const std::string& pointer,
     out.insert(pointer);
   } else if (v.is_object()) {
     for (const auto& [key, child] : v.items())
-      if (key != "sources") numeric_leaves(child, pointer + "/" + key, out);
+      if (pointer.empty() && (key == "sources" || key == "calibration")) {
+        continue;  // the calibration names its measurement file instead
+      } else {
+        numeric_leaves(child, pointer + "/" + key, out);
+      }
   } else if (v.is_array()) {
     for (std::size_t i = 0; i < v.size(); ++i)
       numeric_leaves(v[i], fmt::format("{}/{}", pointer, i), out);
@@ -77,13 +82,27 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   gpu.memory_bytes = in.number("memory_GiB", 1e-3, 1e6) * units::kGiB;
   gpu.memory_bandwidth_bytes_per_s = in.number("memory_bandwidth_GBps", 1e-3, 1e7) * units::kGB;
   gpu.sm_count = static_cast<int>(in.integer("sm_count", 1, 100'000));
-  gpu.gemm_efficiency = in.number("gemm_efficiency", 0.01, 1.0);
+  ObjectReader gemm = in.object("gemm_efficiency");
+  for (int i = 0; i < kNumDtypes; ++i) {
+    const auto d = static_cast<Dtype>(i);
+    gpu.gemm_efficiency[static_cast<std::size_t>(i)] = gemm.optional_number(std::string(to_string(d)), 0.01, 1.0);
+    if (gpu.gemm_efficiency[static_cast<std::size_t>(i)] && !gpu.peak_flops_per_s[static_cast<std::size_t>(i)])
+      gemm.fail(std::string(to_string(d)), "is given for a dtype with no peak_tflops; add the peak or remove it");
+  }
+  if (!gpu.gemm_efficiency[static_cast<std::size_t>(Dtype::Bf16)])
+    gemm.fail("bf16", "is missing; the bf16 GEMM efficiency is required (other dtypes default to it)");
+  gemm.reject_unknown_keys("accepted dtypes: bf16, fp16, tf32, fp32, fp8");
   gpu.memory_efficiency = in.number("memory_efficiency", 0.01, 1.0);
+  ObjectReader attention = in.object("attention_efficiency");
+  gpu.attention_forward_efficiency = attention.number("forward", 0.01, 1.0);
+  gpu.attention_backward_efficiency = attention.number("backward", 0.01, 1.0);
+  attention.reject_unknown_keys("accepted keys: forward, backward");
   gpu.kernel_launch_overhead_s = in.number("kernel_launch_overhead_us", 0.0, 1e4) * 1e-6;
   gpu.comm_compute_slowdown = in.number("comm_compute_slowdown", 0.0, 10.0);
   in.reject_unknown_keys(
       "accepted keys: name, peak_tflops, memory_GiB, memory_bandwidth_GBps, sm_count, "
-      "gemm_efficiency, memory_efficiency, kernel_launch_overhead_us, comm_compute_slowdown");
+      "gemm_efficiency, memory_efficiency, attention_efficiency, kernel_launch_overhead_us, "
+      "comm_compute_slowdown");
   return gpu;
 }
 
@@ -148,7 +167,9 @@ hardware::HardwareProfile parse_hardware(const nlohmann::json& object, const std
   hw.fabric = parse_fabric(network.object("fabric"));
   network.reject_unknown_keys("accepted keys: collective_base_latency_us, nvlink, nic, fabric");
   in.skip("sources");
-  in.reject_unknown_keys("accepted keys: schema, name, description, gpu, node, network, sources");
+  if (in.has("calibration")) hw.calibration = internal::parse_calibration(object.at("calibration"), where);
+  in.skip("calibration");
+  in.reject_unknown_keys("accepted keys: schema, name, description, gpu, node, network, sources, calibration");
   const std::int64_t domain = hw.nvlink.domain_gpus;
   if (domain % hw.gpus_per_node != 0 && hw.gpus_per_node % domain != 0)
     throw ConfigError(fmt::format("{}: /network/nvlink/domain_gpus = {} and /node/gpus_per_node = "

@@ -57,10 +57,11 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
   m.tie_embeddings = in.optional_boolean("tie_embeddings").value_or(true);
   m.add_bias_linear = in.optional_boolean("add_bias_linear").value_or(true);
   m.dropout = in.optional_number("dropout", 0.0, 0.99).value_or(0.1);
+  m.causal = in.optional_boolean("causal").value_or(true);
   in.reject_unknown_keys(
       "accepted keys: name, source, num_layers, hidden_size, num_attention_heads, "
       "num_query_groups, ffn_hidden_size, kv_channels, vocab_size, seq_length, activation, "
-      "normalization, position_embedding_type, tie_embeddings, add_bias_linear, dropout");
+      "normalization, position_embedding_type, tie_embeddings, add_bias_linear, dropout, causal");
   return m;
 }
 

@@ -28,6 +28,8 @@ constexpr FieldNames kFields[] = {
     {"schedule", "schedule", "", "--schedule"},
     {"recompute", "recompute", "", "--recompute"},
     {"rank_order", "rank_order", "", "--rank-order"},
+    {"attention_backend", "attention_backend", "", "--attention-backend"},
+    {"precision", "precision", "", "--precision"},
 };
 
 constexpr std::int64_t kMaxCount = std::int64_t{1} << 40;
@@ -62,6 +64,10 @@ StrategyInput load_strategy(const std::string& path) {
       s.recompute = in.choice(key, {"none", "full"});
     } else if (field == "rank_order") {
       s.rank_order = in.string(key);
+    } else if (field == "attention_backend") {
+      s.attention_backend = in.choice(key, {"flash", "unfused"});
+    } else if (field == "precision") {
+      s.precision = in.choice(key, {"bf16", "fp8"});
     } else {
       const std::int64_t v = in.integer(key, 1, kMaxCount);
       if (field == "gpus") s.gpus = v;
@@ -76,7 +82,7 @@ StrategyInput load_strategy(const std::string& path) {
   in.reject_unknown_keys(
       "accepted keys: gpus, tensor_model_parallel_size (tp), pipeline_model_parallel_size (pp), "
       "data_parallel_size (dp), micro_batch_size, global_batch_size, seq_length, schedule, "
-      "recompute, rank_order");
+      "recompute, rank_order, attention_backend, precision");
   return s;
 }
 
@@ -100,6 +106,8 @@ StrategyInput merge(StrategyInput base, const StrategyInput& o) {
   take(base.schedule, o.schedule, "schedule");
   take(base.recompute, o.recompute, "recompute");
   take(base.rank_order, o.rank_order, "rank_order");
+  take(base.attention_backend, o.attention_backend, "attention_backend");
+  take(base.precision, o.precision, "precision");
   return base;
 }
 

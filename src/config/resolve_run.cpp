@@ -125,6 +125,16 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
     check.fail("recompute", recompute, "is not a recomputation mode", "use none or full");
   c.recompute = recompute == "full" ? strategy::RecomputeKind::Full : strategy::RecomputeKind::None;
 
+  const std::string attention = s.attention_backend.value_or("flash");
+  if (attention != "flash" && attention != "unfused")
+    check.fail("attention_backend", attention, "is not an attention backend", "use flash or unfused");
+  c.attention = attention == "flash" ? strategy::AttentionBackend::Flash
+                                     : strategy::AttentionBackend::Unfused;
+  const std::string precision = s.precision.value_or("bf16");
+  if (precision != "bf16" && precision != "fp8")
+    check.fail("precision", precision, "is not a training precision", "use bf16 or fp8");
+  c.precision = precision == "bf16" ? Dtype::Bf16 : Dtype::Fp8;
+
   c.rank_order = s.rank_order.value_or(strategy::kDefaultRankOrder);
   try {
     const strategy::RankLayout layout(c.tp, c.dp, c.pp, c.rank_order);

@@ -1,21 +1,75 @@
-// Roofline kernel time (see compute_cost.hpp).
+// Kernel times by class (see compute_cost.hpp).
 #include "ptsim/cost/compute_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
+
+#include "ptsim/cost/gemm_model.hpp"
 
 namespace ptsim::cost {
 
-double compute_seconds(const hardware::GpuSpec& gpu, const taskgraph::Task& task) {
-  const double memory_s = static_cast<double>(task.bytes) /
-                          (gpu.memory_bandwidth_bytes_per_s * gpu.memory_efficiency);
-  double math_s = 0;
-  if (task.compute == taskgraph::ComputeKind::Matmul && task.flops > 0)
-    math_s = task.flops / (gpu.peak_flops(task.dtype) * gpu.gemm_efficiency);
-  return std::max(math_s, memory_s) + gpu.kernel_launch_overhead_s;
+double launch_overhead_seconds(const hardware::HardwareProfile& hw) {
+  if (hw.calibration && hw.calibration->kernel_launch_overhead_s)
+    return *hw.calibration->kernel_launch_overhead_s;
+  return hw.gpu.kernel_launch_overhead_s;
 }
 
-Time compute_time(const hardware::GpuSpec& gpu, const taskgraph::Task& task) {
-  return Time::from_seconds(compute_seconds(gpu, task));
+double memory_efficiency(const hardware::HardwareProfile& hw, taskgraph::KernelClass kernel, double bytes) {
+  if (hw.calibration) {
+    const auto it = hw.calibration->memory.find(std::string(taskgraph::to_string(kernel)));
+    if (it != hw.calibration->memory.end()) {
+      const auto& t = it->second;
+      const double x = std::log2(std::max(bytes, 1.0));
+      if (t.log2_bytes.size() == 1 || x <= t.log2_bytes.front()) return t.efficiency.front();
+      if (x >= t.log2_bytes.back()) return t.efficiency.back();
+      const auto hi = static_cast<std::size_t>(
+          std::upper_bound(t.log2_bytes.begin(), t.log2_bytes.end(), x) - t.log2_bytes.begin());
+      const double w = (x - t.log2_bytes[hi - 1]) / (t.log2_bytes[hi] - t.log2_bytes[hi - 1]);
+      return t.efficiency[hi - 1] * (1 - w) + t.efficiency[hi] * w;
+    }
+  }
+  return hw.gpu.memory_efficiency;
+}
+
+double attention_executed_flops(const taskgraph::Task& task) {
+  const bool backward = task.flags & taskgraph::kBackwardPass;
+  const bool causal = task.flags & taskgraph::kCausal;
+  return task.flops * (causal ? 0.5 : 1.0) * (backward ? 1.25 : 1.0);
+}
+
+double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Task& task) {
+  using taskgraph::ComputeKind;
+  const auto& gpu = hw.gpu;
+  const double bytes = static_cast<double>(task.bytes);
+  const double memory_s =
+      bytes / (gpu.memory_bandwidth_bytes_per_s * memory_efficiency(hw, task.kernel, bytes));
+  double s = memory_s;
+  switch (task.compute) {
+    case ComputeKind::Matmul:
+      s = gemm_seconds(hw, task.shape[0], task.shape[1], task.shape[2], std::max<double>(1, task.shape[3]),
+                       task.dtype, bytes);
+      // A calibrated table's ratio was taken on measured times, launch included.
+      if (hw.calibration && hw.calibration->gemm.contains(std::string(to_string(task.dtype)))) return s;
+      break;
+    case ComputeKind::Attention: {
+      const bool backward = task.flags & taskgraph::kBackwardPass;
+      const double executed = attention_executed_flops(task);
+      double efficiency = backward ? gpu.attention_backward_efficiency : gpu.attention_forward_efficiency;
+      if (hw.calibration) {
+        const auto& cal = backward ? hw.calibration->attention_backward_efficiency
+                                   : hw.calibration->attention_forward_efficiency;
+        if (cal) efficiency = *cal;
+      }
+      s = std::max(executed / (gpu.peak_flops(Dtype::Bf16) * efficiency), memory_s);
+      break;
+    }
+    case ComputeKind::MemoryBound: break;
+  }
+  return s + launch_overhead_seconds(hw);
+}
+
+Time compute_time(const hardware::HardwareProfile& hw, const taskgraph::Task& task) {
+  return Time::from_seconds(compute_seconds(hw, task));
 }
 
 }  // namespace ptsim::cost

@@ -10,7 +10,7 @@ CostModel::CostModel(const hardware::Cluster& cluster)
     : cluster_(&cluster), latency_(cluster.profile()) {}
 
 Time CostModel::compute_duration(const taskgraph::Task& task) const {
-  return compute_time(cluster_->profile().gpu, task);
+  return compute_time(cluster_->profile(), task);
 }
 
 double CostModel::compute_slowdown_with_communication() const {

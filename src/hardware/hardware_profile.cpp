@@ -16,6 +16,11 @@ double GpuSpec::peak_flops(Dtype d) const {
   return *peak;
 }
 
+double GpuSpec::gemm_efficiency_for(Dtype d) const {
+  const auto& e = gemm_efficiency[static_cast<std::size_t>(d)];
+  return e ? *e : *gemm_efficiency[static_cast<std::size_t>(Dtype::Bf16)];
+}
+
 std::string to_string(FabricTopology t) {
   return t == FabricTopology::RailOptimized ? "rail_optimized" : "fat_tree";
 }

@@ -14,4 +14,8 @@ std::string_view to_string(ScheduleKind s) {
 
 std::string_view to_string(RecomputeKind r) { return r == RecomputeKind::None ? "none" : "full"; }
 
+std::string_view to_string(AttentionBackend a) {
+  return a == AttentionBackend::Flash ? "flash" : "unfused";
+}
+
 }  // namespace ptsim::strategy

@@ -17,4 +17,18 @@ std::string_view to_string(CollectiveKind k) {
   return "?";
 }
 
+std::string_view to_string(KernelClass k) {
+  switch (k) {
+    case KernelClass::Gemm: return "gemm";
+    case KernelClass::Attention: return "attention";
+    case KernelClass::Norm: return "norm";
+    case KernelClass::Softmax: return "softmax";
+    case KernelClass::Elementwise: return "elementwise";
+    case KernelClass::Embedding: return "embedding";
+    case KernelClass::Optimizer: return "optimizer";
+    case KernelClass::Copy: return "copy";
+  }
+  return "?";
+}
+
 }  // namespace ptsim::taskgraph

@@ -8,22 +8,47 @@ namespace ptsim::workload {
 namespace {
 constexpr double kElementBytes = 2;  // bf16 activations and weights
 std::uint64_t as_bytes(double b) { return static_cast<std::uint64_t>(std::llround(b)); }
+std::uint32_t dim(double v) { return static_cast<std::uint32_t>(std::llround(v)); }
+
 }  // namespace
 
-OpSpec matmul(std::string name, double m, double n, double k, double batch) {
+OpSpec matmul(std::string name, double m, double n, double k, double batch, Dtype dtype) {
   OpSpec op;
   op.name = std::move(name);
   op.kind = OpKind::Matmul;
+  op.kernel = taskgraph::KernelClass::Gemm;
+  op.dtype = dtype;
+  op.shape = {dim(m), dim(n), dim(k), dim(batch)};
   op.flops = 2 * m * n * k * batch;
-  op.bytes = as_bytes(kElementBytes * batch * (m * k + k * n + m * n));
+  const double in = static_cast<double>(bytes_of(dtype));
+  op.bytes = as_bytes(batch * (in * (m * k + k * n) + kElementBytes * m * n));
   return op;
 }
 
-OpSpec memory_op(std::string name, double bytes) {
+OpSpec memory_op(std::string name, double bytes, taskgraph::KernelClass kernel) {
   OpSpec op;
   op.name = std::move(name);
   op.kind = OpKind::MemoryBound;
+  op.kernel = kernel;
   op.bytes = as_bytes(bytes);
+  return op;
+}
+
+OpSpec attention_op(std::string name, double batch_heads, double seq, double head_dim,
+                    double kv_heads_ratio, bool causal, bool backward) {
+  OpSpec op;
+  op.name = std::move(name);
+  op.kind = OpKind::Attention;
+  op.kernel = taskgraph::KernelClass::Attention;
+  op.shape = {dim(batch_heads), dim(seq), dim(seq), dim(head_dim)};
+  op.flags = static_cast<std::uint8_t>((causal ? taskgraph::kCausal : 0) |
+                                       (backward ? taskgraph::kBackwardPass : 0));
+  const double forward_flops = 4 * batch_heads * seq * seq * head_dim;
+  op.flops = backward ? 2 * forward_flops : forward_flops;
+  // Q and O per query head, K and V per key/value head; backward also reads
+  // O and dO and writes dQ, dK, dV.
+  const double tensors = batch_heads * seq * head_dim * kElementBytes;
+  op.bytes = as_bytes(backward ? tensors * (4 + 4 * kv_heads_ratio) : tensors * (2 + 2 * kv_heads_ratio));
   return op;
 }
 

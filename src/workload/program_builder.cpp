@@ -54,8 +54,13 @@ TaskId BlockRecorder::emit(const OpSpec& op, std::uint32_t name, std::uint8_t ca
     return id;
   }
   task.kind = TaskKind::Compute;
-  task.compute = op.kind == OpKind::Matmul ? taskgraph::ComputeKind::Matmul
-                                           : taskgraph::ComputeKind::MemoryBound;
+  task.compute = op.kind == OpKind::Matmul      ? taskgraph::ComputeKind::Matmul
+                 : op.kind == OpKind::Attention ? taskgraph::ComputeKind::Attention
+                                                : taskgraph::ComputeKind::MemoryBound;
+  task.kernel = op.kernel;
+  task.dtype = op.dtype;
+  task.shape = op.shape;
+  task.flags = op.flags;
   task.flops = op.flops;
   task.stream = streams::kCompute;
   task.category = category;

@@ -24,8 +24,10 @@ using strategy::Pass;
 class StageBuilder {
  public:
   StageBuilder(const StageContext& ctx, NameTable& names, taskgraph::Program& program)
-      : ctx_(ctx), out_(names, program), shape_{ctx.micro_batch_size, ctx.model->seq_length,
-                                                ctx.config->tp} {
+      : ctx_(ctx),
+        out_(names, program),
+        shape_{ctx.micro_batch_size, ctx.model->seq_length, ctx.config->tp,
+               ctx.config->attention == strategy::AttentionBackend::Flash, ctx.config->precision} {
     layer_ = transformer_layer_ops(*ctx.model, shape_);
     embedding_ = embedding_ops(*ctx.model, shape_);
     output_ = output_ops(*ctx.model, shape_);

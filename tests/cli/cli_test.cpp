@@ -173,3 +173,33 @@ TEST_CASE("ptsim simulate takes straggler and degraded-link what-ifs", "[cli]") 
   CHECK(order.code == 2);
   CHECK_THAT(order.err, Catch::Contains("--rank-order: rank order 'tp-pp'") && Catch::Contains("leaves out dp"));
 }
+
+TEST_CASE("ptsim kernels lists the step's kernels and writes the micro-benchmark list", "[cli]") {
+  const std::string json = ptsim::test::scratch_path("kernels.json");
+  const std::string list = ptsim::test::scratch_path("kernels.txt");
+  const auto r = run("kernels --model " + ptsim::test::source_path("configs/models/tiny.json") + " --hw " +
+                     ptsim::test::source_path("hw_profiles/h100-sxm5-80gb.json") +
+                     " --gpus 4 --tp 2 --pp 2 --global-batch-size 8 --json " + json + " --microbench-list " + list);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(json));
+  // tiny: 4 layers, hidden 256, 8 heads, ffn 1024, vocab 1024, seq 128; TP 2,
+  // PP 2, DP 1, micro-batch 1: 8 micro-batches. The FC1 GEMM is 128 tokens ×
+  // 512 (1024/2) × 256, once per layer and micro-batch: 2 layers × 8 × 2
+  // stages = 32 calls. FC2's input-gradient GEMM has the same shape (32 more),
+  // and so has the LM head (vocabulary 1024/2 = 512 by 256), once per
+  // micro-batch on the last stage (8): 72 calls of that one kernel.
+  bool fc1 = false;
+  for (const auto& k : j.at("kernels")) {
+    const auto& names = k.at("names");
+    if (std::find(names.begin(), names.end(), "fwd.mlp.fc1") == names.end()) continue;
+    fc1 = true;
+    CHECK(k.at("shape").at("m").get<int>() == 128);
+    CHECK(k.at("shape").at("n").get<int>() == 512);
+    CHECK(k.at("shape").at("k").get<int>() == 256);
+    CHECK(k.at("count").get<int>() == 72);
+    CHECK(k.at("flops").get<double>() == 2.0 * 128 * 512 * 256);
+  }
+  CHECK(fc1);
+  CHECK_THAT(slurp(list), Catch::Contains("gemm bf16 128 512 256 1"));
+  CHECK_THAT(slurp(list), Catch::Contains("attention bf16 4 128 128 32 causal forward"));
+}

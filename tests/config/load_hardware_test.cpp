@@ -93,8 +93,9 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("/gpu/memory_GiB = 0 is out of range"));
   }
   SECTION("efficiency above one") {
-    j["gpu"]["gemm_efficiency"] = 1.2;
-    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("/gpu/gemm_efficiency = 1.2 is out of range"));
+    j["gpu"]["gemm_efficiency"]["bf16"] = 1.2;
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("/gpu/gemm_efficiency/bf16 = 1.2 is out of range"));
   }
   SECTION("wrong schema") {
     j["schema"] = "ptsim-hw/1";

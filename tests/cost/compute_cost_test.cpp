@@ -1,25 +1,109 @@
-// Roofline kernel times against hand calculations.
+// The compute model against hand calculations and published ceilings.
 #include "ptsim/cost/compute_cost.hpp"
 
+#include "ptsim/cost/gemm_model.hpp"
 #include "test_support.hpp"
 
 using namespace ptsim;
 
-TEST_CASE("A GEMM is bound by the slower of its math and its memory traffic", "[cost]") {
-  const auto a100 = test::shipped_hardware("a100-sxm4-80gb");
-  const double launch = 2.6e-6;  // the profile's kernel launch overhead
-  taskgraph::Task gemm;
-  gemm.compute = taskgraph::ComputeKind::Matmul;
-  // 8192³ bf16 GEMM: 2·8192³ = 1.0995e12 FLOP at 312e12 · 0.869 = 271.1 TFLOP/s → 4.055 ms.
-  gemm.flops = 2.0 * 8192 * 8192 * 8192;
-  gemm.bytes = 3ull * 8192 * 8192 * 2;  // 402.7 MB: 0.227 ms at 2039 GB/s · 0.87, well below
-  CHECK(cost::compute_seconds(a100.gpu, gemm) == Approx(gemm.flops / (312e12 * 0.869) + launch).epsilon(1e-12));
-  // The uncalibrated model sits at the published A100 ceiling: MAMF 271.2 TFLOP/s
-  // (shared/validation/hardware_reference.md §6.2).
-  CHECK(gemm.flops / (cost::compute_seconds(a100.gpu, gemm) - launch) == Approx(271.2e12).epsilon(0.001));
+namespace {
+taskgraph::Task gemm(double m, double n, double k) {
+  taskgraph::Task t;
+  t.compute = taskgraph::ComputeKind::Matmul;
+  t.kernel = taskgraph::KernelClass::Gemm;
+  t.shape = {static_cast<std::uint32_t>(m), static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(k), 1};
+  t.flops = 2 * m * n * k;
+  t.bytes = static_cast<std::uint64_t>(2 * (m * k + k * n + m * n));
+  return t;
+}
+}  // namespace
 
-  taskgraph::Task copy;  // memory-bound: 1 GB read + written
+TEST_CASE("Tile and wave quantization of hand-computed shapes", "[cost]") {
+  // 8192×8192 on 132 SMs: 64·64 = 4096 tiles of 128×128, ⌈4096/132⌉ = 32 waves,
+  // 4096 / (32·132) = 0.9697 of the last wave's SMs busy on average.
+  const auto a = cost::gemm_quantization(8192, 8192, 1, 132);
+  CHECK(a.tiles == 4096);
+  CHECK(a.waves == 32);
+  CHECK(a.tile_efficiency == 1);
+  CHECK(a.wave_efficiency == Approx(4096.0 / 4224));
+  // 1000×1000 on 108 SMs: 8·8 = 64 tiles covering 1024², 10⁶/1024² = 0.9537;
+  // one wave with 64 of 108 SMs busy.
+  const auto b = cost::gemm_quantization(1000, 1000, 1, 108);
+  CHECK(b.tiles == 64);
+  CHECK(b.tile_efficiency == Approx(1e6 / (1024.0 * 1024.0)));
+  CHECK(b.waves == 1);
+  CHECK(b.wave_efficiency == Approx(64.0 / 108));
+  // A batch of 12 heads of 2048×2048 scores: 256 tiles each, 3072 in all.
+  CHECK(cost::gemm_quantization(2048, 2048, 12, 108).tiles == 3072);
+}
+
+TEST_CASE("Uncalibrated GEMMs reach the published ceilings", "[cost]") {
+  // shared/validation/hardware_reference.md: bf16 8192³ measured at 769–798
+  // TFLOP/s on H200, MAMF 794.5 on H100 and 271.2 on A100.
+  const auto rate = [](const std::string& stem) {
+    const auto hw = test::shipped_hardware(stem);
+    const auto t = gemm(8192, 8192, 8192);
+    return t.flops / (cost::compute_seconds(hw, t) - cost::launch_overhead_seconds(hw));
+  };
+  const double h200 = rate("h200-sxm-141gb");
+  CHECK(h200 >= 770e12);
+  CHECK(h200 <= 800e12);
+  CHECK(rate("h100-sxm5-80gb") == Approx(795e12).epsilon(0.01));
+  CHECK(rate("a100-sxm4-80gb") == Approx(271e12).epsilon(0.015));
+}
+
+TEST_CASE("Memory-bound kernels run at the achieved bandwidth", "[cost]") {
+  // H200 device-to-device copy of 8.6 GB: about 4.3 TB/s read plus written
+  // (shared/validation/hardware_reference.md, H200 measurements).
+  const auto h200 = test::shipped_hardware("h200-sxm-141gb");
+  taskgraph::Task copy;
+  copy.kernel = taskgraph::KernelClass::Copy;
+  copy.bytes = 2 * 8'600'000'000ull;
+  CHECK(static_cast<double>(copy.bytes) / cost::compute_seconds(h200, copy) == Approx(4.3e12).epsilon(0.01));
+  // A100: 2 GB at 2039 GB/s · 0.87 plus the 2.6 µs launch overhead.
+  const auto a100 = test::shipped_hardware("a100-sxm4-80gb");
   copy.bytes = 2'000'000'000;
-  CHECK(cost::compute_seconds(a100.gpu, copy) == Approx(2e9 / (2039e9 * 0.87) + launch).epsilon(1e-12));
-  CHECK(cost::compute_time(a100.gpu, copy).ns() == 1'130'040);  // 1.127440 ms + 2.6 µs, in ns
+  CHECK(cost::compute_seconds(a100, copy) == Approx(2e9 / (2039e9 * 0.87) + 2.6e-6).epsilon(1e-12));
+  CHECK(cost::compute_time(a100, copy).ns() == 1'130'040);  // 1.127440 ms + 2.6 µs, in ns
+}
+
+TEST_CASE("Fused attention runs at the attention efficiency, half the work when causal", "[cost]") {
+  // H100, bh = 32, s = 4096, d = 128: 4·32·4096²·128 = 2.75e11 FLOP forward at
+  // 989e12 · 0.655 = 647.8 TFLOP/s → 424 µs; causal halves the work.
+  const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
+  taskgraph::Task t;
+  t.compute = taskgraph::ComputeKind::Attention;
+  t.kernel = taskgraph::KernelClass::Attention;
+  t.flops = 4.0 * 32 * 4096 * 4096 * 128;
+  const double launch = cost::launch_overhead_seconds(h100);
+  const double full = cost::compute_seconds(h100, t) - launch;
+  CHECK(full == Approx(t.flops / (989e12 * h100.gpu.attention_forward_efficiency)));
+  t.flags = taskgraph::kCausal;
+  CHECK(cost::compute_seconds(h100, t) - launch == Approx(full / 2));
+  // Backward: the model's count is twice the forward; FlashAttention runs 2.5×.
+  t.flags = taskgraph::kBackwardPass;
+  t.flops *= 2;
+  CHECK(cost::compute_seconds(h100, t) - launch ==
+        Approx(2.5 * 4.0 * 32 * 4096 * 4096 * 128 / (989e12 * h100.gpu.attention_backward_efficiency)));
+}
+
+TEST_CASE("GEMM ratio interpolation is exact on the grid and monotone between", "[cost]") {
+  hardware::GemmTable t;
+  t.log2_m = {8, 12};
+  t.log2_n = {8, 12};
+  t.log2_k = {8, 12};
+  // ratio grows with m only: 0.5 at m = 256, 0.9 at m = 4096.
+  for (int im = 0; im < 2; ++im)
+    for (int in = 0; in < 4; ++in) t.ratio.push_back(im == 0 ? 0.5 : 0.9);
+  CHECK(cost::interpolate_ratio(t, 256, 256, 256) == Approx(0.5));
+  CHECK(cost::interpolate_ratio(t, 4096, 4096, 4096) == Approx(0.9));
+  CHECK(cost::interpolate_ratio(t, 1024, 300, 3000) == Approx(0.7));  // log2 1024 = 10: halfway
+  double previous = 0;
+  for (double m = 256; m <= 4096; m *= 1.1) {
+    const double r = cost::interpolate_ratio(t, m, 512, 512);
+    CHECK(r >= previous);
+    previous = r;
+  }
+  CHECK(cost::interpolate_ratio(t, 16, 256, 256) == Approx(0.5));     // clamped below
+  CHECK(cost::interpolate_ratio(t, 65536, 256, 256) == Approx(0.9));  // and above
 }

@@ -1,6 +1,6 @@
 // The engine on small hand-built workloads whose timings follow by hand.
-// Hardware: 1 TFLOP/s, no launch overhead, 1 GB/s NVLink and NICs without
-// latency, so a kernel of F FLOP takes F/1e12 s and a transfer of S bytes S/1e9 s.
+// Hardware: 1 TB/s HBM, no launch overhead, 1 GB/s NVLink and NICs without
+// latency, so a kernel moving B bytes takes B/1e12 s and a transfer of S bytes S/1e9 s.
 #include "ptsim/engine/simulator.hpp"
 
 #include "ptsim/common/error.hpp"
@@ -24,7 +24,10 @@ hardware::HardwareProfile toy_hardware() {
   hw.gpu.peak_flops_per_s[static_cast<std::size_t>(Dtype::Bf16)] = 1e12;
   hw.gpu.memory_bytes = 1e9;
   hw.gpu.memory_bandwidth_bytes_per_s = 1e12;
-  hw.gpu.gemm_efficiency = 1;
+  hw.gpu.gemm_efficiency[static_cast<std::size_t>(Dtype::Bf16)] = 1;
+  hw.gpu.attention_forward_efficiency = 1;
+  hw.gpu.attention_backward_efficiency = 1;
+  hw.gpu.sm_count = 1;
   hw.gpu.memory_efficiency = 1;
   hw.gpus_per_node = 8;
   hw.nvlink = {8, 1e9, 0, 1, std::nullopt};
@@ -34,8 +37,8 @@ hardware::HardwareProfile toy_hardware() {
 
 Task kernel(double milliseconds, std::uint64_t alloc = 0, std::uint64_t release = 0) {
   Task t;
-  t.compute = taskgraph::ComputeKind::Matmul;
-  t.flops = milliseconds * 1e9;  // 1e12 FLOP/s
+  t.compute = taskgraph::ComputeKind::MemoryBound;
+  t.bytes = static_cast<std::uint64_t>(milliseconds * 1e9);  // 1e12 bytes/s
   t.alloc_bytes = alloc;
   t.free_bytes = release;
   return t;

@@ -22,19 +22,21 @@ model::ModelSpec gpt(std::int64_t layers) {
   return config::parse_model(j, "test-gpt", "test-gpt");
 }
 
-double activation_peak(std::int64_t layers, std::int64_t tp, const std::string& recompute) {
+double activation_peak(std::int64_t layers, std::int64_t tp, const std::string& recompute,
+                       const std::string& attention = "unfused") {
   config::StrategyInput st;
   st.gpus = tp;
   st.tp = tp;
   st.global_batch_size = 2;
   st.micro_batch_size = 2;
   st.recompute = recompute;
+  st.attention_backend = attention;  // unfused: the attention Korthikanti et al. analyse
   const auto out = test::simulate(gpt(layers), test::shipped_hardware("a100-sxm4-80gb"), st);
   return static_cast<double>(out.result.memory.activations_peak_bytes);
 }
 
-double per_layer(std::int64_t tp, const std::string& recompute) {
-  return activation_peak(5, tp, recompute) - activation_peak(4, tp, recompute);
+double per_layer(std::int64_t tp, const std::string& recompute, const std::string& attention = "unfused") {
+  return activation_peak(5, tp, recompute, attention) - activation_peak(4, tp, recompute, attention);
 }
 
 }  // namespace
@@ -52,4 +54,13 @@ TEST_CASE("Activations per layer with TP t: s·b·h·(10 + 24/t + 5·a·s/(h·t)
 TEST_CASE("Activations per layer with full recomputation: 2·s·b·h", "[workload][memory]") {
   CHECK(per_layer(1, "full") == Approx(2 * s * b * h).epsilon(1e-9));
   CHECK(per_layer(4, "full") == Approx(2 * s * b * h).epsilon(1e-9));
+}
+
+TEST_CASE("With fused attention no s×s tensor is kept: s·b·h·(10 + 24/t) + row statistics", "[workload][memory]") {
+  // Flash attention saves Q, K, V (the 6/t of Korthikanti's 24/t it shares
+  // with the unfused path) and an fp32 log-sum-exp per query row and head,
+  // 4·b·(a/t)·s bytes, instead of the 5·a·s²·b/t bytes of scores and masks.
+  for (const double t : {1.0, 4.0})
+    CHECK(per_layer(static_cast<std::int64_t>(t), "none", "flash") ==
+          Approx(s * b * h * (10 + 24 / t) + 4 * b * (a / t) * s).epsilon(1e-9));
 }

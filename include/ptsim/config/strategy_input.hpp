@@ -21,6 +21,8 @@ struct StrategyInput {
   std::optional<std::string> schedule;   // naive | gpipe | 1f1b
   std::optional<std::string> recompute;  // none | full
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp
+  std::optional<std::string> attention_backend;  // flash | unfused
+  std::optional<std::string> precision;          // bf16 | fp8
   /// Field name ("tp", "global_batch_size", …) → how the user wrote it
   /// ("--tensor-model-parallel-size/--tp", "s.json: /tp").
   std::map<std::string, std::string> origin;
@@ -31,7 +33,8 @@ struct StrategyInput {
 
 /// Reads a strategy file. Keys: gpus, tensor_model_parallel_size (or tp),
 /// pipeline_model_parallel_size (pp), data_parallel_size (dp),
-/// micro_batch_size, global_batch_size, seq_length, schedule, recompute, rank_order.
+/// micro_batch_size, global_batch_size, seq_length, schedule, recompute, rank_order,
+/// attention_backend, precision.
 StrategyInput load_strategy(const std::string& path);
 
 /// Values set in `overrides` replace those of `base` (flags override a file).

@@ -1,7 +1,14 @@
-// Compute cost: the time a kernel takes on one GPU — a roofline with the
-// profile's achievable efficiencies, plus the per-kernel launch overhead:
-//   t = max(FLOP / (peak(dtype) · gemm_efficiency), bytes / (HBM · memory_efficiency)) + launch
-// Pure function; one of the two places where hardware numbers become seconds.
+// Compute cost: the time a kernel takes on one GPU, from its class —
+//   GEMM        gemm_model.hpp (quantized achievable peak, or calibrated)
+//   attention   executed FLOP / (bf16 peak · attention efficiency), or its bytes
+//               if slower; executed FLOP are the model's count halved under a
+//               causal mask (blocks above the diagonal are skipped) and ×1.25
+//               backward (FlashAttention-2 recomputes the scores: 5 matmuls
+//               against the model count's 4; Dao 2023 §3.2)
+//   others      bytes / (HBM · memory efficiency of its class)
+// plus the per-kernel launch overhead (already inside a calibrated GEMM
+// table's measured times). Calibrated figures, when the profile has them,
+// replace the datasheet-based ones. Pure functions.
 #pragma once
 
 #include "ptsim/common/time.hpp"
@@ -10,11 +17,21 @@
 
 namespace ptsim::cost {
 
-/// Seconds a compute task takes on `gpu` (matmul FLOP at the dtype's tensor
-/// rate; memory-bound kernels by their bytes only).
-double compute_seconds(const hardware::GpuSpec& gpu, const taskgraph::Task& task);
+/// Seconds a compute task takes on the profile's GPU.
+double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Task& task);
+
+/// FLOP a fused attention kernel executes for a task of the model's count:
+/// halved under a causal mask, ×1.25 backward (see above).
+double attention_executed_flops(const taskgraph::Task& task);
 
 /// compute_seconds rounded to integer simulated time.
-Time compute_time(const hardware::GpuSpec& gpu, const taskgraph::Task& task);
+Time compute_time(const hardware::HardwareProfile& hw, const taskgraph::Task& task);
+
+/// The launch overhead the profile's calibration fitted, or its datasheet one.
+double launch_overhead_seconds(const hardware::HardwareProfile& hw);
+
+/// The memory efficiency of a kernel class moving `bytes`: calibrated
+/// (interpolated in log2 bytes, clamped to the measured sizes), or the profile's.
+double memory_efficiency(const hardware::HardwareProfile& hw, taskgraph::KernelClass kernel, double bytes);
 
 }  // namespace ptsim::cost

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ptsim/common/dtype.hpp"
 
@@ -20,14 +21,46 @@ struct GpuSpec {
   double memory_bytes = 0;                 // usable HBM capacity
   double memory_bandwidth_bytes_per_s = 0; // HBM peak
   int sm_count = 0;
-  double gemm_efficiency = 0;    // achievable fraction of peak for large GEMMs
+  /// Achievable fraction of each dtype's peak for large, well-shaped GEMMs;
+  /// dtypes without a figure use bf16's.
+  std::array<std::optional<double>, kNumDtypes> gemm_efficiency{};
   double memory_efficiency = 0;  // achievable fraction of HBM peak for streaming kernels
+  double attention_forward_efficiency = 0;   // fused attention, fraction of the bf16 peak
+  double attention_backward_efficiency = 0;
   double kernel_launch_overhead_s = 0;  // added to every kernel
   /// Kernels take (1 + this) times longer while a communication kernel runs
   /// on the same GPU (NCCL occupies SMs and HBM bandwidth).
   double comm_compute_slowdown = 0;
 
   double peak_flops(Dtype d) const;  // throws ConfigError when the GPU lacks it
+  double gemm_efficiency_for(Dtype d) const;
+};
+
+/// A GEMM efficiency table fitted to measurements: on a grid of log2 m, n, k,
+/// the ratio of measured to analytic time (cost/gemm_model.hpp).
+struct GemmTable {
+  std::vector<double> log2_m, log2_n, log2_k;  // ascending
+  std::vector<double> ratio;                   // [im · |n| · |k| + in · |k| + ik]
+};
+
+/// Memory-bound efficiency fitted to measurements of one kernel class: the
+/// achieved fraction of the profile's bandwidth at each measured size
+/// (caches make it depend on the size), interpolated in log2 bytes.
+struct MemoryTable {
+  std::vector<double> log2_bytes;  // ascending
+  std::vector<double> efficiency;  // relative to memory_bandwidth; above 1 when caches serve it
+};
+
+/// What `ptsim calibrate` fitted, and from which measurements.
+struct Calibration {
+  std::string measurements;  // the measurement file
+  std::string device;        // as the file names it
+  std::string date;          // of the measurements
+  std::map<std::string, GemmTable> gemm;               // by dtype name
+  std::map<std::string, MemoryTable> memory;           // by kernel class name
+  std::optional<double> kernel_launch_overhead_s;
+  std::optional<double> attention_forward_efficiency;
+  std::optional<double> attention_backward_efficiency;
 };
 
 /// GPUs of one NVLink domain (a DGX node, an NVL72 rack) reach each other
@@ -73,6 +106,7 @@ struct HardwareProfile {
   NicSpec nic;
   FabricSpec fabric;
   std::map<std::string, std::string> sources;  // JSON pointer → where the figure comes from
+  std::optional<Calibration> calibration;      // fitted by ptsim calibrate, if it was
 };
 
 std::string to_string(FabricTopology t);

@@ -27,6 +27,7 @@ struct ModelSpec {
   bool tie_embeddings = true;       // LM head shares the input embedding matrix
   bool add_bias_linear = true;      // linear layers carry biases (GPT yes, Llama no)
   double dropout = 0.1;             // hidden and attention dropout probability
+  bool causal = true;               // decoder (causal) attention; false for encoders (BERT)
 };
 
 std::string to_string(Activation a);

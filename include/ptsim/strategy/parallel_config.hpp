@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "ptsim/common/dtype.hpp"
+
 namespace ptsim::strategy {
 
 enum class ScheduleKind {
@@ -17,8 +19,14 @@ enum class ScheduleKind {
 
 enum class RecomputeKind { None, Full };
 
+enum class AttentionBackend {
+  Flash,    // fused attention kernels (FlashAttention/cuDNN), Megatron-Core's default
+  Unfused,  // QKᵀ, softmax, dropout and PV as separate kernels (Megatron-LM 2021)
+};
+
 std::string_view to_string(ScheduleKind s);
 std::string_view to_string(RecomputeKind r);
+std::string_view to_string(AttentionBackend a);
 
 struct ParallelConfig {
   std::int64_t world_size = 1;  // GPUs
@@ -29,6 +37,10 @@ struct ParallelConfig {
   std::int64_t global_batch_size = 1;  // sequences per step, all replicas
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   RecomputeKind recompute = RecomputeKind::None;
+  AttentionBackend attention = AttentionBackend::Flash;
+  /// Inputs of the transformer layers' linear GEMMs: bf16, or fp8 (e4m3) under
+  /// FP8 training; everything else stays bf16.
+  Dtype precision = Dtype::Bf16;
   /// How ranks map to (tp, dp, pp) coordinates; see RankLayout.
   std::string rank_order = "tp-cp-ep-dp-pp";
   /// Megatron's DDP bucket: gradients are reduced in buckets of this many

@@ -4,6 +4,7 @@
 // transformers; names and categories are labels given by the builder.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -37,17 +38,42 @@ std::string_view to_string(CollectiveKind k);
 enum class ComputeKind : std::uint8_t {
   Matmul,       // tensor-core GEMM: FLOP and bytes both matter
   MemoryBound,  // elementwise, norms, softmax, copies: bytes over bandwidth
+  Attention,    // fused attention (FlashAttention-style): FLOP at the attention rate
 };
+
+/// What a kernel does, for the efficiency the cost model gives it and for
+/// matching kernels against micro-benchmark measurements.
+enum class KernelClass : std::uint8_t {
+  Gemm,         // shape: m, n, k, batch
+  Attention,    // shape: batch·heads, query length, key length, head dim; flags
+  Norm,         // layer/RMS norm and their backward
+  Softmax,      // (scaled, masked) softmax and its backward
+  Elementwise,  // activations, dropout, residual adds, rotary embedding, casts
+  Embedding,    // gathers and scatter-adds of embedding rows
+  Optimizer,    // fused optimizer step
+  Copy,         // plain memory copies
+};
+inline constexpr int kNumKernelClasses = 8;
+
+/// Attention kernel flags (Task::flags).
+inline constexpr std::uint8_t kCausal = 1;
+inline constexpr std::uint8_t kBackwardPass = 2;
+
+std::string_view to_string(KernelClass k);
 
 struct Task {
   TaskKind kind = TaskKind::Compute;
   ComputeKind compute = ComputeKind::MemoryBound;
   CollectiveKind collective = CollectiveKind::None;
   Dtype dtype = Dtype::Bf16;
+  KernelClass kernel = KernelClass::Elementwise;
+  std::uint8_t flags = 0;      // kCausal, kBackwardPass (attention)
   std::uint8_t stream = 0;     // index into Workload::stream_names
   std::uint8_t category = 0;   // index into Workload::category_names (for reports)
   std::uint8_t comm_slot = 0;  // communication tasks: index into Workload::comm_slot_names
   double flops = 0;            // matrix-multiply FLOP (compute tasks)
+  /// GEMM: m, n, k, batch; attention: batch·heads, query length, key length, head dim.
+  std::array<std::uint32_t, 4> shape{};
   std::uint64_t bytes = 0;     // compute: HBM traffic; communication: payload per rank
   std::uint64_t alloc_bytes = 0;  // memory allocated when the task starts
   std::uint64_t free_bytes = 0;   // memory released when the task ends

@@ -1,0 +1,45 @@
+// Checking a profile against measurements, kernel by kernel: predicted and
+// measured time and the signed error, sorted by its size, with the summary a
+// CI bound is set on.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ptsim/hardware/hardware_profile.hpp"
+#include "ptsim/hardware/measurement_set.hpp"
+
+namespace ptsim::calibrate {
+
+struct KernelCheck {
+  std::size_t index = 0;      // in the measurement file
+  std::string op;
+  std::string dtype;
+  std::string shape;          // human-readable
+  double measured_s = 0;
+  double predicted_s = 0;
+  double error_pct = 0;       // (predicted − measured) / measured · 100
+};
+
+struct CheckSummary {
+  std::size_t count = 0;
+  double median_abs_error_pct = 0;
+  double mean_abs_error_pct = 0;
+  double max_abs_error_pct = 0;
+};
+
+struct CheckReport {
+  std::vector<KernelCheck> kernels;   // largest |error| first
+  CheckSummary summary;
+  std::size_t skipped = 0;            // unverified, or an op ptsim does not model
+};
+
+/// The profile's prediction for one measured kernel; empty when ptsim does
+/// not model the op (host copies) or the GPU lacks the dtype.
+std::optional<double> predict(const hardware::KernelMeasurement& k, const hardware::HardwareProfile& hw);
+
+/// Checks the held-out half of `m` (all of it when `all`).
+CheckReport check(const hardware::MeasurementSet& m, const hardware::HardwareProfile& hw, bool all);
+
+}  // namespace ptsim::calibrate

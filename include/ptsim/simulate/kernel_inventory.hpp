@@ -1,0 +1,42 @@
+// The kernels a simulated step runs: every distinct compute kernel (class,
+// dtype, shape, bytes), how often one rank of each pipeline stage runs it per
+// step, and its predicted time — the list the micro-benchmarks measure.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ptsim/common/dtype.hpp"
+#include "ptsim/hardware/hardware_profile.hpp"
+#include "ptsim/model/model_spec.hpp"
+#include "ptsim/strategy/parallel_config.hpp"
+#include "ptsim/taskgraph/task.hpp"
+
+namespace ptsim::simulate {
+
+struct KernelUse {
+  std::vector<std::string> names;  // the ops that run this kernel, e.g. fwd.mlp.fc1, recompute.mlp.fc1
+  taskgraph::KernelClass kernel = taskgraph::KernelClass::Gemm;
+  Dtype dtype = Dtype::Bf16;
+  std::array<std::uint32_t, 4> shape{};
+  std::uint8_t flags = 0;
+  double flops = 0;           // per call, model convention
+  std::uint64_t bytes = 0;    // per call
+  std::uint64_t count = 0;    // calls per step, summed over one rank of each stage
+  double seconds = 0;         // predicted, per call
+};
+
+/// Distinct kernels, longest total time first.
+std::vector<KernelUse> kernel_inventory(const model::ModelSpec& model,
+                                        const hardware::HardwareProfile& hardware,
+                                        const strategy::ParallelConfig& parallel);
+
+/// One line per kernel for the micro-benchmarks (src/microbench reads it):
+///   gemm DTYPE M N K BATCH
+///   attention DTYPE BATCH_HEADS SEQ_Q SEQ_KV HEAD_DIM causal|full forward|backward
+///   memory CLASS BYTES
+std::string microbench_list(const std::vector<KernelUse>& kernels);
+
+}  // namespace ptsim::simulate

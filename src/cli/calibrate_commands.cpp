@@ -1,0 +1,172 @@
+// `ptsim calibrate` and `ptsim check-kernels`: fit a profile to measured
+// kernel times, and hold it to the ones it was not fitted on.
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.hpp"
+#include "output_file.hpp"
+#include "ptsim/calibrate/check.hpp"
+#include "ptsim/calibrate/fit.hpp"
+#include "ptsim/common/error.hpp"
+#include "ptsim/config/load_hardware.hpp"
+#include "ptsim/config/load_measurements.hpp"
+
+namespace ptsim::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kCalibrateUsage = R"(Usage: ptsim calibrate --measurements FILE --hw PROFILE -o OUT
+
+Fits PROFILE's compute model to the kernel times in FILE (written by
+ptsim-microbench or ptsim-microbench-cpu) and writes OUT: the same profile
+with a "calibration" object — GEMM tables per dtype, memory-bound kernel
+efficiencies, launch overhead, attention efficiency — and the measurement
+file, device and date it came from. It fits one half of the measurements
+(every other GEMM grid value, every other size); ptsim check-kernels checks
+the other half.
+
+Example:
+  ptsim calibrate --measurements hw_profiles/measured/h200-2026-11-30.json \
+      --hw hw_profiles/h200-sxm-141gb.json -o h200-calibrated.json
+
+)";
+
+constexpr const char* kCheckUsage = R"(Usage: ptsim check-kernels --measurements FILE --hw PROFILE [--json FILE] [--max-median-error PCT] [--all]
+
+Predicts every measured kernel with PROFILE and prints predicted against
+measured time, largest error first, and the median, mean and largest
+absolute error. By default only the kernels ptsim calibrate holds out are
+checked (--all checks every one). Exits with 4 when the median absolute error
+exceeds --max-median-error.
+
+Example:
+  ptsim check-kernels --measurements cpu.json --hw cpu-calibrated.json --max-median-error 15
+
+)";
+
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& options,
+                        const char* command) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(options).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw ConfigError(fmt::format("ptsim {}: {}; see ptsim {} --help", command, e.what(), command));
+  }
+  return vm;
+}
+
+void require(const std::string& value, const char* flag, const char* command) {
+  if (value.empty()) throw ConfigError(fmt::format("ptsim {}: {} is required; see --help", command, flag));
+}
+
+}  // namespace
+
+int run_calibrate(const std::vector<std::string>& args, std::ostream& out) {
+  std::string measurements, hw, output;
+  po::options_description options("Options");
+  options.add_options()
+      ("measurements", po::value(&measurements)->value_name("FILE"), "measured kernel times (ptsim-measurements/1)")
+      ("hw", po::value(&hw)->value_name("PROFILE"), "the hardware profile to calibrate")
+      ("output,o", po::value(&output)->value_name("OUT"), "the calibrated profile to write")
+      ("help,h", "show this help");
+  const po::variables_map vm = parse(args, options, "calibrate");
+  if (vm.count("help")) {
+    std::ostringstream text;
+    text << options;
+    fmt::print(out, "{}{}", kCalibrateUsage, text.str());
+    return 0;
+  }
+  require(measurements, "--measurements FILE", "calibrate");
+  require(hw, "--hw PROFILE", "calibrate");
+  require(output, "-o OUT", "calibrate");
+  const auto set = config::load_measurements(measurements);
+  const auto profile = config::load_hardware(hw);
+  const hardware::Calibration c = calibrate::fit(set, profile);
+  const std::string text = config::calibrated_profile_json(hw, c);
+  write_output_file(output, {measurements, hw}, [&](std::ostream& o) { o << text; });
+  fmt::print(out, "calibrated {} from {} ({} kernels, {} on {})\n", profile.name, measurements,
+             set.kernels.size(), set.device, set.date);
+  for (const auto& [dtype, t] : c.gemm)
+    fmt::print(out, "  gemm {}: {}×{}×{} grid, measured/analytic ratio {:.3f} … {:.3f}\n", dtype,
+               t.log2_m.size(), t.log2_n.size(), t.log2_k.size(),
+               *std::min_element(t.ratio.begin(), t.ratio.end()), *std::max_element(t.ratio.begin(), t.ratio.end()));
+  for (const auto& [kernel, t] : c.memory)
+    fmt::print(out, "  {} memory efficiency {:.3f} … {:.3f} over {} sizes\n", kernel,
+               *std::min_element(t.efficiency.begin(), t.efficiency.end()),
+               *std::max_element(t.efficiency.begin(), t.efficiency.end()), t.efficiency.size());
+  if (c.kernel_launch_overhead_s) fmt::print(out, "  launch overhead {:.2f} µs\n", *c.kernel_launch_overhead_s * 1e6);
+  if (c.attention_forward_efficiency) fmt::print(out, "  attention forward efficiency {:.3f}\n", *c.attention_forward_efficiency);
+  if (c.attention_backward_efficiency) fmt::print(out, "  attention backward efficiency {:.3f}\n", *c.attention_backward_efficiency);
+  fmt::print(out, "wrote {}\n", output);
+  return 0;
+}
+
+int run_check_kernels(const std::vector<std::string>& args, std::ostream& out) {
+  std::string measurements, hw, json;
+  double bound = -1;
+  po::options_description options("Options");
+  options.add_options()
+      ("measurements", po::value(&measurements)->value_name("FILE"), "measured kernel times (ptsim-measurements/1)")
+      ("hw", po::value(&hw)->value_name("PROFILE"), "the (calibrated) hardware profile to check")
+      ("json", po::value(&json)->value_name("FILE"), "write the check as JSON")
+      ("max-median-error", po::value(&bound)->value_name("PCT"), "fail (exit 4) above this median |error| %")
+      ("all", "check every kernel, not only those calibration holds out")
+      ("help,h", "show this help");
+  const po::variables_map vm = parse(args, options, "check-kernels");
+  if (vm.count("help")) {
+    std::ostringstream text;
+    text << options;
+    fmt::print(out, "{}{}", kCheckUsage, text.str());
+    return 0;
+  }
+  require(measurements, "--measurements FILE", "check-kernels");
+  require(hw, "--hw PROFILE", "check-kernels");
+  if (vm.count("max-median-error") && !(bound >= 0))
+    throw ConfigError(fmt::format("--max-median-error = {} must be a percentage ≥ 0", bound));
+  const auto set = config::load_measurements(measurements);
+  const auto profile = config::load_hardware(hw);
+  const auto report = calibrate::check(set, profile, vm.count("all") > 0);
+
+  fmt::print(out, "{} kernels of {} ({}) against {}{}\n", report.summary.count, set.device, set.date, profile.name,
+             profile.calibration ? fmt::format(" (calibrated from {})", profile.calibration->measurements) : "");
+  fmt::print(out, "{:<12} {:<5} {:<26} {:>12} {:>12} {:>9}\n", "op", "dtype", "shape", "measured", "predicted", "error");
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& k : report.kernels) {
+    fmt::print(out, "{:<12} {:<5} {:<26} {:>9.2f} µs {:>9.2f} µs {:>+8.1f}%\n", k.op, k.dtype, k.shape,
+               k.measured_s * 1e6, k.predicted_s * 1e6, k.error_pct);
+    rows.push_back({{"index", k.index}, {"op", k.op}, {"dtype", k.dtype}, {"shape", k.shape},
+                    {"measured_s", k.measured_s}, {"predicted_s", k.predicted_s}, {"error_pct", k.error_pct}});
+  }
+  const auto& s = report.summary;
+  fmt::print(out, "summary: {} kernels, median |error| {:.1f}%, mean {:.1f}%, max {:.1f}% ({} skipped)\n", s.count,
+             s.median_abs_error_pct, s.mean_abs_error_pct, s.max_abs_error_pct, report.skipped);
+  if (!json.empty())
+    write_output_file(json, {measurements, hw}, [&](std::ostream& o) {
+      nlohmann::ordered_json j;
+      j["schema_version"] = 1;
+      j["measurements"] = measurements;
+      j["hardware"] = profile.name;
+      j["kernels"] = rows;
+      j["summary"] = {{"count", s.count},
+                      {"median_abs_error_pct", s.median_abs_error_pct},
+                      {"mean_abs_error_pct", s.mean_abs_error_pct},
+                      {"max_abs_error_pct", s.max_abs_error_pct},
+                      {"skipped", report.skipped}};
+      o << j.dump(2) << '\n';
+    });
+  if (s.count == 0) throw ConfigError(fmt::format("{}: no kernel could be checked", measurements));
+  if (bound >= 0 && s.median_abs_error_pct > bound) {
+    fmt::print(out, "FAIL: median |error| {:.1f}% exceeds --max-median-error {}%\n", s.median_abs_error_pct, bound);
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace ptsim::cli

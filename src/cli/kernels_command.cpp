@@ -1,0 +1,117 @@
+// `ptsim kernels`: the distinct kernels a simulated step runs, how often and
+// how long — what the micro-benchmarks should measure.
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.hpp"
+#include "output_file.hpp"
+#include "ptsim/common/error.hpp"
+#include "ptsim/simulate/kernel_inventory.hpp"
+#include "run_inputs.hpp"
+
+namespace ptsim::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kUsage = R"(Usage: ptsim kernels --model FILE --hw FILE [strategy] [--json FILE] [--microbench-list FILE]
+
+Lists the distinct compute kernels one training step runs — class, dtype,
+shape — with how many times one rank of each pipeline stage runs each per step
+and the time ptsim predicts for one call. --microbench-list writes them in the
+plain format ptsim-microbench reads (--shapes FILE) to measure exactly these.
+
+Example:
+  ptsim kernels --model configs/models/llama3-8b.json --hw hw_profiles/h200-sxm-141gb.json \
+      --gpus 8 --tp 8 --global-batch-size 8 --microbench-list kernels.txt
+
+)";
+
+std::string shape_text(const simulate::KernelUse& k) {
+  using taskgraph::KernelClass;
+  if (k.kernel == KernelClass::Gemm)
+    return k.shape[3] > 1 ? fmt::format("{}×{}×{} ×{}", k.shape[0], k.shape[1], k.shape[2], k.shape[3])
+                          : fmt::format("{}×{}×{}", k.shape[0], k.shape[1], k.shape[2]);
+  if (k.kernel == KernelClass::Attention)
+    return fmt::format("bh {} · s {} · d {}{}{}", k.shape[0], k.shape[1], k.shape[3],
+                       k.flags & taskgraph::kCausal ? " causal" : "",
+                       k.flags & taskgraph::kBackwardPass ? " bwd" : " fwd");
+  return fmt::format("{:.1f} MB", static_cast<double>(k.bytes) / 1e6);
+}
+
+nlohmann::ordered_json shape_json(const simulate::KernelUse& k) {
+  using taskgraph::KernelClass;
+  if (k.kernel == KernelClass::Gemm)
+    return {{"m", k.shape[0]}, {"n", k.shape[1]}, {"k", k.shape[2]}, {"batch", std::max<std::uint32_t>(1, k.shape[3])}};
+  if (k.kernel == KernelClass::Attention)
+    return {{"batch_heads", k.shape[0]}, {"seq_q", k.shape[1]}, {"seq_kv", k.shape[2]},
+            {"head_dim", k.shape[3]}, {"causal", (k.flags & taskgraph::kCausal) != 0},
+            {"backward", (k.flags & taskgraph::kBackwardPass) != 0}};
+  return {{"bytes", k.bytes}};
+}
+
+}  // namespace
+
+int run_kernels(const std::vector<std::string>& args, std::ostream& out) {
+  RunInputs inputs;
+  std::string json_path, list_path;
+  po::options_description outputs("Outputs");
+  outputs.add_options()
+      ("json", po::value(&json_path)->value_name("FILE"), "write the kernels as JSON")
+      ("microbench-list", po::value(&list_path)->value_name("FILE"),
+       "write the kernels for ptsim-microbench --shapes")
+      ("help,h", "show this help");
+  po::options_description options;
+  options.add(input_options(inputs)).add(strategy_options()).add(outputs);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(options).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw ConfigError(fmt::format("ptsim kernels: {}; see ptsim kernels --help", e.what()));
+  }
+  if (vm.count("help")) {
+    std::ostringstream text;
+    text << options;
+    fmt::print(out, "{}{}", kUsage, text.str());
+    return 0;
+  }
+  const LoadedRun run = load_run(inputs, vm, "ptsim kernels");
+  const auto kernels = simulate::kernel_inventory(run.model, run.hardware, run.parallel);
+
+  fmt::print(out, "{} kernels of one step of {} on {} (calls per step on one rank of each stage)\n",
+             kernels.size(), run.model.name, run.hardware.gpu.name);
+  fmt::print(out, "{:<12} {:<6} {:<28} {:>8} {:>12} {:>12}  {}\n", "class", "dtype", "shape", "calls",
+             "time/call", "total", "ops");
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& k : kernels) {
+    const std::string names = fmt::format("{}", fmt::join(k.names, ", "));
+    fmt::print(out, "{:<12} {:<6} {:<28} {:>8} {:>9.1f} µs {:>10.2f} ms  {}\n", taskgraph::to_string(k.kernel),
+               to_string(k.dtype), shape_text(k), k.count, k.seconds * 1e6,
+               k.seconds * static_cast<double>(k.count) * 1e3, names);
+    list.push_back({{"class", taskgraph::to_string(k.kernel)}, {"dtype", to_string(k.dtype)},
+                    {"shape", shape_json(k)}, {"names", k.names}, {"count", k.count},
+                    {"flops", k.flops}, {"bytes", k.bytes}, {"time_s", k.seconds},
+                    {"total_s", k.seconds * static_cast<double>(k.count)}});
+  }
+  const std::vector<std::string> read = {inputs.model, inputs.hw, inputs.strategy};
+  if (!json_path.empty())
+    write_output_file(json_path, read, [&](std::ostream& o) {
+      nlohmann::ordered_json j;
+      j["schema_version"] = 1;
+      j["model"] = run.model.name;
+      j["hardware"] = run.hardware.name;
+      j["kernels"] = list;
+      o << j.dump(2) << '\n';
+    });
+  if (!list_path.empty())
+    write_output_file(list_path, read, [&](std::ostream& o) { o << simulate::microbench_list(kernels); });
+  return 0;
+}
+
+}  // namespace ptsim::cli

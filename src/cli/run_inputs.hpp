@@ -1,0 +1,35 @@
+// The inputs every command that simulates a run takes — model, hardware and
+// strategy, as files and Megatron-LM-named flags — and their loading.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <string>
+
+#include "ptsim/hardware/hardware_profile.hpp"
+#include "ptsim/model/model_spec.hpp"
+#include "ptsim/strategy/parallel_config.hpp"
+
+namespace ptsim::cli {
+
+struct RunInputs {
+  std::string model;
+  std::string hw;
+  std::string strategy;
+};
+
+/// --model, --hw, --strategy.
+boost::program_options::options_description input_options(RunInputs& inputs);
+/// --gpus, --tp/--tensor-model-parallel-size, …, --precision.
+boost::program_options::options_description strategy_options();
+
+struct LoadedRun {
+  model::ModelSpec model;  // with --seq-length applied
+  hardware::HardwareProfile hardware;
+  strategy::ParallelConfig parallel;
+};
+
+/// Loads and cross-checks the inputs; `command` names the command in errors.
+LoadedRun load_run(const RunInputs& inputs, const boost::program_options::variables_map& vm,
+                   const std::string& command);
+
+}  // namespace ptsim::cli

@@ -1,0 +1,123 @@
+// Calibration tables in JSON (see internal/calibration_json.hpp).
+//
+//   "calibration": {
+//     "measurements": "hw_profiles/measured/h200-2026-11-30.json",
+//     "device": "NVIDIA H200", "date": "2026-11-30T10:00:00Z",
+//     "gemm": { "bf16": { "log2_m": [...], "log2_n": [...], "log2_k": [...], "ratio": [...] } },
+//     "memory": { "copy": { "log2_bytes": [...], "efficiency": [...] }, ... },
+//     "kernel_launch_overhead_us": 2.1,
+//     "attention_efficiency": { "forward": 0.62, "backward": 0.48 }
+//   }
+#include "internal/calibration_json.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "internal/object_reader.hpp"
+#include "ptsim/common/error.hpp"
+
+namespace ptsim::config::internal {
+
+namespace {
+
+std::vector<double> numbers(const nlohmann::json& list, const std::string& where) {
+  if (!list.is_array()) throw ConfigError(fmt::format("{} must be an array of numbers", where));
+  std::vector<double> out;
+  for (const auto& v : list) {
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+      throw ConfigError(fmt::format("{} holds {}, not a finite number", where, show(v)));
+    out.push_back(v.get<double>());
+  }
+  return out;
+}
+
+hardware::GemmTable parse_table(ObjectReader in, const std::string& where) {
+  hardware::GemmTable t;
+  t.log2_m = numbers(in.array("log2_m"), where + "/log2_m");
+  t.log2_n = numbers(in.array("log2_n"), where + "/log2_n");
+  t.log2_k = numbers(in.array("log2_k"), where + "/log2_k");
+  t.ratio = numbers(in.array("ratio"), where + "/ratio");
+  in.reject_unknown_keys("accepted keys: log2_m, log2_n, log2_k, ratio");
+  for (const auto* axis : {&t.log2_m, &t.log2_n, &t.log2_k})
+    if (axis->empty() || !std::is_sorted(axis->begin(), axis->end()) ||
+        std::adjacent_find(axis->begin(), axis->end()) != axis->end())
+      throw ConfigError(fmt::format("{}: grid axes must be non-empty and strictly ascending", where));
+  if (t.ratio.size() != t.log2_m.size() * t.log2_n.size() * t.log2_k.size())
+    throw ConfigError(fmt::format("{}/ratio has {} values; the grid needs |m|·|n|·|k| = {}", where,
+                                  t.ratio.size(), t.log2_m.size() * t.log2_n.size() * t.log2_k.size()));
+  for (const double r : t.ratio)
+    if (!(r > 0)) throw ConfigError(fmt::format("{}/ratio holds {}; ratios are positive", where, r));
+  return t;
+}
+
+}  // namespace
+
+hardware::Calibration parse_calibration(const nlohmann::json& object, const std::string& where) {
+  ObjectReader in(object, where, "/calibration");
+  hardware::Calibration c;
+  c.measurements = in.string("measurements");
+  c.device = in.string("device");
+  c.date = in.string("date");
+  if (in.has("gemm")) {
+    ObjectReader gemm = in.object("gemm");
+    for (const auto& [dtype, table] : object.at("gemm").items()) {
+      if (!parse_dtype(dtype)) gemm.fail(dtype, "is not a dtype (bf16, fp16, tf32, fp32, fp8)");
+      c.gemm[dtype] = parse_table(gemm.object(dtype), fmt::format("{}: /calibration/gemm/{}", where, dtype));
+    }
+  }
+  in.skip("gemm");
+  if (in.has("memory")) {
+    ObjectReader mem = in.object("memory");
+    for (const auto& [kernel, value] : object.at("memory").items()) {
+      const std::string at = fmt::format("{}: /calibration/memory/{}", where, kernel);
+      ObjectReader table = mem.object(kernel);
+      hardware::MemoryTable t;
+      t.log2_bytes = numbers(table.array("log2_bytes"), at + "/log2_bytes");
+      t.efficiency = numbers(table.array("efficiency"), at + "/efficiency");
+      table.reject_unknown_keys("accepted keys: log2_bytes, efficiency");
+      if (t.log2_bytes.empty() || t.log2_bytes.size() != t.efficiency.size() ||
+          !std::is_sorted(t.log2_bytes.begin(), t.log2_bytes.end()) ||
+          std::adjacent_find(t.log2_bytes.begin(), t.log2_bytes.end()) != t.log2_bytes.end())
+        throw ConfigError(fmt::format("{}: log2_bytes must be strictly ascending with one efficiency each", at));
+      for (const double e : t.efficiency)
+        if (!(e > 0)) throw ConfigError(fmt::format("{}/efficiency holds {}; efficiencies are positive", at, e));
+      c.memory[kernel] = std::move(t);
+    }
+  }
+  in.skip("memory");
+  if (const auto us = in.optional_number("kernel_launch_overhead_us", 0.0, 1e4)) c.kernel_launch_overhead_s = *us * 1e-6;
+  if (in.has("attention_efficiency")) {
+    ObjectReader att = in.object("attention_efficiency");
+    c.attention_forward_efficiency = att.optional_number("forward", 1e-4, 1.0);
+    c.attention_backward_efficiency = att.optional_number("backward", 1e-4, 1.0);
+    att.reject_unknown_keys("accepted keys: forward, backward");
+  }
+  in.skip("attention_efficiency");
+  in.reject_unknown_keys("accepted keys: measurements, device, date, gemm, memory, "
+                         "kernel_launch_overhead_us, attention_efficiency");
+  return c;
+}
+
+nlohmann::ordered_json calibration_to_json(const hardware::Calibration& c) {
+  nlohmann::ordered_json j;
+  j["measurements"] = c.measurements;
+  j["device"] = c.device;
+  j["date"] = c.date;
+  nlohmann::ordered_json gemm = nlohmann::ordered_json::object();
+  for (const auto& [dtype, t] : c.gemm)
+    gemm[dtype] = {{"log2_m", t.log2_m}, {"log2_n", t.log2_n}, {"log2_k", t.log2_k}, {"ratio", t.ratio}};
+  j["gemm"] = gemm;
+  nlohmann::ordered_json mem = nlohmann::ordered_json::object();
+  for (const auto& [kernel, t] : c.memory) mem[kernel] = {{"log2_bytes", t.log2_bytes}, {"efficiency", t.efficiency}};
+  j["memory"] = mem;
+  if (c.kernel_launch_overhead_s) j["kernel_launch_overhead_us"] = *c.kernel_launch_overhead_s * 1e6;
+  nlohmann::ordered_json att = nlohmann::ordered_json::object();
+  if (c.attention_forward_efficiency) att["forward"] = *c.attention_forward_efficiency;
+  if (c.attention_backward_efficiency) att["backward"] = *c.attention_backward_efficiency;
+  if (!att.empty()) j["attention_efficiency"] = att;
+  return j;
+}
+
+}  // namespace ptsim::config::internal

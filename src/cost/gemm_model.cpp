@@ -1,0 +1,76 @@
+// Tile/wave-quantized GEMM times and their calibration (see gemm_model.hpp).
+#include "ptsim/cost/gemm_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ptsim::cost {
+
+GemmQuantization gemm_quantization(double m, double n, double batch, int sm_count) {
+  GemmQuantization q;
+  const double tm = std::ceil(m / kGemmTile), tn = std::ceil(n / kGemmTile);
+  q.tiles = tm * tn * batch;
+  q.waves = std::ceil(q.tiles / sm_count);
+  q.tile_efficiency = (m * n) / (tm * kGemmTile * tn * kGemmTile);
+  q.wave_efficiency = q.tiles / (q.waves * sm_count);
+  return q;
+}
+
+double gemm_analytic_seconds(const hardware::GpuSpec& gpu, double m, double n, double k,
+                             double batch, Dtype dtype, double bytes) {
+  const double memory = bytes / (gpu.memory_bandwidth_bytes_per_s * gpu.memory_efficiency);
+  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return memory;  // no math to do
+  const GemmQuantization q = gemm_quantization(m, n, batch, gpu.sm_count);
+  const double rate = gpu.peak_flops(dtype) * gpu.gemm_efficiency_for(dtype) * q.tile_efficiency *
+                      q.wave_efficiency;
+  const double math = 2 * m * n * k * batch / rate;
+  return std::max(math, memory);
+}
+
+namespace {
+
+// Position of x on an ascending axis: the lower index and the weight of the
+// upper neighbour, clamped to the axis.
+std::pair<std::size_t, double> locate(const std::vector<double>& axis, double x) {
+  if (axis.size() == 1 || x <= axis.front()) return {0, 0.0};
+  if (x >= axis.back()) return {axis.size() - 2, 1.0};
+  const auto it = std::upper_bound(axis.begin(), axis.end(), x);
+  const auto i = static_cast<std::size_t>(it - axis.begin() - 1);
+  return {i, (x - axis[i]) / (axis[i + 1] - axis[i])};
+}
+
+}  // namespace
+
+double interpolate_ratio(const hardware::GemmTable& t, double m, double n, double k) {
+  const auto [im, wm] = locate(t.log2_m, std::log2(m));
+  const auto [in, wn] = locate(t.log2_n, std::log2(n));
+  const auto [ik, wk] = locate(t.log2_k, std::log2(k));
+  const std::size_t nn = t.log2_n.size(), nk = t.log2_k.size();
+  const auto at = [&](std::size_t a, std::size_t b, std::size_t c) {
+    a = std::min(a, t.log2_m.size() - 1);
+    b = std::min(b, nn - 1);
+    c = std::min(c, nk - 1);
+    return t.ratio[a * nn * nk + b * nk + c];
+  };
+  double r = 0;
+  for (int dm = 0; dm < 2; ++dm)
+    for (int dn = 0; dn < 2; ++dn)
+      for (int dk = 0; dk < 2; ++dk) {
+        const double w = (dm ? wm : 1 - wm) * (dn ? wn : 1 - wn) * (dk ? wk : 1 - wk);
+        if (w > 0) r += w * at(im + static_cast<std::size_t>(dm), in + static_cast<std::size_t>(dn),
+                               ik + static_cast<std::size_t>(dk));
+      }
+  return r;
+}
+
+double gemm_seconds(const hardware::HardwareProfile& hw, double m, double n, double k, double batch,
+                    Dtype dtype, double bytes) {
+  const double analytic = gemm_analytic_seconds(hw.gpu, m, n, k, batch, dtype, bytes);
+  if (hw.calibration) {
+    const auto it = hw.calibration->gemm.find(std::string(to_string(dtype)));
+    if (it != hw.calibration->gemm.end()) return analytic * interpolate_ratio(it->second, m, n, k);
+  }
+  return analytic;
+}
+
+}  // namespace ptsim::cost

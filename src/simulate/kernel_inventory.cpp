@@ -1,0 +1,80 @@
+// Inventory of a step's kernels (see kernel_inventory.hpp).
+#include "ptsim/simulate/kernel_inventory.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "ptsim/cost/compute_cost.hpp"
+#include "ptsim/workload/step_workload.hpp"
+
+namespace ptsim::simulate {
+
+namespace {
+using Key = std::tuple<taskgraph::KernelClass, Dtype, std::array<std::uint32_t, 4>, std::uint8_t,
+                       std::uint64_t, double>;
+}
+
+std::vector<KernelUse> kernel_inventory(const model::ModelSpec& model,
+                                        const hardware::HardwareProfile& hardware,
+                                        const strategy::ParallelConfig& parallel) {
+  const workload::StepWorkload step = workload::build_step_workload(model, parallel);
+  std::map<Key, KernelUse> uses;
+  for (const auto& program : step.workload.programs) {
+    std::vector<std::uint64_t> instances(program.num_blocks(), 0);
+    for (const auto& inst : program.instances()) ++instances[inst.block];
+    for (std::uint32_t b = 0; b < program.num_blocks(); ++b) {
+      const auto& block = program.block(b);
+      for (taskgraph::TaskId t = 0; t < block.size(); ++t) {
+        const auto& task = block.task(t);
+        if (task.kind != taskgraph::TaskKind::Compute || instances[b] == 0) continue;
+        const Key key{task.kernel, task.dtype, task.shape, task.flags, task.bytes, task.flops};
+        KernelUse& use = uses[key];
+        if (use.count == 0) {
+          use.kernel = task.kernel;
+          use.dtype = task.dtype;
+          use.shape = task.shape;
+          use.flags = task.flags;
+          use.flops = task.flops;
+          use.bytes = task.bytes;
+          use.seconds = cost::compute_seconds(hardware, task);
+        }
+        use.count += instances[b];
+        const std::string& name = step.workload.op_names[task.name];
+        if (std::find(use.names.begin(), use.names.end(), name) == use.names.end())
+          use.names.push_back(name);
+      }
+    }
+  }
+  std::vector<KernelUse> out;
+  for (auto& [key, use] : uses) out.push_back(std::move(use));
+  std::stable_sort(out.begin(), out.end(), [](const KernelUse& a, const KernelUse& b) {
+    return a.seconds * static_cast<double>(a.count) > b.seconds * static_cast<double>(b.count);
+  });
+  return out;
+}
+
+std::string microbench_list(const std::vector<KernelUse>& kernels) {
+  std::string text;
+  for (const auto& k : kernels) {
+    switch (k.kernel) {
+      case taskgraph::KernelClass::Gemm:
+        text += fmt::format("gemm {} {} {} {} {}\n", to_string(k.dtype), k.shape[0], k.shape[1],
+                            k.shape[2], std::max<std::uint32_t>(1, k.shape[3]));
+        break;
+      case taskgraph::KernelClass::Attention:
+        text += fmt::format("attention {} {} {} {} {} {} {}\n", to_string(k.dtype), k.shape[0],
+                            k.shape[1], k.shape[2], k.shape[3],
+                            k.flags & taskgraph::kCausal ? "causal" : "full",
+                            k.flags & taskgraph::kBackwardPass ? "backward" : "forward");
+        break;
+      default:
+        text += fmt::format("memory {} {}\n", taskgraph::to_string(k.kernel), k.bytes);
+    }
+  }
+  return text;
+}
+
+}  // namespace ptsim::simulate

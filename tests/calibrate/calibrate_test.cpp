@@ -1,0 +1,106 @@
+// Calibration recovers what synthetic measurements were made with, and
+// malformed measurement files are refused.
+#include <fstream>
+
+#include "ptsim/calibrate/check.hpp"
+#include "ptsim/calibrate/fit.hpp"
+#include "ptsim/common/error.hpp"
+#include "ptsim/config/load_measurements.hpp"
+#include "ptsim/cost/compute_cost.hpp"
+#include "ptsim/cost/gemm_model.hpp"
+#include "test_support.hpp"
+
+using namespace ptsim;
+
+namespace {
+
+// Measurements an A100 would give if its GEMMs ran at `ratio(m)` times the
+// analytic time, its kernels cost a 5 µs launch and its copies and norms ran
+// at 80% and 60% of the HBM bandwidth.
+hardware::MeasurementSet synthetic(const hardware::HardwareProfile& hw) {
+  hardware::MeasurementSet m;
+  m.file = "synthetic.json";
+  m.device = "synthetic A100";
+  m.date = "2026-11-29T00:00:00Z";
+  const auto ratio = [](double mm) { return 1.0 + 0.1 * std::log2(mm / 256); };  // 1.0 … 1.4
+  for (const double mm : {256.0, 512.0, 1024.0, 2048.0, 4096.0})
+    for (const double nn : {256.0, 1024.0, 4096.0})
+      for (const double kk : {256.0, 1024.0, 4096.0}) {
+        const double bytes = 2 * (mm * kk + kk * nn + mm * nn);
+        const double t = cost::gemm_analytic_seconds(hw.gpu, mm, nn, kk, 1, Dtype::Bf16, bytes) * ratio(mm);
+        m.kernels.push_back({"gemm", "bf16", {{"m", mm}, {"n", nn}, {"k", kk}, {"batch", 1}}, t, t, t,
+                             2 * mm * nn * kk, bytes, true});
+      }
+  for (const auto& [op, eff] : {std::pair{"copy", 0.8}, std::pair{"norm", 0.6}})
+    for (double bytes = 1 << 20; bytes <= (1 << 28); bytes *= 2) {
+      const double t = 5e-6 + bytes / (hw.gpu.memory_bandwidth_bytes_per_s * eff);
+      m.kernels.push_back({op, "bf16", {{"bytes", bytes}}, t, t, t, 0, bytes, true});
+    }
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("Calibration recovers the efficiencies synthetic measurements were made with", "[calibrate]") {
+  const auto hw = test::shipped_hardware("a100-sxm4-80gb");
+  const auto set = synthetic(hw);
+  const auto c = calibrate::fit(set, hw);
+  REQUIRE(c.kernel_launch_overhead_s);
+  CHECK(*c.kernel_launch_overhead_s == Approx(5e-6).epsilon(1e-6));
+  for (const double e : c.memory.at("copy").efficiency) CHECK(e == Approx(0.8).epsilon(1e-6));
+  for (const double e : c.memory.at("norm").efficiency) CHECK(e == Approx(0.6).epsilon(1e-6));
+  // The fitted sub-grid: every other m (256, 1024, 4096), n and k (256, 4096).
+  const auto& g = c.gemm.at("bf16");
+  CHECK(g.log2_m == std::vector<double>{8, 10, 12});
+  CHECK(g.log2_n == std::vector<double>{8, 12});
+  CHECK(g.ratio.front() == Approx(1.0));
+  CHECK(g.ratio.back() == Approx(1.4));
+  // Held out: m = 512 and 2048 lie halfway (in log2) between fitted values,
+  // where the ratio is linear in log2 m, so the calibrated model is exact.
+  hardware::HardwareProfile calibrated = hw;
+  calibrated.calibration = c;
+  const auto report = calibrate::check(set, calibrated, false);
+  CHECK(report.summary.count > 30);
+  CHECK(report.summary.max_abs_error_pct < 0.01);
+  // The datasheet model alone misses by up to 40%.
+  CHECK(calibrate::check(set, hw, false).summary.max_abs_error_pct > 30);
+}
+
+TEST_CASE("Malformed measurement files are refused with the key and the fix", "[calibrate]") {
+  const auto write = [](const std::string& name, const std::string& text) {
+    const std::string path = test::scratch_path(name);
+    std::ofstream(path) << text;
+    return path;
+  };
+  const std::string head = R"({"schema": "ptsim-measurements/1", "device": {"kind": "gpu", "name": "X"},
+                               "date": "2026-11-29", "kernels": [)";
+  const std::string good = R"({"op": "copy", "shape": {"bytes": 1e6}, "time_s": 1e-4, "min_s": 1e-4,
+                               "max_s": 2e-4, "flops": 0, "bytes": 1e6, "verified": true})";
+  CHECK(config::load_measurements(write("ok.json", head + good + "]}")).kernels.size() == 1);
+  CHECK_THROWS_WITH(config::load_measurements(write("schema.json", R"({"schema": "x"})")),
+                    Catch::Contains("expected \"ptsim-measurements/1\""));
+  CHECK_THROWS_WITH(config::load_measurements(write("empty.json", head + "]}")),
+                    Catch::Contains("/kernels = [] is empty; a measurement file holds at least one kernel"));
+  CHECK_THROWS_WITH(
+      config::load_measurements(write("op.json", head + R"({"op": "conv", "shape": {}, "time_s": 1, "min_s": 1,
+                                                            "max_s": 1, "flops": 0, "bytes": 0, "verified": true}]})")),
+      Catch::Contains("/kernels/0/op = \"conv\" is not an operation ptsim knows"));
+  CHECK_THROWS_WITH(
+      config::load_measurements(write("range.json", head + R"({"op": "copy", "shape": {"bytes": 1}, "time_s": 5,
+                                                               "min_s": 1, "max_s": 2, "flops": 0, "bytes": 1,
+                                                               "verified": true}]})")),
+      Catch::Contains("/kernels/0/time_s = 5 must lie between min_s = 1 and max_s = 2"));
+  CHECK_THROWS_WITH(
+      config::load_measurements(write("gemm.json", head + R"({"op": "gemm", "shape": {"m": 1, "n": 1}, "time_s": 1,
+                                                              "min_s": 1, "max_s": 1, "flops": 0, "bytes": 0,
+                                                              "verified": true}]})")),
+      Catch::Contains("/kernels/0/shape/k is missing; a gemm measurement names its k"));
+  CHECK_THROWS_WITH(config::load_measurements(write("broken.json", head)), Catch::Contains("not valid JSON"));
+}
+
+TEST_CASE("A GEMM grid with a hole cannot be fitted", "[calibrate]") {
+  const auto hw = test::shipped_hardware("a100-sxm4-80gb");
+  auto set = synthetic(hw);
+  set.kernels.erase(set.kernels.begin());  // m = n = k = 256, a fitted grid point
+  CHECK_THROWS_WITH(calibrate::fit(set, hw), Catch::Contains("lacks a verified measurement of m = 256, n = 256, k = 256"));
+}
