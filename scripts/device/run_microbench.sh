@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: builds ptsim-microbench for that GPU from
+# this tree alone (CMake and the CUDA toolkit; no Boost, fmt or JSON library),
+# runs the whole sweep and writes the measurement file into DIR as
+# <gpu>-<date>.json, with the build and run logs beside it. Under 6 minutes
+# on an H100/H200 class GPU.
+#   run_microbench.sh DIR [--quick] [--shapes FILE]
+# Back on an ordinary machine:
+#   cp DIR/<gpu>-<date>.json hw_profiles/measured/
+#   build/ptsim calibrate --measurements hw_profiles/measured/<gpu>-<date>.json \
+#       --hw hw_profiles/<profile>.json -o hw_profiles/<profile>.json
+#   build/ptsim check-kernels --measurements hw_profiles/measured/<gpu>-<date>.json \
+#       --hw hw_profiles/<profile>.json
+set -euo pipefail
+
+out="${1:?usage: run_microbench.sh DIR [--quick] [--shapes FILE]}"
+shift
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+mkdir -p "$out"
+build="$(mktemp -d /tmp/ptsim-microbench.XXXXXX)"
+start=$(date +%s)
+
+nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,clocks.sm,clocks.max.sm \
+  --format=csv > "$out/nvidia-smi.csv" 2>&1 || true
+cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' .')
+name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+slug=$(echo "$name" | tr '[:upper:]' '[:lower:]' | sed -e 's/nvidia //' -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/-$//')
+echo "GPU: $name (sm_$cap) → $slug"
+
+# Plain sm_XX code for the GPU at hand (WMMA and cuBLASLt need nothing newer).
+cmake -S "$root/src/microbench" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CUDA_ARCHITECTURES="$cap" -DPTSIM_MICROBENCH_CPU=OFF > "$out/build.log" 2>&1
+cmake --build "$build" -j "$(nproc)" >> "$out/build.log" 2>&1 || { tail -n 40 "$out/build.log"; exit 1; }
+echo "built in $(( $(date +%s) - start )) s"
+
+file="$out/$slug-$(date -u +%Y-%m-%d).json"
+"$build/ptsim-microbench" --out "$file" "$@" 2> "$out/microbench.log" || { tail -n 40 "$out/microbench.log"; exit 1; }
+echo "measured in $(( $(date +%s) - start )) s: $file"
+# A short table for the reply: op, kernels, failed verifications.
+python3 - "$file" <<'PY' || true
+import json, sys, collections
+d = json.load(open(sys.argv[1]))
+count, failed = collections.Counter(), collections.Counter()
+for k in d["kernels"]:
+    key = k["op"] + ("/" + k["dtype"] if k["op"] == "gemm" else "")
+    count[key] += 1
+    failed[key] += not k["verified"]
+print(d["device"])
+for key in sorted(count):
+    print(f"{key:20s} {count[key]:4d} measured, {failed[key]} failed verification")
+PY
