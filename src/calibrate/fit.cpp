@@ -73,7 +73,8 @@ std::vector<bool> calibration_split(const hardware::MeasurementSet& m) {
   return fit;
 }
 
-hardware::Calibration fit(const hardware::MeasurementSet& m, const hardware::HardwareProfile& profile) {
+hardware::Calibration fit(const hardware::MeasurementSet& m, const hardware::HardwareProfile& profile,
+                          FitOptions options) {
   hardware::HardwareProfile base = profile;
   base.calibration.reset();  // fit against the datasheet model
   const std::vector<bool> use = calibration_split(m);
@@ -157,6 +158,7 @@ hardware::Calibration fit(const hardware::MeasurementSet& m, const hardware::Har
   }
 
   // Fused attention: median efficiency per direction.
+  if (!options.attention) return c;
   std::vector<double> forward, backward;
   for (std::size_t i = 0; i < m.kernels.size(); ++i) {
     const auto& k = m.kernels[i];

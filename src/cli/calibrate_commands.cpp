@@ -21,7 +21,7 @@ namespace po = boost::program_options;
 
 namespace {
 
-constexpr const char* kCalibrateUsage = R"(Usage: ptsim calibrate --measurements FILE --hw PROFILE -o OUT
+constexpr const char* kCalibrateUsage = R"(Usage: ptsim calibrate --measurements FILE --hw PROFILE -o OUT [--fit-attention]
 
 Fits PROFILE's compute model to the kernel times in FILE (written by
 ptsim-microbench or ptsim-microbench-cpu) and writes OUT: the same profile
@@ -29,7 +29,9 @@ with a "calibration" object — GEMM tables per dtype, memory-bound kernel
 efficiencies, launch overhead, attention efficiency — and the measurement
 file, device and date it came from. It fits one half of the measurements
 (every other GEMM grid value, every other size); ptsim check-kernels checks
-the other half.
+the other half. Attention keeps the profile's published efficiencies (of
+FlashAttention or cuDNN) unless --fit-attention is given: ptsim-microbench
+times a fused-attention kernel of ptsim's own, not the one training runs.
 
 Example:
   ptsim calibrate --measurements hw_profiles/measured/h200-2026-11-30.json \
@@ -75,6 +77,7 @@ int run_calibrate(const std::vector<std::string>& args, std::ostream& out) {
       ("measurements", po::value(&measurements)->value_name("FILE"), "measured kernel times (ptsim-measurements/1)")
       ("hw", po::value(&hw)->value_name("PROFILE"), "the hardware profile to calibrate")
       ("output,o", po::value(&output)->value_name("OUT"), "the calibrated profile to write")
+      ("fit-attention", "fit the attention efficiencies to the measured kernel too")
       ("help,h", "show this help");
   const po::variables_map vm = parse(args, options, "calibrate");
   if (vm.count("help")) {
@@ -88,7 +91,8 @@ int run_calibrate(const std::vector<std::string>& args, std::ostream& out) {
   require(output, "-o OUT", "calibrate");
   const auto set = config::load_measurements(measurements);
   const auto profile = config::load_hardware(hw);
-  const hardware::Calibration c = calibrate::fit(set, profile);
+  const bool fit_attention = vm.count("fit-attention") != 0;
+  const hardware::Calibration c = calibrate::fit(set, profile, {.attention = fit_attention});
   const std::string text = config::calibrated_profile_json(hw, c);
   write_output_file(output, {measurements, hw}, [&](std::ostream& o) { o << text; });
   fmt::print(out, "calibrated {} from {} ({} kernels, {} on {})\n", profile.name, measurements,
@@ -104,6 +108,14 @@ int run_calibrate(const std::vector<std::string>& args, std::ostream& out) {
   if (c.kernel_launch_overhead_s) fmt::print(out, "  launch overhead {:.2f} µs\n", *c.kernel_launch_overhead_s * 1e6);
   if (c.attention_forward_efficiency) fmt::print(out, "  attention forward efficiency {:.3f}\n", *c.attention_forward_efficiency);
   if (c.attention_backward_efficiency) fmt::print(out, "  attention backward efficiency {:.3f}\n", *c.attention_backward_efficiency);
+  if (!fit_attention) {
+    const auto measured = calibrate::fit(set, profile, {.attention = true});
+    if (measured.attention_forward_efficiency || measured.attention_backward_efficiency)
+      fmt::print(out, "  attention: kept the profile's efficiencies (forward {:.3f}, backward {:.3f}); the measured "
+                      "kernel reached {:.3f}, {:.3f} (--fit-attention to use them)\n",
+                 profile.gpu.attention_forward_efficiency, profile.gpu.attention_backward_efficiency,
+                 measured.attention_forward_efficiency.value_or(0), measured.attention_backward_efficiency.value_or(0));
+  }
   fmt::print(out, "wrote {}\n", output);
   return 0;
 }

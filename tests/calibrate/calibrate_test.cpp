@@ -104,3 +104,42 @@ TEST_CASE("A GEMM grid with a hole cannot be fitted", "[calibrate]") {
   set.kernels.erase(set.kernels.begin());  // m = n = k = 256, a fitted grid point
   CHECK_THROWS_WITH(calibrate::fit(set, hw), Catch::Contains("lacks a verified measurement of m = 256, n = 256, k = 256"));
 }
+
+TEST_CASE("Attention efficiencies are fitted only when asked", "[calibrate]") {
+  const auto hw = test::shipped_hardware("a100-sxm4-80gb");
+  auto set = synthetic(hw);
+  // Fused attention at 50% forward and 40% backward of the bf16 peak on the
+  // FLOPs it executes (causal: half; backward: 2.5× the forward count), plus
+  // the 5 µs launch the memory kernels above imply.
+  const double peak = hw.gpu.peak_flops(Dtype::Bf16);
+  for (const double seq : {1024.0, 2048.0, 4096.0, 8192.0})
+    for (const bool causal : {false, true})
+      for (const bool backward : {false, true}) {
+        const double bh = 32768 / seq, forward_flops = 4 * bh * seq * seq * 128;
+        const double executed = forward_flops * (causal ? 0.5 : 1.0) * (backward ? 2.5 : 1.0);
+        const double t = 5e-6 + executed / (peak * (backward ? 0.4 : 0.5));
+        set.kernels.push_back({"attention", "bf16",
+                               {{"batch_heads", bh}, {"seq_q", seq}, {"seq_kv", seq}, {"head_dim", 128},
+                                {"causal", causal ? 1.0 : 0.0}, {"backward", backward ? 1.0 : 0.0}},
+                               t, t, t, backward ? 2 * forward_flops : forward_flops, 0, true});
+      }
+  const auto kept = calibrate::fit(set, hw);
+  CHECK_FALSE(kept.attention_forward_efficiency);
+  CHECK_FALSE(kept.attention_backward_efficiency);
+  const auto fitted = calibrate::fit(set, hw, {.attention = true});
+  REQUIRE(fitted.attention_forward_efficiency);
+  REQUIRE(fitted.attention_backward_efficiency);
+  CHECK(*fitted.attention_forward_efficiency == Approx(0.5).epsilon(1e-6));
+  CHECK(*fitted.attention_backward_efficiency == Approx(0.4).epsilon(1e-6));
+  // The held-out attention kernels are then predicted exactly.
+  hardware::HardwareProfile calibrated = hw;
+  calibrated.calibration = fitted;
+  const auto report = calibrate::check(set, calibrated, false);
+  int attention = 0;
+  for (const auto& k : report.kernels)
+    if (k.op == "attention") {
+      ++attention;
+      CHECK(std::abs(k.error_pct) < 1e-6);
+    }
+  CHECK(attention == 8);
+}

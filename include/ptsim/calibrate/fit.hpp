@@ -7,7 +7,10 @@
 //              overhead L (the median of the classes' least-squares intercepts
 //              of t = L + bytes · β), then the efficiency bytes / ((t − L) · bandwidth)
 //              at each size, interpolated in log2 bytes between them.
-//   attention  per direction, every other shape fitted: median efficiency.
+//   attention  per direction, every other shape fitted: median efficiency —
+//              only when asked (FitOptions::attention): ptsim-microbench times
+//              a fused-attention kernel of ours, not FlashAttention or cuDNN,
+//              so by default the profile keeps its published efficiencies.
 //   others     collectives and host copies are only checked, never fitted.
 #pragma once
 
@@ -22,9 +25,14 @@ namespace ptsim::calibrate {
 /// held out for checking.
 std::vector<bool> calibration_split(const hardware::MeasurementSet& m);
 
+struct FitOptions {
+  bool attention = false;  // replace the profile's attention efficiencies by the measured ones
+};
+
 /// Fits `profile`'s (uncalibrated) model to the fitting half of `m`; only
 /// verified measurements count. Throws ConfigError when the set is too thin
 /// to fit (no complete GEMM sub-grid, fewer than two sizes of a kernel class).
-hardware::Calibration fit(const hardware::MeasurementSet& m, const hardware::HardwareProfile& profile);
+hardware::Calibration fit(const hardware::MeasurementSet& m, const hardware::HardwareProfile& profile,
+                          FitOptions options = {});
 
 }  // namespace ptsim::calibrate

@@ -63,7 +63,7 @@ std::vector<mb::Request> builtin_sweep(bool quick, bool fp8) {
   for (const std::uint64_t seq : {1024, 2048, 4096, 8192})
     for (const bool causal : {true, false})
       for (const bool backward : {false, true})
-        r.push_back({"attention", "bf16", "", {32768 / seq, seq, seq, 128}, causal, backward});
+        r.push_back({"attention", "bf16", "", {16384 / seq, seq, seq, 128}, causal, backward});
   for (const char* op : {"copy", "elementwise", "norm", "softmax", "optimizer", "embedding", "memcpy_h2d", "memcpy_d2h"})
     for (std::uint64_t mib = 1; mib <= (quick ? 64u : 1024u); mib *= 2) r.push_back({"memory", "", op, {mib * kMiB}, false, false});
   return r;
