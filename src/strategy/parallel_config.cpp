@@ -8,6 +8,10 @@ std::string_view to_string(ScheduleKind s) {
     case ScheduleKind::Naive: return "naive";
     case ScheduleKind::GPipe: return "gpipe";
     case ScheduleKind::OneFOneB: return "1f1b";
+    case ScheduleKind::Interleaved: return "interleaved";
+    case ScheduleKind::ZbH1: return "zb-h1";
+    case ScheduleKind::ZbH2: return "zb-h2";
+    case ScheduleKind::DualPipe: return "dualpipe";
   }
   return "?";
 }

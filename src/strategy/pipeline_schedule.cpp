@@ -38,7 +38,8 @@ std::vector<PipelineStep> one_f_one_b(std::int64_t stage, std::int64_t p, std::i
 
 std::vector<PipelineStep> make_pipeline_order(ScheduleKind kind, std::int64_t stage,
                                               std::int64_t num_stages,
-                                              std::int64_t num_microbatches) {
+                                              std::int64_t num_microbatches, std::int64_t chunks) {
+  PTSIM_ASSERT(chunks == 1, "model chunks are not implemented yet");
   PTSIM_ASSERT(stage >= 0 && stage < num_stages, "stage must lie in [0, num_stages)");
   PTSIM_ASSERT(num_microbatches >= 1, "at least one micro-batch");
   switch (kind) {
@@ -47,6 +48,7 @@ std::vector<PipelineStep> make_pipeline_order(ScheduleKind kind, std::int64_t st
       return all_forward_then_backward(1);
     case ScheduleKind::GPipe: return all_forward_then_backward(num_microbatches);
     case ScheduleKind::OneFOneB: return one_f_one_b(stage, num_stages, num_microbatches);
+    default: PTSIM_ASSERT(false, "schedule not implemented yet");
   }
   return {};
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ptsim::model {
 
@@ -28,13 +29,51 @@ struct ModelSpec {
   bool add_bias_linear = true;      // linear layers carry biases (GPT yes, Llama no)
   double dropout = 0.1;             // hidden and attention dropout probability
   bool causal = true;               // decoder (causal) attention; false for encoders (BERT)
+
+  // ---- Attention variants ----
+  /// Qwen3, OLMo 2: RMSNorm over each query and key head before attention.
+  bool qk_layernorm = false;
+  /// Sliding-window attention: a query attends to the last `sliding_window`
+  /// keys (itself included) in the layers flagged in `sliding_window_layers`
+  /// (one entry per layer; empty: no sliding-window layer). gpt-oss alternates.
+  std::int64_t sliding_window = 0;
+  std::vector<std::uint8_t> sliding_window_layers;
+
+  // ---- Multi-head latent attention (DeepSeek-V2/V3; Megatron-Core's MLA names) ----
+  bool multi_latent_attention = false;
+  std::int64_t q_lora_rank = 0;          // query down-projection rank; 0: queries projected directly
+  std::int64_t kv_lora_rank = 0;         // compressed key/value width
+  std::int64_t qk_head_dim = 0;          // per-head query/key width without RoPE (HF qk_nope_head_dim)
+  std::int64_t qk_pos_emb_head_dim = 0;  // per-head RoPE width, key part shared by the heads (HF qk_rope_head_dim)
+  std::int64_t v_head_dim = 0;           // per-head value width
+
+  // ---- Mixture of experts (num_moe_experts = 0: every MLP is dense) ----
+  std::int64_t num_moe_experts = 0;      // routed experts per MoE layer
+  std::int64_t moe_router_topk = 0;      // routed experts per token
+  std::int64_t moe_ffn_hidden_size = 0;  // width of one routed expert
+  /// Total width of the shared experts every token also runs (0: none);
+  /// DeepSeek-V3: 1 × 2048, Megatron's --moe-shared-expert-intermediate-size.
+  std::int64_t moe_shared_expert_intermediate_size = 0;
+  /// The first layers keep a dense MLP of ffn_hidden_size (DeepSeek's
+  /// first_k_dense_replace); the others are MoE layers.
+  std::int64_t first_dense_layers = 0;
+
+  bool is_moe() const { return num_moe_experts > 0; }
+  /// Whether layer `l` (0-based, global) has an MoE MLP.
+  bool is_moe_layer(std::int64_t l) const { return is_moe() && l >= first_dense_layers; }
+  /// Whether layer `l` uses sliding-window attention.
+  bool is_sliding_window_layer(std::int64_t l) const {
+    return sliding_window > 0 && static_cast<std::size_t>(l) < sliding_window_layers.size() &&
+           sliding_window_layers[static_cast<std::size_t>(l)] != 0;
+  }
 };
 
 std::string to_string(Activation a);
 std::string to_string(Normalization n);
 std::string to_string(PositionEmbedding p);
 
-/// Parameters of one transformer layer (attention + MLP + norms, biases when enabled).
+/// Parameters of one transformer layer (attention + MLP + norms, biases when
+/// enabled) of a dense model. For MoE models use layer_parameters(m, l).
 std::int64_t parameters_per_layer(const ModelSpec& m);
 /// Parameters of the input embedding (word + learned positions).
 std::int64_t embedding_parameters(const ModelSpec& m);

@@ -12,9 +12,13 @@
 namespace ptsim::strategy {
 
 enum class ScheduleKind {
-  Naive,     // plain model parallelism: one micro-batch (the whole per-replica batch)
-  GPipe,     // all forwards, then all backwards (Huang et al. 2019)
-  OneFOneB,  // PipeDream-Flush as in Megatron-LM (Narayanan et al. 2021)
+  Naive,        // plain model parallelism: one micro-batch (the whole per-replica batch)
+  GPipe,        // all forwards, then all backwards (Huang et al. 2019)
+  OneFOneB,     // PipeDream-Flush as in Megatron-LM (Narayanan et al. 2021)
+  Interleaved,  // interleaved 1F1B over v model chunks per stage (Narayanan et al. 2021 §2.2.2)
+  ZbH1,         // zero bubble, 1F1B's memory: backward split into B and W (Qi et al. 2023)
+  ZbH2,         // zero bubble, twice 1F1B's in-flight micro-batches
+  DualPipe,     // DeepSeek-V3's bidirectional pipeline (DeepSeek-AI 2024, deepseek-ai/DualPipe)
 };
 
 enum class RecomputeKind { None, Full };
