@@ -71,7 +71,8 @@ struct PipelineStep {
 /// `num_microbatches` micro-batches over `chunks` model chunks per stage
 /// (interleaved: v ≥ 2; DualPipe: 2; others 1). Preconditions (checked by
 /// config::resolve_run, asserted here): naive runs one micro-batch;
-/// interleaved needs m ≥ p; DualPipe needs an even p, and m even and ≥ 2p.
+/// interleaved needs m to be a multiple of p (Megatron-Core's groups of p
+/// micro-batches); DualPipe needs an even p, and m even and ≥ 2p.
 std::vector<PipelineStep> make_pipeline_order(ScheduleKind kind, std::int64_t stage,
                                               std::int64_t num_stages,
                                               std::int64_t num_microbatches,
