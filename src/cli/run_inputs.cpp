@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
+#include <variant>
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
@@ -18,26 +20,22 @@ namespace po = boost::program_options;
 namespace {
 
 // Boost registers one name per option: each Megatron name and its alias are
-// separate options that must not both be given.
-std::optional<std::int64_t> pick(const po::variables_map& vm, const char* long_name,
-                                 const char* short_name, const char* field,
-                                 config::StrategyInput& input) {
-  const bool has_long = vm.count(long_name) > 0;
-  const bool has_short = short_name != nullptr && vm.count(short_name) > 0;
-  if (has_long && has_short)
-    throw ConfigError(fmt::format("--{} and --{} set the same value; give one of them", long_name,
-                                  short_name));
-  if (!has_long && !has_short) return std::nullopt;
-  const char* used = has_long ? long_name : short_name;
-  input.origin[field] = fmt::format("--{}", used);
-  return vm[used].as<std::int64_t>();
+// separate options that must not both be given. Returns the name used.
+std::optional<std::string> given(const po::variables_map& vm, const std::string& flag, const std::string& alias) {
+  const auto set = [&](const std::string& name) {
+    return !name.empty() && vm.count(name) > 0 && !vm[name].defaulted();
+  };
+  if (set(flag) && set(alias))
+    throw ConfigError(fmt::format("--{} and --{} set the same value; give one of them", flag, alias));
+  if (set(flag)) return flag;
+  if (set(alias)) return alias;
+  return std::nullopt;
 }
 
-std::optional<std::string> pick_text(const po::variables_map& vm, const char* flag, const char* field,
-                                     config::StrategyInput& input) {
-  if (!vm.count(flag)) return std::nullopt;
-  input.origin[field] = fmt::format("--{}", flag);
-  return vm[flag].as<std::string>();
+std::string flag_name(const config::StrategyField& f) {
+  std::string flag = f.key;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
 }
 
 }  // namespace
@@ -55,25 +53,23 @@ po::options_description input_options(RunInputs& f) {
 
 po::options_description strategy_options() {
   po::options_description strategy("Strategy (Megatron-LM names; short aliases)");
-  strategy.add_options()
-      ("gpus", po::value<std::int64_t>()->value_name("N"), "GPUs in the job (world size)")
-      ("tensor-model-parallel-size", po::value<std::int64_t>()->value_name("T"), "tensor-parallel size (default 1)")
-      ("tp", po::value<std::int64_t>()->value_name("T"), "alias of --tensor-model-parallel-size")
-      ("pipeline-model-parallel-size", po::value<std::int64_t>()->value_name("P"), "pipeline stages (default 1)")
-      ("pp", po::value<std::int64_t>()->value_name("P"), "alias of --pipeline-model-parallel-size")
-      ("data-parallel-size", po::value<std::int64_t>()->value_name("D"), "data-parallel size (default gpus / (tp·pp))")
-      ("dp", po::value<std::int64_t>()->value_name("D"), "alias of --data-parallel-size")
-      ("micro-batch-size", po::value<std::int64_t>()->value_name("B"), "sequences per micro-batch (default 1)")
-      ("global-batch-size", po::value<std::int64_t>()->value_name("B"), "sequences per step over all replicas (required)")
-      ("seq-length", po::value<std::int64_t>()->value_name("S"), "sequence length (default: the model's)")
-      ("schedule", po::value<std::string>()->value_name("NAME"), "naive | gpipe | 1f1b (default 1f1b)")
-      ("recompute", po::value<std::string>()->value_name("MODE"), "activation recomputation: none | full (default none)")
-      ("rank-order", po::value<std::string>()->value_name("ORDER"),
-       "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)")
-      ("attention-backend", po::value<std::string>()->value_name("NAME"),
-       "flash (fused attention kernels, default) | unfused (separate QK, softmax, dropout, PV kernels)")
-      ("precision", po::value<std::string>()->value_name("DTYPE"),
-       "inputs of the layers' GEMMs: bf16 (default) | fp8");
+  for (const auto& f : config::strategy_fields()) {
+    const std::string flag = flag_name(f);
+    const std::string alias = f.alias;
+    std::visit(
+        [&](auto member) {
+          using Value = typename std::remove_reference_t<decltype(config::StrategyInput{}.*member)>::value_type;
+          if constexpr (std::is_same_v<Value, bool>) {
+            strategy.add_options()(flag.c_str(), po::bool_switch(), f.help);
+          } else {
+            strategy.add_options()(flag.c_str(), po::value<Value>()->value_name(f.value_name), f.help);
+            if (!alias.empty())
+              strategy.add_options()(alias.c_str(), po::value<Value>()->value_name(f.value_name),
+                                     fmt::format("alias of --{}", flag).c_str());
+          }
+        },
+        f.member);
+  }
   return strategy;
 }
 
@@ -81,18 +77,29 @@ LoadedRun load_run(const RunInputs& inputs, const po::variables_map& vm, const s
   if (inputs.model.empty()) throw ConfigError(fmt::format("{}: --model FILE is required; see --help", command));
   if (inputs.hw.empty()) throw ConfigError(fmt::format("{}: --hw FILE is required; see --help", command));
   config::StrategyInput flags;
-  flags.gpus = pick(vm, "gpus", nullptr, "gpus", flags);
-  flags.tp = pick(vm, "tensor-model-parallel-size", "tp", "tp", flags);
-  flags.pp = pick(vm, "pipeline-model-parallel-size", "pp", "pp", flags);
-  flags.dp = pick(vm, "data-parallel-size", "dp", "dp", flags);
-  flags.micro_batch_size = pick(vm, "micro-batch-size", nullptr, "micro_batch_size", flags);
-  flags.global_batch_size = pick(vm, "global-batch-size", nullptr, "global_batch_size", flags);
-  flags.seq_length = pick(vm, "seq-length", nullptr, "seq_length", flags);
-  flags.schedule = pick_text(vm, "schedule", "schedule", flags);
-  flags.recompute = pick_text(vm, "recompute", "recompute", flags);
-  flags.rank_order = pick_text(vm, "rank-order", "rank_order", flags);
-  flags.attention_backend = pick_text(vm, "attention-backend", "attention_backend", flags);
-  flags.precision = pick_text(vm, "precision", "precision", flags);
+  for (const auto& f : config::strategy_fields()) {
+    const auto used = given(vm, flag_name(f), f.alias);
+    if (!used) continue;
+    flags.origin[f.field] = "--" + *used;
+    std::visit(
+        [&](auto member) {
+          using Value = typename std::remove_reference_t<decltype(flags.*member)>::value_type;
+          const Value value = vm[*used].as<Value>();
+          if constexpr (std::is_same_v<Value, std::int64_t>) {
+            if (value < f.min || value > f.max)
+              throw ConfigError(fmt::format("--{} = {} must lie in [{}, {}]; see --help", *used, value, f.min, f.max));
+          } else if constexpr (std::is_same_v<Value, double>) {
+            if (!(value > 0) || value > 1e6)
+              throw ConfigError(fmt::format("--{} = {} must be a positive number; see --help", *used, value));
+          } else if constexpr (std::is_same_v<Value, std::string>) {
+            if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), value) == f.choices.end())
+              throw ConfigError(fmt::format("--{} = {} is not one of {}; see --help", *used, value,
+                                            fmt::join(f.choices, ", ")));
+          }
+          flags.*member = value;
+        },
+        f.member);
+  }
   const config::StrategyInput input =
       inputs.strategy.empty() ? flags : config::merge(config::load_strategy(inputs.strategy), flags);
   LoadedRun run;

@@ -1,5 +1,7 @@
-// Strategy files and merging (see strategy_input.hpp).
+// The strategy field table, strategy files and merging (see strategy_input.hpp).
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "internal/object_reader.hpp"
 #include "ptsim/common/error.hpp"
@@ -9,37 +11,83 @@ namespace ptsim::config {
 
 namespace {
 
-// Canonical field → (long JSON key, short JSON key or "", command-line flags).
-struct FieldNames {
-  const char* field;
-  const char* long_key;
-  const char* short_key;
-  const char* flags;
+using S = StrategyInput;
+
+// Megatron-LM's argument names where it has one; the help text is what
+// `ptsim simulate --help` prints.
+const std::vector<StrategyField> kFields = {
+    {"gpus", "gpus", "", &S::gpus, 1, std::int64_t{1} << 24, {}, "N", "GPUs in the job (world size)"},
+    {"tp", "tensor_model_parallel_size", "tp", &S::tp, 1, std::int64_t{1} << 24, {}, "T",
+     "tensor-parallel size (default 1)"},
+    {"pp", "pipeline_model_parallel_size", "pp", &S::pp, 1, std::int64_t{1} << 24, {}, "P",
+     "pipeline stages (default 1)"},
+    {"dp", "data_parallel_size", "dp", &S::dp, 1, std::int64_t{1} << 24, {}, "D",
+     "data-parallel size (default gpus / (tp·cp·pp))"},
+    {"cp", "context_parallel_size", "cp", &S::cp, 1, std::int64_t{1} << 24, {}, "C",
+     "context-parallel size: the sequence split over C ranks, ring attention (default 1)"},
+    {"ep", "expert_model_parallel_size", "ep", &S::ep, 1, std::int64_t{1} << 24, {}, "E",
+     "expert-parallel size: MoE experts split over E ranks (default 1)"},
+    {"expert_tp", "expert_tensor_parallel_size", "etp", &S::expert_tp, 1, std::int64_t{1} << 24, {}, "T",
+     "tensor-parallel size inside each expert (default: tp)"},
+    {"vpp", "virtual_pipeline_model_parallel_size", "vpp", &S::vpp, 1, 1 << 16, {}, "V",
+     "model chunks per pipeline stage for the interleaved schedule (default 1)"},
+    {"layers_per_virtual_stage", "num_layers_per_virtual_pipeline_stage", "", &S::layers_per_virtual_stage, 1,
+     1 << 20, {}, "L", "layers per model chunk; sets vpp = layers per stage / L"},
+    {"first_stage_layers", "decoder_first_pipeline_num_layers", "", &S::first_stage_layers, 1, 1 << 20, {},
+     "L", "layers of the first pipeline stage (default: an even split)"},
+    {"last_stage_layers", "decoder_last_pipeline_num_layers", "", &S::last_stage_layers, 1, 1 << 20, {}, "L",
+     "layers of the last pipeline stage (default: an even split)"},
+    {"micro_batch_size", "micro_batch_size", "", &S::micro_batch_size, 1, std::int64_t{1} << 31, {}, "B",
+     "sequences per micro-batch (default 1)"},
+    {"global_batch_size", "global_batch_size", "", &S::global_batch_size, 1, std::int64_t{1} << 31, {}, "B",
+     "sequences per step over all replicas (required)"},
+    {"seq_length", "seq_length", "", &S::seq_length, 1, std::int64_t{1} << 24, {}, "S",
+     "sequence length (default: the model's)"},
+    {"schedule", "schedule", "", &S::schedule, 1, 1,
+     {"naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "dualpipe"}, "NAME",
+     "naive | gpipe | 1f1b (default) | interleaved (default when vpp > 1) | zb-h1 | zb-h2 | dualpipe"},
+    {"recompute", "recompute", "", &S::recompute, 1, 1, {"none", "selective", "full"}, "MODE",
+     "activation recomputation: none (default) | selective (core attention) | full (whole layers)"},
+    {"recompute_num_layers", "recompute_num_layers", "", &S::recompute_num_layers, 1, 1 << 20, {}, "N",
+     "with --recompute full: recompute only the first N layers of each stage (chunk)"},
+    {"sequence_parallel", "sequence_parallel", "", &S::sequence_parallel, 1, 1, {}, "",
+     "sequence parallelism: norms and dropout split over TP, reduce-scatter/all-gather for all-reduce"},
+    {"zero", "zero", "", &S::zero, 0, 3, {}, "STAGE",
+     "ZeRO stage 0 (default) | 1 (optimizer states sharded) | 2 (+ gradients) | 3 (+ parameters, FSDP)"},
+    {"distributed_optimizer", "use_distributed_optimizer", "", &S::distributed_optimizer, 1, 1, {}, "",
+     "Megatron's distributed optimizer (ZeRO stage 1)"},
+    {"overlap_grad_reduce", "overlap_grad_reduce", "", &S::overlap_grad_reduce, 1, 1, {}, "",
+     "reduce gradient buckets during the last micro-batch's backward (default: after it)"},
+    {"overlap_param_gather", "overlap_param_gather", "", &S::overlap_param_gather, 1, 1, {}, "",
+     "with ZeRO ≥ 1: gather updated parameters under the next forward, bucket by bucket"},
+    {"moe_capacity_factor", "moe_expert_capacity_factor", "", &S::moe_capacity_factor, 1, 1, {}, "F",
+     "MoE: tokens an expert takes, as a multiple of its even share (default: dropless)"},
+    {"rank_order", "rank_order", "", &S::rank_order, 1, 1, {}, "ORDER",
+     "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)"},
+    {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused"}, "NAME",
+     "flash (fused attention kernels, default) | unfused (separate QK, softmax, dropout, PV kernels)"},
+    {"precision", "precision", "", &S::precision, 1, 1, {"bf16", "fp8"}, "DTYPE",
+     "the layers' GEMMs: bf16 (default) | fp8 (with casts and amax bookkeeping)"},
 };
 
-constexpr FieldNames kFields[] = {
-    {"gpus", "gpus", "", "--gpus"},
-    {"tp", "tensor_model_parallel_size", "tp", "--tensor-model-parallel-size/--tp"},
-    {"pp", "pipeline_model_parallel_size", "pp", "--pipeline-model-parallel-size/--pp"},
-    {"dp", "data_parallel_size", "dp", "--data-parallel-size/--dp"},
-    {"micro_batch_size", "micro_batch_size", "", "--micro-batch-size"},
-    {"global_batch_size", "global_batch_size", "", "--global-batch-size"},
-    {"seq_length", "seq_length", "", "--seq-length"},
-    {"schedule", "schedule", "", "--schedule"},
-    {"recompute", "recompute", "", "--recompute"},
-    {"rank_order", "rank_order", "", "--rank-order"},
-    {"attention_backend", "attention_backend", "", "--attention-backend"},
-    {"precision", "precision", "", "--precision"},
-};
-
-constexpr std::int64_t kMaxCount = std::int64_t{1} << 40;
+std::vector<std::string> as_strings(const std::vector<std::string_view>& v) {
+  return {v.begin(), v.end()};
+}
 
 }  // namespace
+
+std::string StrategyField::flags() const {
+  std::string flag = key;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return alias[0] != '\0' ? fmt::format("--{}/--{}", flag, alias) : "--" + flag;
+}
+
+std::span<const StrategyField> strategy_fields() { return kFields; }
 
 std::string StrategyInput::where(const std::string& field) const {
   if (const auto it = origin.find(field); it != origin.end()) return it->second;
   for (const auto& f : kFields)
-    if (field == f.field) return f.flags;
+    if (field == f.field) return f.flags();
   return field;
 }
 
@@ -47,67 +95,51 @@ StrategyInput load_strategy(const std::string& path) {
   const nlohmann::json object = internal::read_json_file(path);
   internal::ObjectReader in(object, path);
   StrategyInput s;
+  std::string accepted;
   for (const auto& f : kFields) {
-    std::string key = f.long_key;
-    const bool has_short = f.short_key[0] != '\0' && in.has(f.short_key);
-    if (has_short && in.has(f.long_key))
-      in.fail(f.short_key, fmt::format("repeats {}; give one of the two", f.long_key));
-    if (has_short) key = f.short_key;
-    if (f.short_key[0] != '\0') in.skip(f.short_key);
-    in.skip(f.long_key);
+    accepted += accepted.empty() ? "" : ", ";
+    accepted += f.alias[0] != '\0' ? fmt::format("{} ({})", f.key, f.alias) : std::string(f.key);
+    std::string key = f.key;
+    const bool has_alias = f.alias[0] != '\0' && in.has(f.alias);
+    if (has_alias && in.has(f.key)) in.fail(f.alias, fmt::format("repeats {}; give one of the two", f.key));
+    if (has_alias) key = f.alias;
+    if (f.alias[0] != '\0') in.skip(f.alias);
+    in.skip(f.key);
     if (!in.has(key)) continue;
     s.origin[f.field] = in.locate(key);
-    const std::string field = f.field;
-    if (field == "schedule") {
-      s.schedule = in.choice(key, {"naive", "gpipe", "1f1b"});
-    } else if (field == "recompute") {
-      s.recompute = in.choice(key, {"none", "full"});
-    } else if (field == "rank_order") {
-      s.rank_order = in.string(key);
-    } else if (field == "attention_backend") {
-      s.attention_backend = in.choice(key, {"flash", "unfused"});
-    } else if (field == "precision") {
-      s.precision = in.choice(key, {"bf16", "fp8"});
-    } else {
-      const std::int64_t v = in.integer(key, 1, kMaxCount);
-      if (field == "gpus") s.gpus = v;
-      if (field == "tp") s.tp = v;
-      if (field == "pp") s.pp = v;
-      if (field == "dp") s.dp = v;
-      if (field == "micro_batch_size") s.micro_batch_size = v;
-      if (field == "global_batch_size") s.global_batch_size = v;
-      if (field == "seq_length") s.seq_length = v;
-    }
+    std::visit(
+        [&](auto member) {
+          using Value = typename std::remove_reference_t<decltype(s.*member)>::value_type;
+          if constexpr (std::is_same_v<Value, std::int64_t>) {
+            s.*member = in.integer(key, f.min, f.max);
+          } else if constexpr (std::is_same_v<Value, double>) {
+            s.*member = in.number(key, 1e-6, 1e6);
+          } else if constexpr (std::is_same_v<Value, bool>) {
+            s.*member = in.boolean(key);
+          } else {
+            s.*member = f.choices.empty() ? in.string(key) : in.choice(key, as_strings(f.choices));
+          }
+        },
+        f.member);
   }
-  in.reject_unknown_keys(
-      "accepted keys: gpus, tensor_model_parallel_size (tp), pipeline_model_parallel_size (pp), "
-      "data_parallel_size (dp), micro_batch_size, global_batch_size, seq_length, schedule, "
-      "recompute, rank_order, attention_backend, precision");
+  in.reject_unknown_keys("accepted keys: " + accepted);
   return s;
 }
 
 StrategyInput merge(StrategyInput base, const StrategyInput& o) {
-  auto take = [&](auto& dst, const auto& src, const char* field) {
-    if (!src) return;
-    dst = src;
-    if (const auto it = o.origin.find(field); it != o.origin.end()) {
-      base.origin[field] = it->second;
-    } else {
-      base.origin.erase(field);
-    }
-  };
-  take(base.gpus, o.gpus, "gpus");
-  take(base.tp, o.tp, "tp");
-  take(base.pp, o.pp, "pp");
-  take(base.dp, o.dp, "dp");
-  take(base.micro_batch_size, o.micro_batch_size, "micro_batch_size");
-  take(base.global_batch_size, o.global_batch_size, "global_batch_size");
-  take(base.seq_length, o.seq_length, "seq_length");
-  take(base.schedule, o.schedule, "schedule");
-  take(base.recompute, o.recompute, "recompute");
-  take(base.rank_order, o.rank_order, "rank_order");
-  take(base.attention_backend, o.attention_backend, "attention_backend");
-  take(base.precision, o.precision, "precision");
+  for (const auto& f : kFields) {
+    std::visit(
+        [&](auto member) {
+          if (!(o.*member)) return;
+          base.*member = o.*member;
+          if (const auto it = o.origin.find(f.field); it != o.origin.end()) {
+            base.origin[f.field] = it->second;
+          } else {
+            base.origin.erase(f.field);
+          }
+        },
+        f.member);
+  }
   return base;
 }
 

@@ -3,10 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <variant>
 #include <vector>
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/strategy/rank_layout.hpp"
+#include "ptsim/strategy/stage_partition.hpp"
 
 namespace ptsim::config {
 
@@ -35,6 +38,15 @@ class Checker {
     return x;
   }
 
+  /// `field` must divide `n`, the model's `what`.
+  void divides(const std::string& field, std::int64_t value, std::int64_t n, const std::string& what,
+               const std::string& why = "") const {
+    if (n % value == 0) return;
+    fail(field, value,
+         fmt::format("must divide {} = {} (model {}{})", what, n, m_.name, why.empty() ? "" : ": " + why),
+         fmt::format("choose one of {}", divisors_hint(n)));
+  }
+
   [[noreturn]] void fail(const std::string& field, std::int64_t value, const std::string& rule,
                          const std::string& fix) const {
     throw ConfigError(fmt::format("{} = {} {}; {}", s_.where(field), value, rule, fix));
@@ -45,7 +57,10 @@ class Checker {
     throw ConfigError(fmt::format("{} = {} {}; {}", s_.where(field), value, rule, fix));
   }
 
-  const std::string& model_name() const { return m_.name; }
+  /// A boolean flag that may not be combined with the current setting.
+  [[noreturn]] void fail_flag(const std::string& field, const std::string& rule, const std::string& fix) const {
+    throw ConfigError(fmt::format("{} {}; {}", s_.where(field), rule, fix));
+  }
 
  private:
   const StrategyInput& s_;
@@ -55,13 +70,170 @@ class Checker {
 strategy::ScheduleKind schedule_of(const std::string& s) {
   if (s == "naive") return strategy::ScheduleKind::Naive;
   if (s == "gpipe") return strategy::ScheduleKind::GPipe;
+  if (s == "interleaved") return strategy::ScheduleKind::Interleaved;
+  if (s == "zb-h1") return strategy::ScheduleKind::ZbH1;
+  if (s == "zb-h2") return strategy::ScheduleKind::ZbH2;
+  if (s == "dualpipe") return strategy::ScheduleKind::DualPipe;
   return strategy::ScheduleKind::OneFOneB;
+}
+
+// Tensor, context and expert parallelism against the model's dimensions.
+void check_model_splits(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
+                        const StrategyInput& s) {
+  check.divides("tp", c.tp, m.num_attention_heads, "num_attention_heads");
+  if (!m.multi_latent_attention)
+    check.divides("tp", c.tp, m.num_query_groups, "num_query_groups", "key/value heads are split over TP ranks");
+  const bool has_dense_mlp = !m.is_moe() || m.first_dense_layers > 0;
+  if (has_dense_mlp) check.divides("tp", c.tp, m.ffn_hidden_size, "ffn_hidden_size");
+  if (m.moe_shared_expert_intermediate_size > 0)
+    check.divides("tp", c.tp, m.moe_shared_expert_intermediate_size, "moe_shared_expert_intermediate_size");
+
+  c.cp = check.bounded(s.cp, 1, "cp", kMaxGpus);
+  if (c.cp > 1) {
+    if (m.seq_length % (2 * c.cp) != 0)
+      check.fail("cp", c.cp,
+                 fmt::format("must split seq_length = {} into 2·cp equal chunks (Megatron's causal load "
+                             "balancing gives each CP rank chunks i and 2·cp−1−i)",
+                             m.seq_length),
+                 "choose cp with seq_length divisible by 2·cp");
+    if (c.attention == strategy::AttentionBackend::Unfused)
+      check.fail("cp", c.cp, "needs fused attention (ring attention runs FlashAttention blocks)",
+                 "drop --attention-backend unfused");
+  }
+
+  c.ep = check.bounded(s.ep, 1, "ep", kMaxGpus);
+  c.expert_tp = check.bounded(s.expert_tp, c.tp, "expert_tp", kMaxGpus);
+  if (!m.is_moe()) {
+    if (c.ep > 1) check.fail("ep", c.ep, fmt::format("needs a mixture-of-experts model; {} is dense", m.name), "drop --ep");
+    if (s.expert_tp && c.expert_tp != c.tp)
+      check.fail("expert_tp", c.expert_tp, fmt::format("needs a mixture-of-experts model; {} is dense", m.name),
+                 "drop --expert-tensor-parallel-size");
+    if (s.moe_capacity_factor)
+      check.fail_flag("moe_capacity_factor", fmt::format("needs a mixture-of-experts model; {} is dense", m.name),
+                      "drop --moe-expert-capacity-factor");
+  } else {
+    check.divides("ep", c.ep, m.num_moe_experts, "num_moe_experts", "each EP rank holds whole experts");
+    check.divides("expert_tp", c.expert_tp, m.moe_ffn_hidden_size, "moe_ffn_hidden_size");
+    c.moe_capacity_factor = s.moe_capacity_factor;
+  }
+}
+
+// Layers per virtual stage and the schedule that runs them.
+void check_pipeline(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
+                    const StrategyInput& s) {
+  const std::int64_t L = m.num_layers;
+  c.vpp = check.bounded(s.vpp, 1, "vpp", 1 << 16);
+  if (s.layers_per_virtual_stage) {
+    const std::int64_t n = *s.layers_per_virtual_stage;
+    if (c.pp == 1) check.fail("layers_per_virtual_stage", n, "needs pipeline parallelism", "set --pp > 1");
+    if (L % (c.pp * n) != 0)
+      check.fail("layers_per_virtual_stage", n,
+                 fmt::format("must divide the layers of a stage evenly: num_layers = {} over pp = {}", L, c.pp),
+                 fmt::format("choose one of {}", divisors_hint(L / c.pp)));
+    const std::int64_t vpp = L / (c.pp * n);
+    if (s.vpp && *s.vpp != vpp)
+      check.fail("vpp", *s.vpp,
+                 fmt::format("contradicts --num-layers-per-virtual-pipeline-stage {} (which gives {})", n, vpp),
+                 "give one of the two");
+    c.vpp = vpp;
+  }
+  const std::string schedule =
+      s.schedule.value_or(c.vpp > 1 ? "interleaved" : "1f1b");
+  c.schedule = schedule_of(schedule);
+  using strategy::ScheduleKind;
+  if (c.vpp > 1 && c.pp == 1)
+    check.fail("vpp", c.vpp, "needs pipeline parallelism (model chunks are spread over pipeline stages)",
+               "set --pp > 1 or drop --vpp");
+  if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved)
+    check.fail("schedule", schedule, fmt::format("cannot run vpp = {} model chunks per stage", c.vpp),
+               "use --schedule interleaved or drop --vpp");
+  if (c.schedule == ScheduleKind::Interleaved && c.vpp == 1)
+    check.fail("schedule", schedule, "needs several model chunks per stage",
+               "give --virtual-pipeline-model-parallel-size V ≥ 2");
+  if (c.schedule == ScheduleKind::DualPipe && (c.pp < 2 || c.pp % 2 != 0))
+    check.fail("pp", c.pp, "must be even for --schedule dualpipe (ranks r and p−1−r pair up)",
+               "use an even pipeline size");
+  if ((s.first_stage_layers || s.last_stage_layers) && c.pp == 1)
+    check.fail(s.first_stage_layers ? "first_stage_layers" : "last_stage_layers",
+               s.first_stage_layers.value_or(s.last_stage_layers.value_or(0)), "needs pipeline parallelism",
+               "set --pp > 1");
+  if ((s.first_stage_layers || s.last_stage_layers) && c.vpp > 1)
+    check.fail(s.first_stage_layers ? "first_stage_layers" : "last_stage_layers",
+               s.first_stage_layers.value_or(s.last_stage_layers.value_or(0)),
+               "cannot be combined with the interleaved schedule's equal model chunks", "drop it or --vpp");
+  const std::int64_t virtual_stages = c.pp * c.vpp;
+  if (virtual_stages > L)
+    check.fail(c.vpp > 1 ? "vpp" : "pp", c.vpp > 1 ? c.vpp : c.pp,
+               fmt::format("makes {} virtual stages, more than num_layers = {} (model {}): every stage needs a layer",
+                           virtual_stages, L, m.name),
+               "use fewer pipeline stages or chunks");
+  if (s.first_stage_layers || s.last_stage_layers) {
+    const std::int64_t fixed = s.first_stage_layers.value_or(0) + s.last_stage_layers.value_or(0);
+    const std::int64_t rest = c.pp - (s.first_stage_layers ? 1 : 0) - (s.last_stage_layers ? 1 : 0);
+    if (L - fixed < rest || (rest == 0 && L != fixed))
+      check.fail(s.first_stage_layers ? "first_stage_layers" : "last_stage_layers", fixed,
+                 fmt::format("leaves {} layers for the other {} stages of num_layers = {}", L - fixed, rest, L),
+                 rest == 0 ? "make the first and last stages hold every layer" : "give the first/last stage fewer layers");
+  }
+  c.virtual_stage_layers = strategy::split_layers(L, virtual_stages, s.first_stage_layers, s.last_stage_layers);
+}
+
+void check_memory_options(const Checker& check, strategy::ParallelConfig& c, const StrategyInput& s) {
+  const std::string recompute = s.recompute.value_or("none");
+  c.recompute = recompute == "full"        ? strategy::RecomputeKind::Full
+                : recompute == "selective" ? strategy::RecomputeKind::Selective
+                                           : strategy::RecomputeKind::None;
+  if (s.recompute_num_layers) {
+    if (c.recompute != strategy::RecomputeKind::Full)
+      check.fail("recompute_num_layers", *s.recompute_num_layers, "needs --recompute full",
+                 "add --recompute full or drop --recompute-num-layers");
+    std::int64_t most = 0;
+    for (const std::int64_t n : c.virtual_stage_layers) most = std::max(most, n);
+    if (*s.recompute_num_layers > most)
+      check.fail("recompute_num_layers", *s.recompute_num_layers,
+                 fmt::format("exceeds the layers of a model chunk (at most {})", most),
+                 fmt::format("use at most {}, or omit it to recompute every layer", most));
+    c.recompute_num_layers = *s.recompute_num_layers;
+  }
+
+  c.zero_stage = static_cast<int>(s.zero.value_or(0));
+  if (s.distributed_optimizer.value_or(false)) {
+    if (s.zero && *s.zero != 1)
+      check.fail("zero", *s.zero, "contradicts --use-distributed-optimizer (ZeRO stage 1)", "give one of the two");
+    c.zero_stage = 1;
+  }
+  c.overlap_grad_reduce = s.overlap_grad_reduce.value_or(false);
+  c.overlap_param_gather = s.overlap_param_gather.value_or(false);
+  if (c.overlap_param_gather && c.zero_stage == 0)
+    check.fail_flag("overlap_param_gather", "needs sharded parameters or optimizer states",
+                    "add --use-distributed-optimizer or --zero 1|2|3");
+}
+
+// Text fields must hold one of their choices (flags and files check this
+// too; a StrategyInput built in code reaches here unchecked).
+void check_choices(const Checker& check, const StrategyInput& s) {
+  for (const auto& f : strategy_fields()) {
+    if (f.choices.empty()) continue;
+    const auto* member = std::get_if<std::optional<std::string> StrategyInput::*>(&f.member);
+    if (member == nullptr || !(s.**member)) continue;
+    const std::string& value = *(s.**member);
+    if (std::find(f.choices.begin(), f.choices.end(), value) == f.choices.end())
+      check.fail(f.field, value, fmt::format("is not one of {}", fmt::join(f.choices, ", ")),
+                 fmt::format("use one of {}", fmt::join(f.choices, ", ")));
+  }
+}
+
+// "tp·pp" or "tp·cp·pp", whichever the run uses.
+std::string model_parallel_text(const strategy::ParallelConfig& c) {
+  return c.cp > 1 ? fmt::format("tp·cp·pp = {}·{}·{} = {}", c.tp, c.cp, c.pp, c.tp * c.cp * c.pp)
+                  : fmt::format("tp·pp = {}·{} = {}", c.tp, c.pp, c.tp * c.pp);
 }
 
 }  // namespace
 
 ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   const Checker check(s, model);
+  check_choices(check, s);
   ResolvedRun run{model, {}};
   auto& m = run.model;
   auto& c = run.parallel;
@@ -69,75 +241,71 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   m.seq_length = check.bounded(s.seq_length, model.seq_length, "seq_length", kMaxSeq);
   c.tp = check.bounded(s.tp, 1, "tp", kMaxGpus);
   c.pp = check.bounded(s.pp, 1, "pp", kMaxGpus);
-  if (m.num_attention_heads % c.tp != 0)
-    check.fail("tp", c.tp,
-               fmt::format("must divide num_attention_heads = {} (model {})",
-                           m.num_attention_heads, m.name),
-               fmt::format("choose one of {}", divisors_hint(m.num_attention_heads)));
-  if (m.num_query_groups % c.tp != 0)
-    check.fail("tp", c.tp,
-               fmt::format("must divide num_query_groups = {} (model {}: key/value heads are split "
-                           "over TP ranks)",
-                           m.num_query_groups, m.name),
-               fmt::format("choose one of {}", divisors_hint(m.num_query_groups)));
-  if (m.ffn_hidden_size % c.tp != 0)
-    check.fail("tp", c.tp,
-               fmt::format("must divide ffn_hidden_size = {} (model {})", m.ffn_hidden_size, m.name),
-               fmt::format("choose one of {}", divisors_hint(m.ffn_hidden_size)));
+  const std::string attention = s.attention_backend.value_or("flash");
+  c.attention = attention == "flash" ? strategy::AttentionBackend::Flash : strategy::AttentionBackend::Unfused;
+  const std::string precision = s.precision.value_or("bf16");
+  c.precision = precision == "bf16" ? Dtype::Bf16 : Dtype::Fp8;
+  check_model_splits(check, m, c, s);
   if (c.pp > m.num_layers)
     check.fail("pp", c.pp,
-               fmt::format("exceeds num_layers = {} (model {}): every stage needs a layer",
-                           m.num_layers, m.name),
+               fmt::format("exceeds num_layers = {} (model {}): every stage needs a layer", m.num_layers, m.name),
                fmt::format("use at most {} pipeline stages", m.num_layers));
 
-  const std::int64_t model_parallel = c.tp * c.pp;
-
+  const std::int64_t model_parallel = c.tp * c.cp * c.pp;
   if (!s.gpus && !s.dp)
     throw ConfigError("the number of GPUs is not set; give --gpus N (or --data-parallel-size, "
-                      "from which GPUs = tp·pp·dp)");
+                      "from which GPUs = tp·cp·pp·dp)");
   if (s.gpus) {
     c.world_size = check.bounded(s.gpus, 1, "gpus", kMaxGpus);
     if (c.world_size % model_parallel != 0)
       check.fail("gpus", c.world_size,
-                 fmt::format("is not a multiple of tp·pp = {}·{} = {}", c.tp, c.pp, model_parallel),
-                 "choose tp and pp whose product divides the GPU count");
+                 fmt::format("is not a multiple of {}", model_parallel_text(c)),
+                 c.cp > 1 ? "choose tp, cp and pp whose product divides the GPU count"
+                          : "choose tp and pp whose product divides the GPU count");
     c.dp = c.world_size / model_parallel;
     if (s.dp && *s.dp != c.dp)
       check.fail("dp", *s.dp,
-                 fmt::format("does not match the world size: gpus = {} ≠ tp·pp·dp = {}·{}·{} = {}",
-                             c.world_size, c.tp, c.pp, *s.dp, model_parallel * *s.dp),
+                 c.cp > 1 ? fmt::format("does not match the world size: gpus = {} ≠ tp·cp·pp·dp = {}·{}·{}·{} = {}",
+                                        c.world_size, c.tp, c.cp, c.pp, *s.dp, model_parallel * *s.dp)
+                          : fmt::format("does not match the world size: gpus = {} ≠ tp·pp·dp = {}·{}·{} = {}",
+                                        c.world_size, c.tp, c.pp, *s.dp, model_parallel * *s.dp),
                  fmt::format("set --dp {} or omit --dp to derive it", c.dp));
   } else {
     c.dp = check.bounded(s.dp, 1, "dp", kMaxGpus);
     c.world_size = model_parallel * c.dp;
     if (c.world_size > kMaxGpus)
-      check.fail("dp", c.dp, fmt::format("makes tp·pp·dp = {} GPUs, more than {}", c.world_size,
-                                         kMaxGpus),
+      check.fail("dp", c.dp, fmt::format("makes tp·cp·pp·dp = {} GPUs, more than {}", c.world_size, kMaxGpus),
                  "use fewer GPUs");
   }
+  if (m.is_moe() && (c.tp * c.cp * c.dp) % (c.expert_tp * c.ep) != 0)
+    check.fail("ep", c.ep,
+               fmt::format("times expert_tp = {} must divide the {} ranks of a stage (tp·cp·dp = {}·{}·{}), "
+                           "which MoE layers lay out as expert_tp·ep·expert_dp",
+                           c.expert_tp, c.tp * c.cp * c.dp, c.tp, c.cp, c.dp),
+               "choose ep and expert_tp whose product divides tp·cp·dp");
 
-  const std::string schedule = s.schedule.value_or("1f1b");
-  if (schedule != "naive" && schedule != "gpipe" && schedule != "1f1b")
-    check.fail("schedule", schedule, "is not a schedule ptsim knows", "use naive, gpipe or 1f1b");
-  c.schedule = schedule_of(schedule);
-  const std::string recompute = s.recompute.value_or("none");
-  if (recompute != "none" && recompute != "full")
-    check.fail("recompute", recompute, "is not a recomputation mode", "use none or full");
-  c.recompute = recompute == "full" ? strategy::RecomputeKind::Full : strategy::RecomputeKind::None;
+  c.sequence_parallel = s.sequence_parallel.value_or(false);
+  if (c.sequence_parallel && c.tp == 1)
+    check.fail_flag("sequence_parallel", "needs tensor parallelism (it splits the sequence over the TP ranks)",
+                    "set --tp > 1 or drop --sequence-parallel");
+  if (c.sequence_parallel && (m.seq_length / c.cp) % c.tp != 0)
+    check.fail("tp", c.tp,
+               fmt::format("must divide the {} tokens of a sequence on one CP rank under sequence parallelism",
+                           m.seq_length / c.cp),
+               "choose a sequence length or tp that divide");
+  if (m.is_moe() && c.tp > 1 && !c.sequence_parallel)
+    check.fail("tp", c.tp, "with a mixture-of-experts model needs --sequence-parallel (as Megatron-Core requires)",
+               "add --sequence-parallel");
 
-  const std::string attention = s.attention_backend.value_or("flash");
-  if (attention != "flash" && attention != "unfused")
-    check.fail("attention_backend", attention, "is not an attention backend", "use flash or unfused");
-  c.attention = attention == "flash" ? strategy::AttentionBackend::Flash
-                                     : strategy::AttentionBackend::Unfused;
-  const std::string precision = s.precision.value_or("bf16");
-  if (precision != "bf16" && precision != "fp8")
-    check.fail("precision", precision, "is not a training precision", "use bf16 or fp8");
-  c.precision = precision == "bf16" ? Dtype::Bf16 : Dtype::Fp8;
+  check_pipeline(check, m, c, s);
+  check_memory_options(check, c, s);
 
   c.rank_order = s.rank_order.value_or(strategy::kDefaultRankOrder);
   try {
-    const strategy::RankLayout layout(c.tp, c.dp, c.pp, c.rank_order);
+    const strategy::RankLayout dense(c.tp, c.cp, 1, c.dp, c.pp, c.rank_order);
+    if (m.is_moe()) {
+      const strategy::RankLayout expert(c.expert_tp, 1, c.ep, c.expert_dp(), c.pp, c.rank_order);
+    }
   } catch (const ConfigError& e) {
     throw ConfigError(fmt::format("{}: {}", s.where("rank_order"), e.what()));
   }
@@ -147,8 +315,7 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
                       "(sequences per training step over all data-parallel replicas)");
   c.global_batch_size = check.bounded(s.global_batch_size, 1, "global_batch_size", kMaxBatch);
   if (c.global_batch_size % c.dp != 0)
-    check.fail("global_batch_size", c.global_batch_size,
-               fmt::format("is not divisible by dp = {}", c.dp),
+    check.fail("global_batch_size", c.global_batch_size, fmt::format("is not divisible by dp = {}", c.dp),
                fmt::format("use a multiple of {}", c.dp));
   const std::int64_t per_replica = c.global_batch_size / c.dp;
   if (c.schedule == strategy::ScheduleKind::Naive) {
@@ -164,10 +331,25 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
     c.micro_batch_size = check.bounded(s.micro_batch_size, 1, "micro_batch_size", kMaxBatch);
     if (per_replica % c.micro_batch_size != 0)
       check.fail("global_batch_size", c.global_batch_size,
-                 fmt::format("is not divisible by micro_batch_size·dp = {}·{} = {}",
-                             c.micro_batch_size, c.dp, c.micro_batch_size * c.dp),
+                 fmt::format("is not divisible by micro_batch_size·dp = {}·{} = {}", c.micro_batch_size, c.dp,
+                             c.micro_batch_size * c.dp),
                  fmt::format("use a multiple of {}", c.micro_batch_size * c.dp));
   }
+  const std::int64_t m_count = c.num_microbatches();
+  using strategy::ScheduleKind;
+  if (c.schedule == ScheduleKind::Interleaved && m_count % c.pp != 0)
+    check.fail("global_batch_size", c.global_batch_size,
+               fmt::format("gives {} micro-batches, not a multiple of pp = {}: the interleaved schedule runs "
+                           "micro-batches in groups of pp (Megatron-Core refuses a smaller last group, which "
+                           "deadlocks)",
+                           m_count, c.pp),
+               fmt::format("use a multiple of {}", c.pp * c.micro_batch_size * c.dp));
+  if (c.schedule == ScheduleKind::DualPipe && (m_count % 2 != 0 || m_count < 2 * c.pp))
+    check.fail("global_batch_size", c.global_batch_size,
+               fmt::format("gives {} micro-batches; DualPipe needs an even number, at least 2·pp = {} (half "
+                           "enter each end of the pipeline)",
+                           m_count, 2 * c.pp),
+               fmt::format("use a global batch that makes an even number ≥ {} of micro-batches", 2 * c.pp));
   return run;
 }
 

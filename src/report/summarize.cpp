@@ -22,8 +22,8 @@ using workload::categories::kTensorParallel;
 // The compute stream's idle time, split into waiting on communication
 // (attributed in equal shares to the dimensions then in flight) and bubble.
 void split_idle_time(const engine::RankStats& r, const taskgraph::Workload& w, StepResult& out) {
-  for (std::size_t mask = 0; mask < r.occupancy.size(); ++mask) {
-    const double t = r.occupancy[mask].seconds();
+  for (const auto& [mask, time] : r.occupancy) {
+    const double t = time.seconds();
     if (mask & 1u) continue;  // compute stream busy
     if (mask == 0) {
       out.breakdown.pipeline_bubble_s += t;

@@ -16,7 +16,14 @@ std::string_view to_string(ScheduleKind s) {
   return "?";
 }
 
-std::string_view to_string(RecomputeKind r) { return r == RecomputeKind::None ? "none" : "full"; }
+std::string_view to_string(RecomputeKind r) {
+  switch (r) {
+    case RecomputeKind::None: return "none";
+    case RecomputeKind::Selective: return "selective";
+    case RecomputeKind::Full: return "full";
+  }
+  return "?";
+}
 
 std::string_view to_string(AttentionBackend a) {
   return a == AttentionBackend::Flash ? "flash" : "unfused";

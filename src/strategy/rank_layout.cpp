@@ -20,9 +20,10 @@ std::string_view to_string(Axis a) {
   return "?";
 }
 
-RankLayout::RankLayout(std::int64_t tp, std::int64_t dp, std::int64_t pp, std::string_view order)
+RankLayout::RankLayout(std::int64_t tp, std::int64_t cp, std::int64_t ep, std::int64_t dp, std::int64_t pp,
+                       std::string_view order)
     : order_text_(order) {
-  size_ = {tp, 1, 1, dp, pp};
+  size_ = {tp, cp, ep, dp, pp};
   std::array<bool, kNumAxes> seen{};
   std::int64_t stride = 1;
   std::size_t begin = 0;
@@ -53,9 +54,12 @@ RankLayout::RankLayout(std::int64_t tp, std::int64_t dp, std::int64_t pp, std::s
       throw ConfigError(fmt::format("rank order '{}' names {} axes and leaves out {}; it must name "
                                     "each of tp, dp, pp once, e.g. {}",
                                     order, count, to_string(required), kDefaultRankOrder));
-  // Axes of size 1 left out of the order go last; their stride does not matter.
+  // Axes left out of the order go last.
   for (int i = 0; i < kNumAxes; ++i)
-    if (!seen[static_cast<std::size_t>(i)]) stride_[static_cast<std::size_t>(i)] = stride;
+    if (!seen[static_cast<std::size_t>(i)]) {
+      stride_[static_cast<std::size_t>(i)] = stride;
+      stride *= size_[static_cast<std::size_t>(i)];
+    }
   world_size_ = stride;
 }
 

@@ -1,5 +1,8 @@
-// Communicator construction from the rank layout (see internal/communicators.hpp).
+// Communicator construction from the rank layouts (see internal/communicators.hpp).
 #include "internal/communicators.hpp"
+
+#include <algorithm>
+#include <map>
 
 #include "ptsim/workload/step_workload.hpp"
 
@@ -8,54 +11,120 @@ namespace ptsim::workload::internal {
 namespace {
 
 using strategy::Axis;
+using strategy::ScheduleKind;
 using taskgraph::CommunicatorId;
 
-CommunicatorId add(taskgraph::Workload& w, std::vector<Rank> members) {
-  w.communicators.push_back({std::move(members)});
-  return static_cast<CommunicatorId>(w.communicators.size() - 1);
-}
+class Builder {
+ public:
+  explicit Builder(taskgraph::Workload& w) : w_(w) {}
 
-void assign(taskgraph::Workload& w, Rank rank, std::uint8_t slot, CommunicatorId id) {
-  w.communicator_of[static_cast<std::size_t>(rank) * w.comm_slot_names.size() + slot] = id;
-}
-
-// One communicator per group along `axis`, reached through `slot`.
-void add_groups(const strategy::RankLayout& layout, Axis axis, std::uint8_t slot,
-                taskgraph::Workload& w) {
-  if (layout.size(axis) == 1) return;
-  for (auto& group : layout.all_groups(axis)) {
-    const auto members = group;
-    const CommunicatorId id = add(w, std::move(group));
-    for (const Rank r : members) assign(w, r, slot, id);
+  CommunicatorId add(std::vector<Rank> members) {
+    w_.communicators.push_back({std::move(members)});
+    return static_cast<CommunicatorId>(w_.communicators.size() - 1);
   }
+
+  void assign(Rank rank, std::uint8_t slot, CommunicatorId id) {
+    w_.communicator_of[static_cast<std::size_t>(rank) * w_.comm_slot_names.size() + slot] = id;
+  }
+
+  // One communicator per distinct group (`group_of` each rank), reached through `slot`.
+  template <typename GroupOf>
+  void add_groups(std::int64_t world, std::uint8_t slot, GroupOf group_of) {
+    std::map<std::vector<Rank>, CommunicatorId> seen;
+    for (Rank r = 0; r < world; ++r) {
+      std::vector<Rank> members = group_of(r);
+      if (members.size() < 2) continue;
+      auto it = seen.find(members);
+      if (it == seen.end()) it = seen.emplace(members, add(members)).first;
+      assign(r, slot, it->second);
+    }
+  }
+
+  // A one-way channel from `from` to `to`.
+  void channel(Rank from, Rank to, std::uint8_t send_slot, std::uint8_t recv_slot) {
+    const CommunicatorId id = add({from, to});
+    assign(from, send_slot, id);
+    assign(to, recv_slot, id);
+  }
+
+ private:
+  taskgraph::Workload& w_;
+};
+
+// Members of rank's group along several axes of a layout, in coordinate order
+// (the first axis varying fastest).
+std::vector<Rank> group_along(const strategy::RankLayout& layout, Rank rank, std::initializer_list<Axis> axes) {
+  std::vector<Rank> members{rank};
+  for (const Axis a : axes) {
+    std::vector<Rank> next;
+    for (const Rank m : members)
+      for (const Rank r : layout.group(m, a)) next.push_back(r);
+    members = std::move(next);
+  }
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  return members;
 }
 
 }  // namespace
 
-void add_communicators(const strategy::RankLayout& layout, bool embedding_group,
-                       taskgraph::Workload& w) {
-  w.communicator_of.assign(
-      static_cast<std::size_t>(layout.world_size()) * w.comm_slot_names.size(),
-      taskgraph::kNoCommunicator);
-  add_groups(layout, Axis::Tp, slots::kTensorParallel, w);
-  add_groups(layout, Axis::Dp, slots::kDataParallel, w);
-  const std::int64_t pp = layout.size(Axis::Pp);
-  for (Rank r = 0; r < layout.world_size(); ++r) {
-    const std::int64_t stage = layout.coordinate(r, Axis::Pp);
-    if (stage + 1 < pp) {
-      const Rank next = layout.with_coordinate(r, Axis::Pp, stage + 1);
-      const CommunicatorId forward = add(w, {r, next});
-      assign(w, r, slots::kPipelineForwardSend, forward);
-      assign(w, next, slots::kPipelineForwardRecv, forward);
-      const CommunicatorId backward = add(w, {next, r});
-      assign(w, next, slots::kPipelineBackwardSend, backward);
-      assign(w, r, slots::kPipelineBackwardRecv, backward);
+void add_communicators(const strategy::ParallelConfig& config, const strategy::RankLayout& dense,
+                       const strategy::RankLayout* expert, bool embedding_group, taskgraph::Workload& w) {
+  const std::int64_t world = dense.world_size();
+  w.communicator_of.assign(static_cast<std::size_t>(world) * w.comm_slot_names.size(), taskgraph::kNoCommunicator);
+  Builder b(w);
+  const std::int64_t pp = dense.size(Axis::Pp);
+  const bool dualpipe = config.schedule == ScheduleKind::DualPipe;
+  // DualPipe: ranks r and p−1−r hold the same two model stages; their
+  // gradients are summed together with data parallelism.
+  const auto with_mirror = [&](std::vector<Rank> members) {
+    if (!dualpipe) return members;
+    std::vector<Rank> all = members;
+    for (const Rank r : members) {
+      const std::int64_t stage = dense.coordinate(r, Axis::Pp);
+      if (pp - 1 - stage != stage) all.push_back(dense.with_coordinate(r, Axis::Pp, pp - 1 - stage));
+    }
+    std::sort(all.begin(), all.end());
+    return all;
+  };
+
+  b.add_groups(world, slots::kTensorParallel, [&](Rank r) { return dense.group(r, Axis::Tp); });
+  b.add_groups(world, slots::kDataParallel,
+               [&](Rank r) { return with_mirror(group_along(dense, r, {Axis::Cp, Axis::Dp})); });
+  if (config.precision == Dtype::Fp8)
+    b.add_groups(world, slots::kAmax, [&](Rank r) { return group_along(dense, r, {Axis::Tp, Axis::Cp, Axis::Dp}); });
+  if (expert != nullptr) {
+    b.add_groups(world, slots::kExpertParallel, [&](Rank r) { return expert->group(r, Axis::Ep); });
+    b.add_groups(world, slots::kExpertTensorParallel, [&](Rank r) { return expert->group(r, Axis::Tp); });
+    b.add_groups(world, slots::kExpertDataParallel, [&](Rank r) { return with_mirror(expert->group(r, Axis::Dp)); });
+  }
+  // The CP ring: each rank sends to the next rank of its CP group.
+  if (dense.size(Axis::Cp) > 1)
+    for (Rank r = 0; r < world; ++r) {
+      const std::int64_t c = dense.coordinate(r, Axis::Cp);
+      const Rank next = dense.with_coordinate(r, Axis::Cp, (c + 1) % dense.size(Axis::Cp));
+      b.channel(r, next, slots::kContextSend, slots::kContextRecv);
+    }
+  // Pipeline channels between neighbouring stages; the interleaved schedule
+  // closes the ring (the last stage feeds the first stage's next chunk);
+  // DualPipe's second direction runs the other way on channels of its own.
+  const bool ring = config.schedule == ScheduleKind::Interleaved;
+  for (Rank r = 0; r < world; ++r) {
+    const std::int64_t stage = dense.coordinate(r, Axis::Pp);
+    if (stage + 1 < pp || (ring && pp > 1)) {
+      const Rank next = dense.with_coordinate(r, Axis::Pp, (stage + 1) % pp);
+      b.channel(r, next, slots::kPipelineForwardSend, slots::kPipelineForwardRecv);
+      b.channel(next, r, slots::kPipelineBackwardSend, slots::kPipelineBackwardRecv);
+      if (dualpipe) {
+        b.channel(next, r, slots::kPipeline1ForwardSend, slots::kPipeline1ForwardRecv);
+        b.channel(r, next, slots::kPipeline1BackwardSend, slots::kPipeline1BackwardRecv);
+      }
     }
     if (embedding_group && stage == 0) {
-      const Rank last = layout.with_coordinate(r, Axis::Pp, pp - 1);
-      const CommunicatorId id = add(w, {r, last});
-      assign(w, r, slots::kEmbedding, id);
-      assign(w, last, slots::kEmbedding, id);
+      const Rank last = dense.with_coordinate(r, Axis::Pp, pp - 1);
+      const CommunicatorId id = b.add({r, last});
+      b.assign(r, slots::kEmbedding, id);
+      b.assign(last, slots::kEmbedding, id);
     }
   }
 }

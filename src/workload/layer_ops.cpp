@@ -1,22 +1,48 @@
-// Per-layer ops of a GPT/Llama transformer layer (see layer_ops.hpp).
+// Per-layer ops of a GPT/Llama/DeepSeek transformer layer (see layer_ops.hpp).
 //
-// Notation (per tensor-parallel rank): N = s·b tokens, h hidden, a heads, g
-// query groups, d per-head channels, f FFN width, t TP size; bf16 = 2 bytes.
-// Saved tensors per op, as Korthikanti et al. 2022 §4.1 count them:
-//   LN1 input 2Nh · QKV input 2Nh · Q,K 4Nh/t · softmax out 2as²b/t ·
+// Notation (per rank): N = b·s/cp tokens, N' = N/t in sequence-parallel
+// regions (N' = N without SP), h hidden, a heads, g query groups, d per-head
+// channels, f FFN width, t TP size; bf16 = 2 bytes. Saved tensors per op, as
+// Korthikanti et al. 2022 §4.1 count them (each /t under SP, §4.2.2):
+//   LN1 input 2N'h · QKV input 2N'h · Q,K 4Nh/t · softmax out 2as²b/t ·
 //   dropout mask as²b/t · dropout out 2as²b/t + V 2Nh/t · proj input 2Nh/t ·
-//   residual dropout mask Nh · LN2 input 2Nh · FC1 input 2Nh · GeLU input 8Nh/t ·
-//   FC2 input 8Nh/t · residual dropout mask Nh.
+//   residual dropout mask N'h · LN2 input 2N'h · FC1 input 2N'h · GeLU input 8Nh/t ·
+//   FC2 input 8Nh/t · residual dropout mask N'h.
 // Flash attention replaces scores, softmax, dropout and context by one kernel
 // that saves Q, K, V (6Nh/t with MHA) and the fp32 log-sum-exp of each row.
+//
+// Tensor parallelism (Megatron-LM): a column-parallel linear takes the whole
+// input (all-gathered from the SP shards under SP) and its input gradient is
+// all-reduced (reduce-scattered under SP) beside the weight-gradient GEMM; a
+// row-parallel linear's output is all-reduced (reduce-scattered). Under SP the
+// column-parallel input is saved sharded and all-gathered again in backward
+// for the weight gradient, as Megatron-LM does.
+//
+// Context parallelism (ring attention as Megatron-Core/Transformer Engine run
+// it): the sequence is cut into 2·cp chunks, CP rank i holding chunks i and
+// 2·cp−1−i so that causal work is even. Attention runs in cp steps; step j
+// attends to the key/value block received j steps around the ring while the
+// next block travels. With that load balancing every step of a causal model
+// does half a (s/cp)² block of work, which is what a causal (s/cp)² kernel
+// executes: each step is priced as one. The backward passes the key/value
+// blocks and their gradients around the ring.
+//
+// Mixture of experts (Megatron-Core's all-to-all token dispatcher): router,
+// permutation, all-to-all dispatch over EP, all-gather over expert TP, grouped
+// expert GEMMs, reduce-scatter, all-to-all combine, unpermutation; shared
+// experts as a TP-split dense MLP. Routing is taken as balanced: every expert
+// gets its even share of tokens (or its capacity under a capacity factor,
+// padded to capacity as --moe-pad-expert-input-to-capacity does).
 #include "ptsim/workload/layer_ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ptsim::workload {
 
 namespace {
 
+using taskgraph::CollectiveKind;
 using taskgraph::KernelClass;
 
 std::uint64_t as_bytes(double b) { return static_cast<std::uint64_t>(std::llround(b)); }
@@ -31,103 +57,409 @@ OpSpec freeing(OpSpec op, double freed) {
   return op;
 }
 
-OpSpec tp_all_reduce(std::string name, double bytes, bool async) {
-  OpSpec op;
-  op.name = std::move(name);
-  op.kind = OpKind::TpAllReduce;
-  op.bytes = as_bytes(bytes);
-  op.async = async;
+OpSpec weight_grad(OpSpec op) {
+  op.weight_grad = true;
   return op;
 }
 
-}  // namespace
+// Builds a layer's ops: forward in order, backward collected in reverse
+// (each emit_backward call prepends a group of ops).
+class LayerBuilder {
+ public:
+  LayerBuilder(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer)
+      : sliding_(m.is_sliding_window_layer(layer)), m_(m), shape_(shape), t_(static_cast<double>(shape.tp)), N_(shape.tokens()), Nsp_(shape.sp_tokens()),
+        h_(static_cast<double>(m.hidden_size)), tp_(shape.tp > 1), sp_(shape.sequence_parallel),
+        dropout_(m.dropout > 0), fp8_(shape.gemm_dtype == Dtype::Fp8) {}
 
-BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shape) {
-  const double t = static_cast<double>(shape.tp);
-  const double b = static_cast<double>(shape.micro_batch);
-  const double s = static_cast<double>(shape.seq_length);
-  const double N = s * b;
-  const double h = static_cast<double>(m.hidden_size);
-  const double heads = static_cast<double>(m.num_attention_heads) / t;  // per rank
-  const double groups = static_cast<double>(m.num_query_groups) / t;
-  const double d = static_cast<double>(m.kv_channels);
-  const double q = heads * d;               // query width per rank
-  const double kv = groups * d;             // key (= value) width per rank
-  const double f = static_cast<double>(m.ffn_hidden_size) / t;
-  const bool swiglu = m.activation == model::Activation::SwiGlu;
-  const double fc1_out = swiglu ? 2 * f : f;
-  const bool dropout = m.dropout > 0;
-  const bool rope = m.position_embedding == model::PositionEmbedding::Rope;
-  const double scores = b * heads * s * s;  // attention score elements per rank
-  const bool tp = shape.tp > 1;
-  const bool flash = shape.flash_attention;
-  const Dtype gd = shape.gemm_dtype;  // the layer's linear GEMMs
-  const double lse = 4 * b * heads * s;  // flash attention's fp32 row statistics
-
-  BlockOps ops;
-  auto& fw = ops.forward;
-  auto& bw = ops.backward;
-
-  // ---- forward --------------------------------------------------------------
-  fw.push_back(saving(memory_op("ln1", 2 * N * h * 2, KernelClass::Norm), 2 * N * h));
-  fw.push_back(saving(matmul("attn.qkv", N, q + 2 * kv, h, 1, gd), 2 * N * h));
-  if (rope) fw.push_back(memory_op("attn.rope", 2 * 2 * N * (q + kv)));
-  if (flash) {
-    fw.push_back(saving(attention_op("attn.flash", b * heads, s, d, kv / q, m.causal, false),
-                        2 * N * (q + 2 * kv) + lse));
-  } else {
-    fw.push_back(saving(matmul("attn.scores", s, s, d, b * heads), 2 * N * (q + kv)));
-    // Fused scale-mask-softmax: reads and writes the scores once; keeps its output.
-    fw.push_back(saving(memory_op("attn.softmax", 2 * scores * 2, KernelClass::Softmax), 2 * scores));
-    if (dropout)  // bf16 in, bf16 out, 1-byte mask kept with the output
-      fw.push_back(saving(memory_op("attn.dropout", scores * (2 + 2 + 1)), 3 * scores));
-    fw.push_back(saving(matmul("attn.context", s, d, s, b * heads), 2 * N * kv));
+  BlockOps take() {
+    BlockOps ops;
+    ops.forward = std::move(fw_);
+    for (auto it = bw_groups_.rbegin(); it != bw_groups_.rend(); ++it)
+      ops.backward.insert(ops.backward.end(), it->begin(), it->end());
+    return ops;
   }
-  fw.push_back(saving(matmul("attn.proj", N, h, q, 1, gd), 2 * N * q));
-  if (tp) fw.push_back(tp_all_reduce("attn.proj.allreduce", 2 * N * h, false));
-  // Bias, dropout and residual add, fused: reads two tensors, writes one (+ mask).
-  fw.push_back(dropout ? saving(memory_op("attn.bias_dropout_add", N * h * 7), N * h)
-                       : memory_op("attn.residual_add", N * h * 6));
-  fw.push_back(saving(memory_op("ln2", 2 * N * h * 2, KernelClass::Norm), 2 * N * h));
-  fw.push_back(saving(matmul("mlp.fc1", N, fc1_out, h, 1, gd), 2 * N * h));
-  fw.push_back(saving(memory_op(swiglu ? "mlp.swiglu" : "mlp.gelu", 2 * N * (fc1_out + f)),
-                      2 * N * fc1_out));
-  fw.push_back(saving(matmul("mlp.fc2", N, h, f, 1, gd), 2 * N * f));
-  if (tp) fw.push_back(tp_all_reduce("mlp.fc2.allreduce", 2 * N * h, false));
-  fw.push_back(dropout ? saving(memory_op("mlp.bias_dropout_add", N * h * 7), N * h)
-                       : memory_op("mlp.residual_add", N * h * 6));
 
-  // ---- backward (reverse order; each op frees what its forward op saved) ---
-  if (dropout) bw.push_back(freeing(memory_op("mlp.bias_dropout_add.bwd", N * h * 5), N * h));
-  bw.push_back(matmul("mlp.fc2.dgrad", N, f, h, 1, gd));
-  bw.push_back(freeing(matmul("mlp.fc2.wgrad", f, h, N, 1, gd), 2 * N * f));
-  bw.push_back(freeing(memory_op(swiglu ? "mlp.swiglu.bwd" : "mlp.gelu.bwd",
-                                 2 * N * (2 * fc1_out + f)),
-                       2 * N * fc1_out));
-  bw.push_back(matmul("mlp.fc1.dgrad", N, h, fc1_out, 1, gd));
-  if (tp) bw.push_back(tp_all_reduce("mlp.fc1.dgrad.allreduce", 2 * N * h, true));
-  bw.push_back(freeing(matmul("mlp.fc1.wgrad", h, fc1_out, N, 1, gd), 2 * N * h));
-  bw.push_back(freeing(memory_op("ln2.bwd", 2 * N * h * 4, KernelClass::Norm), 2 * N * h));
-  if (dropout) bw.push_back(freeing(memory_op("attn.bias_dropout_add.bwd", N * h * 5), N * h));
-  bw.push_back(matmul("attn.proj.dgrad", N, q, h, 1, gd));
-  bw.push_back(freeing(matmul("attn.proj.wgrad", q, h, N, 1, gd), 2 * N * q));
-  if (flash) {
-    bw.push_back(freeing(attention_op("attn.flash.bwd", b * heads, s, d, kv / q, m.causal, true),
-                         2 * N * (q + 2 * kv) + lse));
-  } else {
-    bw.push_back(matmul("attn.context.dprobs", s, s, d, b * heads));
-    bw.push_back(freeing(matmul("attn.context.dv", s, d, s, b * heads), 2 * N * kv));
-    if (dropout) bw.push_back(freeing(memory_op("attn.dropout.bwd", scores * 5), 3 * scores));
+  void norm(const std::string& name) {
+    fw_.push_back(saving(memory_op(name, 2 * Nsp_ * h_ * 2, KernelClass::Norm), 2 * Nsp_ * h_));
+    backward({freeing(memory_op(name + ".bwd", 2 * Nsp_ * h_ * 4, KernelClass::Norm), 2 * Nsp_ * h_)});
+  }
+
+  // Bias, dropout and residual add, fused: reads two tensors, writes one (+ mask).
+  void residual(const std::string& prefix) {
+    if (dropout_) {
+      fw_.push_back(saving(memory_op(prefix + ".bias_dropout_add", Nsp_ * h_ * 7), Nsp_ * h_));
+      backward({freeing(memory_op(prefix + ".bias_dropout_add.bwd", Nsp_ * h_ * 5), Nsp_ * h_)});
+    } else {
+      fw_.push_back(memory_op(prefix + ".residual_add", Nsp_ * h_ * 6));
+    }
+  }
+
+  // The TP region's entry for an input of width `width` that column-parallel
+  // linears consume: all-gathered under SP (forward); its gradient reduced in
+  // backward by the last column-parallel linear's dgrad (see column()).
+  void enter_tp_region(const std::string& prefix) {
+    if (sp_) fw_.push_back(collective_op(prefix + ".allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
+                                         2 * N_ * h_));
+  }
+
+  // Column-parallel linear of `in` → `out_total` (split t ways). `saved` is the
+  // input kept for its weight gradient (0: another op already saved it).
+  // `reduce_input_grad`: this linear's dgrad completes the region input's
+  // gradient, which is all-reduced (reduce-scattered under SP) beside its wgrad.
+  void column(const std::string& name, double rows, double in, double out_total, double saved,
+              bool reduce_input_grad, bool gathered_input) {
+    const double out = out_total / t_;
+    cast(name, rows, in);
+    fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), saved));
+    std::vector<OpSpec> bw;
+    cast_grad(name, rows, out, bw);
+    // Under SP the weight gradient needs the whole input again.
+    const bool regather = sp_ && gathered_input;
+    if (regather) {
+      OpSpec ag = collective_op(name + ".input_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
+                                2 * N_ * h_, true);
+      ag.weight_grad = true;
+      bw.push_back(ag);
+    }
+    bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, shape_.gemm_dtype));
+    if (reduce_input_grad && tp_)
+      bw.push_back(collective_op(name + ".dgrad." + (sp_ ? "reducescatter" : "allreduce"),
+                                 sp_ ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
+                                 CommGroup::TensorParallel, 2 * N_ * h_, true));
+    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), saved)));
+    backward(std::move(bw));
+  }
+
+  // Row-parallel linear of `in_total` (split t ways) → `out`; its output is
+  // all-reduced (reduce-scattered under SP) before the residual.
+  void row(const std::string& name, double rows, double in_total, double out) {
+    const double in = in_total / t_;
+    cast(name, rows, in);
+    fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), 2 * rows * in));
+    if (tp_)
+      fw_.push_back(collective_op(name + (sp_ ? ".reducescatter" : ".allreduce"),
+                                  sp_ ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
+                                  CommGroup::TensorParallel, 2 * N_ * out));
+    std::vector<OpSpec> bw;
+    if (sp_) bw.push_back(collective_op(name + ".grad_allgather", CollectiveKind::AllGather,
+                                        CommGroup::TensorParallel, 2 * N_ * out));
+    cast_grad(name, rows, out, bw);
+    bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, shape_.gemm_dtype));
+    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), 2 * rows * in)));
+    backward(std::move(bw));
+  }
+
+  void attention() {
+    enter_tp_region("attn.input");
+    if (m_.multi_latent_attention) {
+      latent_attention_projections();
+    } else {
+      const double d = static_cast<double>(m_.kv_channels);
+      const double q = static_cast<double>(m_.num_attention_heads) * d;
+      const double kv = static_cast<double>(m_.num_query_groups) * d;
+      column("attn.qkv", N_, h_, q + 2 * kv, 2 * Nsp_ * h_, true, true);
+      if (m_.qk_layernorm) {
+        fw_.push_back(saving(memory_op("attn.qk_norm", 2 * N_ * (q + kv) / t_ * 2, KernelClass::Norm),
+                             2 * N_ * (q + kv) / t_));
+        backward({freeing(memory_op("attn.qk_norm.bwd", 2 * N_ * (q + kv) / t_ * 4, KernelClass::Norm),
+                          2 * N_ * (q + kv) / t_)});
+      }
+      if (m_.position_embedding == model::PositionEmbedding::Rope) rope(q / t_, kv / t_);
+      core_attention(d, d, kv / q);
+    }
+  }
+
+  void mlp(std::int64_t layer) {
+    if (m_.is_moe_layer(layer)) {
+      moe();
+    } else {
+      dense_mlp("mlp", static_cast<double>(m_.ffn_hidden_size));
+    }
+  }
+
+ private:
+  // FP8 GEMMs (Transformer Engine): the input is cast to fp8 with its
+  // transpose for the weight gradient (read 2, write 1 + 1 bytes per element);
+  // the output gradient likewise in backward.
+  void cast(const std::string& name, double rows, double cols) {
+    if (fp8_) fw_.push_back(memory_op(name + ".fp8_cast", rows * cols * 4));
+  }
+  void cast_grad(const std::string& name, double rows, double cols, std::vector<OpSpec>& bw) {
+    if (fp8_) bw.push_back(memory_op(name + ".grad_fp8_cast", rows * cols * 4));
+  }
+
+  void backward(std::vector<OpSpec> ops) { bw_groups_.push_back(std::move(ops)); }
+
+  void rope(double q_width, double k_width) {
+    fw_.push_back(memory_op("attn.rope", 2 * 2 * N_ * (q_width + k_width)));
+    backward({memory_op("attn.rope.bwd", 2 * 2 * N_ * (q_width + k_width))});
+  }
+
+  // DeepSeek's multi-head latent attention: low-rank query and key/value
+  // projections (replicated over TP, as Megatron-Core's MLA runs them), their
+  // norms, up-projections split over the heads, decoupled RoPE, then
+  // attention with head width (d_nope + d_rope) for scores and d_v for values.
+  void latent_attention_projections() {
+    const double heads = static_cast<double>(m_.num_attention_heads);
+    const double dn = static_cast<double>(m_.qk_head_dim), dr = static_cast<double>(m_.qk_pos_emb_head_dim);
+    const double dv = static_cast<double>(m_.v_head_dim), ql = static_cast<double>(m_.q_lora_rank);
+    const double kl = static_cast<double>(m_.kv_lora_rank);
+    const Dtype dt = shape_.gemm_dtype;
+    // The gathered layer input feeds both down-projections; saved once.
+    const double input_saved = 2 * N_ * h_;
+    if (ql > 0) {
+      fw_.push_back(saving(matmul("attn.q_down", N_, ql, h_, 1, dt), input_saved));
+      fw_.push_back(saving(memory_op("attn.q_norm", 2 * N_ * ql * 2, KernelClass::Norm), 2 * N_ * ql));
+      fw_.push_back(saving(matmul("attn.q_up", N_, heads / t_ * (dn + dr), ql, 1, dt), 2 * N_ * ql));
+    } else {
+      fw_.push_back(saving(matmul("attn.q_proj", N_, heads / t_ * (dn + dr), h_, 1, dt), input_saved));
+    }
+    fw_.push_back(matmul("attn.kv_down", N_, kl + dr, h_, 1, dt));  // same input as the query's
+    fw_.push_back(saving(memory_op("attn.kv_norm", 2 * N_ * kl * 2, KernelClass::Norm), 2 * N_ * kl));
+    fw_.push_back(saving(matmul("attn.kv_up", N_, heads / t_ * (dn + dv), kl, 1, dt), 2 * N_ * kl));
+    // Backward, in reverse: the up-projections' input gradients are partial
+    // sums over the TP ranks' heads, all-reduced before the norms' backward.
+    std::vector<OpSpec> bw;
+    bw.push_back(matmul("attn.kv_up.dgrad", N_, kl, heads / t_ * (dn + dv), 1, dt));
+    if (tp_)
+      bw.push_back(collective_op("attn.kv_up.dgrad.allreduce", CollectiveKind::AllReduce, CommGroup::TensorParallel,
+                                 2 * N_ * kl, true));
+    bw.push_back(weight_grad(freeing(matmul("attn.kv_up.wgrad", kl, heads / t_ * (dn + dv), N_, 1, dt), 2 * N_ * kl)));
+    bw.push_back(freeing(memory_op("attn.kv_norm.bwd", 2 * N_ * kl * 4, KernelClass::Norm), 2 * N_ * kl));
+    bw.push_back(matmul("attn.kv_down.dgrad", N_, h_, kl + dr, 1, dt));
+    bw.push_back(weight_grad(matmul("attn.kv_down.wgrad", h_, kl + dr, N_, 1, dt)));
+    if (ql > 0) {
+      bw.push_back(matmul("attn.q_up.dgrad", N_, ql, heads / t_ * (dn + dr), 1, dt));
+      if (tp_)
+        bw.push_back(collective_op("attn.q_up.dgrad.allreduce", CollectiveKind::AllReduce, CommGroup::TensorParallel,
+                                   2 * N_ * ql, true));
+      bw.push_back(weight_grad(freeing(matmul("attn.q_up.wgrad", ql, heads / t_ * (dn + dr), N_, 1, dt), 2 * N_ * ql)));
+      bw.push_back(freeing(memory_op("attn.q_norm.bwd", 2 * N_ * ql * 4, KernelClass::Norm), 2 * N_ * ql));
+      bw.push_back(matmul("attn.q_down.dgrad", N_, h_, ql, 1, dt));
+      bw.push_back(weight_grad(freeing(matmul("attn.q_down.wgrad", h_, ql, N_, 1, dt), input_saved)));
+    } else {
+      bw.push_back(matmul("attn.q_proj.dgrad", N_, h_, heads / t_ * (dn + dr), 1, dt));
+      if (tp_)
+        bw.push_back(collective_op("attn.q_proj.dgrad.allreduce", CollectiveKind::AllReduce,
+                                   CommGroup::TensorParallel, 2 * N_ * h_, true));
+      bw.push_back(weight_grad(freeing(matmul("attn.q_proj.wgrad", h_, heads / t_ * (dn + dr), N_, 1, dt), input_saved)));
+    }
+    // Under SP the replicated input gradient only needs slicing: no collective.
+    backward(std::move(bw));
+    rope(heads / t_ * dr, dr);
+    core_attention(dn + dr, dv, 1.0);
+  }
+
+  // Attention proper (after the projections, before the output projection),
+  // then the output projection. q_d / v_d: query-key and value head widths;
+  // kv_ratio: key/value heads over query heads.
+  void core_attention(double qk_d, double v_d, double kv_ratio) {
+    const double b = static_cast<double>(shape_.micro_batch);
+    const double s = static_cast<double>(shape_.seq_length);
+    const double heads = static_cast<double>(m_.num_attention_heads) / t_;
+    const double bh = b * heads;
+    const double q_width = heads * qk_d, kv_width = heads * kv_ratio * (qk_d + v_d);
+    const double lse = 4 * bh * s / static_cast<double>(shape_.cp);
+    const double qkv_saved = 2 * N_ * (q_width + kv_width);
+    if (!shape_.flash_attention) {
+      unfused_attention(qk_d, v_d, kv_ratio);
+    } else if (shape_.cp > 1) {
+      ring_attention(bh, qk_d, v_d, kv_ratio, qkv_saved + lse);
+    } else {
+      const bool sliding = sliding_;
+      const double keys = sliding ? std::min(s, static_cast<double>(m_.sliding_window)) : s;
+      const bool causal = m_.causal && !sliding;  // a window of w keys per query: no further halving
+      fw_.push_back(saving(attention_op("attn.flash", bh, s, keys, qk_d, v_d, kv_ratio, causal, false), qkv_saved + lse));
+      backward({freeing(attention_op("attn.flash.bwd", bh, s, keys, qk_d, v_d, kv_ratio, causal, true), qkv_saved + lse)});
+    }
+    row("attn.proj", N_, static_cast<double>(m_.num_attention_heads) * v_d, h_);
+  }
+
+  void unfused_attention(double d, double v_d, double kv_ratio) {
+    const double b = static_cast<double>(shape_.micro_batch);
+    const double s = static_cast<double>(shape_.seq_length);
+    const double heads = static_cast<double>(m_.num_attention_heads) / t_;
+    const double scores = b * heads * s * s;  // attention score elements per rank
+    const double q_width = heads * d, k_width = heads * kv_ratio * d, v_width = heads * kv_ratio * v_d;
+    auto core = [](OpSpec op) {
+      op.core_attention = true;
+      return op;
+    };
+    OpSpec scores_op = core(saving(matmul("attn.scores", s, s, d, b * heads), 2 * N_ * (q_width + k_width)));
+    scores_op.selective_saved_bytes = scores_op.saved_bytes;  // Q and K stay for the recomputation
+    fw_.push_back(scores_op);
+    // Fused scale-mask-softmax: reads and writes the scores once; keeps its output.
+    fw_.push_back(core(saving(memory_op("attn.softmax", 2 * scores * 2, KernelClass::Softmax), 2 * scores)));
+    if (dropout_)  // bf16 in, bf16 out, 1-byte mask kept with the output
+      fw_.push_back(core(saving(memory_op("attn.dropout", scores * (2 + 2 + 1)), 3 * scores)));
+    fw_.push_back(saving(matmul("attn.context", s, v_d, s, b * heads), 2 * N_ * v_width));
+    std::vector<OpSpec> bw;
+    bw.push_back(matmul("attn.context.dprobs", s, s, v_d, b * heads));
+    bw.push_back(freeing(matmul("attn.context.dv", s, v_d, s, b * heads), 2 * N_ * v_width));
+    if (dropout_) bw.push_back(freeing(memory_op("attn.dropout.bwd", scores * 5), 3 * scores));
     bw.push_back(freeing(memory_op("attn.softmax.bwd", scores * 2 * 3, KernelClass::Softmax), 2 * scores));
     bw.push_back(matmul("attn.scores.dq", s, d, s, b * heads));
-    bw.push_back(freeing(matmul("attn.scores.dk", s, d, s, b * heads), 2 * N * (q + kv)));
+    bw.push_back(freeing(matmul("attn.scores.dk", s, d, s, b * heads), 2 * N_ * (q_width + k_width)));
+    backward(std::move(bw));
   }
-  if (rope) bw.push_back(memory_op("attn.rope.bwd", 2 * 2 * N * (q + kv)));
-  bw.push_back(matmul("attn.qkv.dgrad", N, h, q + 2 * kv, 1, gd));
-  if (tp) bw.push_back(tp_all_reduce("attn.qkv.dgrad.allreduce", 2 * N * h, true));
-  bw.push_back(freeing(matmul("attn.qkv.wgrad", h, q + 2 * kv, N, 1, gd), 2 * N * h));
-  bw.push_back(freeing(memory_op("ln1.bwd", 2 * N * h * 4, KernelClass::Norm), 2 * N * h));
-  return ops;
+
+  void ring_attention(double bh, double qk_d, double v_d, double kv_ratio, double saved) {
+    const std::int64_t cp = shape_.cp;
+    const double chunk = static_cast<double>(shape_.seq_length) / static_cast<double>(cp);  // queries per sequence
+    const double kv_bytes = 2 * bh * chunk * kv_ratio * (qk_d + v_d);  // K and V of one block, bf16
+    const bool causal = m_.causal;
+    // Forward: step j attends to the block received j steps around the ring
+    // while block j+1 travels; partial outputs merged by log-sum-exp.
+    const auto steps = [&](const std::string& prefix, bool backward_pass, double bytes, std::vector<OpSpec>& out) {
+      int last_recv = -1;
+      for (std::int64_t j = 0; j < cp; ++j) {
+        if (j + 1 < cp) {
+          OpSpec send;
+          send.name = fmt_step(prefix + ".kv_send", j);
+          send.kind = OpKind::Send;
+          send.collective = CollectiveKind::PointToPoint;
+          send.group = CommGroup::ContextParallel;
+          send.bytes = as_bytes(bytes);
+          send.after = last_recv;  // forwards the block it received (the first: its own)
+          out.push_back(send);
+          OpSpec recv = send;
+          recv.name = fmt_step(prefix + ".kv_recv", j);
+          recv.kind = OpKind::Recv;
+          recv.after = -1;
+          recv.async = true;  // the step after this one consumes it
+          out.push_back(recv);
+          last_recv = static_cast<int>(out.size()) - 1;
+        }
+        out.push_back(attention_op(fmt_step(prefix, j), bh, chunk, chunk, qk_d, v_d, kv_ratio, causal, backward_pass));
+      }
+      out.push_back(memory_op(prefix + ".cp_merge", static_cast<double>(cp - 1) * 3 * 4 * bh * chunk * v_d));
+    };
+    std::vector<OpSpec> fw;
+    steps("attn.ring", false, kv_bytes, fw);
+    fw.back().saved_bytes = as_bytes(saved);
+    for (auto& op : fw) fw_.push_back(op);
+    std::vector<OpSpec> bw;
+    steps("attn.ring.bwd", true, 2 * kv_bytes, bw);  // key/value blocks and their gradients
+    bw.back().freed_bytes = as_bytes(saved);
+    backward(std::move(bw));
+  }
+
+  static std::string fmt_step(const std::string& prefix, std::int64_t j) {
+    return prefix + ".step" + std::to_string(j);
+  }
+
+  void activation(const std::string& prefix, double rows, double fc1_out, double f) {
+    const bool swiglu = m_.activation == model::Activation::SwiGlu;
+    fw_.push_back(saving(memory_op(prefix + (swiglu ? ".swiglu" : ".gelu"), 2 * rows * (fc1_out + f)),
+                         2 * rows * fc1_out));
+    backward({freeing(memory_op(prefix + (swiglu ? ".swiglu.bwd" : ".gelu.bwd"), 2 * rows * (2 * fc1_out + f)),
+                      2 * rows * fc1_out)});
+  }
+
+  void dense_mlp(const std::string& prefix, double width) {
+    const bool swiglu = m_.activation == model::Activation::SwiGlu;
+    enter_tp_region(prefix + ".input");
+    column(prefix + ".fc1", N_, h_, (swiglu ? 2 : 1) * width, 2 * Nsp_ * h_, true, true);
+    activation(prefix, N_, (swiglu ? 2 : 1) * width / t_, width / t_);
+    row(prefix + ".fc2", N_, width, h_);
+  }
+
+  void moe() {
+    const double E = static_cast<double>(m_.num_moe_experts), k = static_cast<double>(m_.moe_router_topk);
+    const double ep = static_cast<double>(shape_.ep), etp = static_cast<double>(shape_.expert_tp);
+    const double fe = static_cast<double>(m_.moe_ffn_hidden_size);
+    const bool swiglu = m_.activation == model::Activation::SwiGlu;
+    const double T = Nsp_;                        // tokens entering this rank's router
+    const double local_experts = E / ep;
+    double received = T * k * etp;                // routed tokens this rank's experts process
+    if (shape_.capacity_factor) received *= *shape_.capacity_factor;
+    const double per_expert = std::max(1.0, std::round(received / local_experts));
+    const double rows = per_expert * local_experts;
+    const double fc1_out = (swiglu ? 2 : 1) * fe / etp;
+    const Dtype dt = shape_.gemm_dtype;
+
+    // Router: logits over the experts, fp32 softmax and top-k.
+    fw_.push_back(saving(matmul("moe.router", T, E, h_), 2 * T * h_));
+    fw_.push_back(saving(memory_op("moe.router.topk", T * E * 4 * 3, KernelClass::Softmax), T * E * 4));
+    fw_.push_back(memory_op("moe.permute", T * k * h_ * 2 * 2));
+    fw_.push_back(collective_op("moe.dispatch", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+    if (etp > 1)
+      fw_.push_back(collective_op("moe.dispatch.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
+                                  T * k * h_ * 2 * etp));
+    if (fp8_) fw_.push_back(memory_op("moe.experts.fc1.fp8_cast", rows * h_ * 4));
+    fw_.push_back(saving(matmul("moe.experts.fc1", per_expert, fc1_out, h_, local_experts, dt), 2 * rows * h_));
+    fw_.push_back(saving(memory_op(swiglu ? "moe.experts.swiglu" : "moe.experts.gelu", 2 * rows * (fc1_out + fe / etp)),
+                         2 * rows * fc1_out));
+    if (fp8_) fw_.push_back(memory_op("moe.experts.fc2.fp8_cast", rows * fe / etp * 4));
+    fw_.push_back(saving(matmul("moe.experts.fc2", per_expert, h_, fe / etp, local_experts, dt), 2 * rows * fe / etp));
+    if (etp > 1)
+      fw_.push_back(collective_op("moe.combine.reducescatter", CollectiveKind::ReduceScatter,
+                                  CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
+    fw_.push_back(collective_op("moe.combine", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+    fw_.push_back(saving(memory_op("moe.unpermute", T * k * h_ * 2 * 2 + T * h_ * 2), T * k * 4));
+
+    std::vector<OpSpec> bw;
+    bw.push_back(freeing(memory_op("moe.unpermute.bwd", T * k * h_ * 2 * 2 + T * h_ * 2), T * k * 4));
+    bw.push_back(collective_op("moe.combine.bwd", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+    if (etp > 1)
+      bw.push_back(collective_op("moe.combine.bwd.allgather", CollectiveKind::AllGather,
+                                 CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
+    if (fp8_) bw.push_back(memory_op("moe.experts.fc2.grad_fp8_cast", rows * h_ * 4));
+    bw.push_back(matmul("moe.experts.fc2.dgrad", per_expert, fe / etp, h_, local_experts, dt));
+    bw.push_back(weight_grad(freeing(matmul("moe.experts.fc2.wgrad", fe / etp, h_, per_expert, local_experts, dt),
+                                     2 * rows * fe / etp)));
+    bw.push_back(freeing(memory_op(swiglu ? "moe.experts.swiglu.bwd" : "moe.experts.gelu.bwd",
+                                   2 * rows * (2 * fc1_out + fe / etp)),
+                         2 * rows * fc1_out));
+    if (fp8_) bw.push_back(memory_op("moe.experts.fc1.grad_fp8_cast", rows * fc1_out * 4));
+    bw.push_back(matmul("moe.experts.fc1.dgrad", per_expert, h_, fc1_out, local_experts, dt));
+    bw.push_back(weight_grad(freeing(matmul("moe.experts.fc1.wgrad", h_, fc1_out, per_expert, local_experts, dt),
+                                     2 * rows * h_)));
+    if (etp > 1)
+      bw.push_back(collective_op("moe.dispatch.bwd.reducescatter", CollectiveKind::ReduceScatter,
+                                 CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
+    bw.push_back(collective_op("moe.dispatch.bwd", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+    bw.push_back(memory_op("moe.permute.bwd", T * k * h_ * 2 * 2));
+    bw.push_back(freeing(memory_op("moe.router.topk.bwd", T * E * 4 * 3, KernelClass::Softmax), T * E * 4));
+    bw.push_back(matmul("moe.router.dgrad", T, h_, E));
+    bw.push_back(weight_grad(freeing(matmul("moe.router.wgrad", h_, E, T), 2 * T * h_)));
+    backward(std::move(bw));
+
+    if (m_.moe_shared_expert_intermediate_size > 0)
+      dense_mlp("moe.shared", static_cast<double>(m_.moe_shared_expert_intermediate_size));
+  }
+
+  const bool sliding_;
+  const model::ModelSpec& m_;
+  const MicroShape& shape_;
+  const double t_, N_, Nsp_, h_;
+  const bool tp_, sp_, dropout_, fp8_;
+  std::vector<OpSpec> fw_;
+  std::vector<std::vector<OpSpec>> bw_groups_;
+};
+
+}  // namespace
+
+std::string layer_kind_key(const model::ModelSpec& m, std::int64_t layer) {
+  return std::string(m.is_moe_layer(layer) ? "moe" : "dense") + (m.is_sliding_window_layer(layer) ? ".swa" : "");
+}
+
+int fp8_gemms_per_layer(const model::ModelSpec& m, std::int64_t layer) {
+  int gemms = m.multi_latent_attention ? (m.q_lora_rank > 0 ? 5 : 4) : 2;  // projections + output
+  gemms += 2;                                                               // fc1 + fc2 (or expert fc1 + fc2)
+  if (m.is_moe_layer(layer) && m.moe_shared_expert_intermediate_size > 0) gemms += 2;
+  return gemms;
+}
+
+BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer) {
+  LayerBuilder b(m, shape, layer);
+  b.norm("ln1");
+  b.attention();
+  b.residual("attn");
+  b.norm("ln2");
+  b.mlp(layer);
+  b.residual("mlp");
+  return b.take();
 }
 
 }  // namespace ptsim::workload

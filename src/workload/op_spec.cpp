@@ -34,21 +34,35 @@ OpSpec memory_op(std::string name, double bytes, taskgraph::KernelClass kernel) 
   return op;
 }
 
-OpSpec attention_op(std::string name, double batch_heads, double seq, double head_dim,
-                    double kv_heads_ratio, bool causal, bool backward) {
+OpSpec attention_op(std::string name, double batch_heads, double seq_q, double seq_kv, double head_dim,
+                    double v_head_dim, double kv_heads_ratio, bool causal, bool backward) {
   OpSpec op;
   op.name = std::move(name);
   op.kind = OpKind::Attention;
   op.kernel = taskgraph::KernelClass::Attention;
-  op.shape = {dim(batch_heads), dim(seq), dim(seq), dim(head_dim)};
+  op.shape = {dim(batch_heads), dim(seq_q), dim(seq_kv), dim(head_dim)};
   op.flags = static_cast<std::uint8_t>((causal ? taskgraph::kCausal : 0) |
                                        (backward ? taskgraph::kBackwardPass : 0));
-  const double forward_flops = 4 * batch_heads * seq * seq * head_dim;
+  const double forward_flops = 2 * batch_heads * seq_q * seq_kv * (head_dim + v_head_dim);
   op.flops = backward ? 2 * forward_flops : forward_flops;
   // Q and O per query head, K and V per key/value head; backward also reads
   // O and dO and writes dQ, dK, dV.
-  const double tensors = batch_heads * seq * head_dim * kElementBytes;
-  op.bytes = as_bytes(backward ? tensors * (4 + 4 * kv_heads_ratio) : tensors * (2 + 2 * kv_heads_ratio));
+  const double q = batch_heads * seq_q * head_dim * kElementBytes;
+  const double o = batch_heads * seq_q * v_head_dim * kElementBytes;
+  const double kv = batch_heads * seq_kv * (head_dim + v_head_dim) * kElementBytes * kv_heads_ratio;
+  op.bytes = as_bytes(backward ? 2 * (q + o + kv) : q + o + kv);
+  return op;
+}
+
+OpSpec collective_op(std::string name, taskgraph::CollectiveKind kind, CommGroup group, double bytes,
+                     bool async) {
+  OpSpec op;
+  op.name = std::move(name);
+  op.kind = OpKind::Collective;
+  op.collective = kind;
+  op.group = group;
+  op.bytes = as_bytes(bytes);
+  op.async = async;
   return op;
 }
 

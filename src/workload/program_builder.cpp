@@ -35,6 +35,31 @@ std::vector<std::uint32_t> BlockRecorder::names_of(const std::vector<OpSpec>& op
   return ids;
 }
 
+namespace {
+
+struct Route {
+  std::uint8_t stream, slot, category;
+};
+
+// Where a communication op of `group` runs (sends and receives of the CP ring
+// on their own streams).
+Route route_of(CommGroup group, OpKind kind) {
+  switch (group) {
+    case CommGroup::TensorParallel:
+      return {streams::kTensorParallel, slots::kTensorParallel, categories::kTensorParallel};
+    case CommGroup::ExpertTensorParallel:
+      return {streams::kTensorParallel, slots::kExpertTensorParallel, categories::kTensorParallel};
+    case CommGroup::ExpertParallel:
+      return {streams::kExpertParallel, slots::kExpertParallel, categories::kExpertParallel};
+    case CommGroup::ContextParallel:
+      return kind == OpKind::Recv ? Route{streams::kContextRecv, slots::kContextRecv, categories::kContextParallel}
+                                  : Route{streams::kContextSend, slots::kContextSend, categories::kContextParallel};
+  }
+  return {};
+}
+
+}  // namespace
+
 TaskId BlockRecorder::emit(const OpSpec& op, std::uint32_t name, std::uint8_t category,
                            std::uint64_t alloc_bytes, std::uint64_t free_bytes) {
   Task task;
@@ -42,15 +67,28 @@ TaskId BlockRecorder::emit(const OpSpec& op, std::uint32_t name, std::uint8_t ca
   task.bytes = op.bytes;
   task.alloc_bytes = alloc_bytes;
   task.free_bytes = free_bytes;
-  if (op.kind == OpKind::TpAllReduce) {
-    task.kind = TaskKind::Collective;
-    task.collective = taskgraph::CollectiveKind::AllReduce;
-    task.stream = streams::kTensorParallel;
-    task.comm_slot = slots::kTensorParallel;
-    task.category = categories::kTensorParallel;
+  const auto explicit_dependency = [&](TaskId id) {
+    if (op.after >= 0) graph_.add_dependency(list_.at(static_cast<std::size_t>(op.after)), id);
+  };
+  if (op.kind == OpKind::Collective || op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+    const Route r = route_of(op.group, op.kind);
+    task.kind = op.kind == OpKind::Send   ? TaskKind::Send
+                : op.kind == OpKind::Recv ? TaskKind::Recv
+                                          : TaskKind::Collective;
+    task.collective = op.collective;
+    task.stream = r.stream;
+    task.comm_slot = r.slot;
+    task.category = r.category;
     const TaskId id = add(task);
-    after_last_kernel(id);
-    (op.async ? before_after_next_ : before_next_).push_back(id);
+    list_.push_back(id);
+    // Collectives and sends carry what the last kernel produced, unless told
+    // what they wait for; receives are posted as soon as their stream allows.
+    if (op.after >= 0) {
+      explicit_dependency(id);
+    } else if (op.kind != OpKind::Recv) {
+      after_last_kernel(id);
+    }
+    if (op.kind != OpKind::Send && !op.detached) (op.async ? before_after_next_ : before_next_).push_back(id);
     return id;
   }
   task.kind = TaskKind::Compute;
@@ -65,6 +103,8 @@ TaskId BlockRecorder::emit(const OpSpec& op, std::uint32_t name, std::uint8_t ca
   task.stream = streams::kCompute;
   task.category = category;
   const TaskId id = add(task);
+  list_.push_back(id);
+  explicit_dependency(id);
   for (const TaskId dep : before_next_) graph_.add_dependency(dep, id);
   before_next_ = std::move(before_after_next_);
   before_after_next_.clear();
@@ -109,10 +149,12 @@ TaskId BlockRecorder::emit_send(std::uint8_t stream, std::uint8_t slot, std::uin
 
 TaskId BlockRecorder::emit_collective(std::uint8_t stream, std::uint8_t slot, std::uint8_t category,
                                       std::uint64_t bytes, const std::string& name,
-                                      bool blocks_next) {
+                                      bool blocks_next, taskgraph::CollectiveKind kind,
+                                      std::uint64_t alloc_bytes) {
   Task task;
   task.kind = TaskKind::Collective;
-  task.collective = taskgraph::CollectiveKind::AllReduce;
+  task.collective = kind;
+  task.alloc_bytes = alloc_bytes;
   task.stream = stream;
   task.comm_slot = slot;
   task.category = category;
@@ -135,7 +177,7 @@ BlockSummary BlockRecorder::summary() const {
 
 // ---- ProgramBuilder ----------------------------------------------------------
 
-void ProgramBuilder::instantiate(std::uint32_t block, std::int32_t microbatch, std::int32_t layer) {
+std::uint32_t ProgramBuilder::instantiate(std::uint32_t block, std::int32_t microbatch, std::int32_t layer) {
   const std::uint32_t i = program_->add_instance(block, microbatch, layer);
   const BlockSummary& s = summaries_[block];
   for (const TaskId t : s.needs_last_kernel)
@@ -160,6 +202,7 @@ void ProgramBuilder::instantiate(std::uint32_t block, std::int32_t microbatch, s
   if (last_on_stream_.size() < s.last_on_stream.size()) last_on_stream_.resize(s.last_on_stream.size());
   for (std::size_t st = 0; st < s.last_on_stream.size(); ++st)
     if (s.last_on_stream[st]) last_on_stream_[st] = TaskRef{i, *s.last_on_stream[st]};
+  return i;
 }
 
 void ProgramBuilder::wait_for_stream(std::uint8_t stream) {

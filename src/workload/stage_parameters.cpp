@@ -3,38 +3,74 @@
 
 namespace ptsim::workload {
 
-std::int64_t layer_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp) {
+namespace {
+
+std::int64_t norm_parameters(const model::ModelSpec& m, std::int64_t width) {
+  return m.normalization == model::Normalization::LayerNorm ? 2 * width : width;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// A TP-split MLP of `width`: fc1 (2·width for SwiGLU) column-parallel, fc2 row-parallel.
+RankParameters dense_mlp(const model::ModelSpec& m, std::int64_t width, std::int64_t tp) {
   const std::int64_t h = m.hidden_size;
-  const std::int64_t q = m.num_attention_heads * m.kv_channels;
-  const std::int64_t kv = m.num_query_groups * m.kv_channels;
-  const std::int64_t qkv = q + 2 * kv;
-  const std::int64_t fc1 =
-      m.activation == model::Activation::SwiGlu ? 2 * m.ffn_hidden_size : m.ffn_hidden_size;
-  const std::int64_t split = h * qkv + q * h + h * fc1 + m.ffn_hidden_size * h +
-                             (m.add_bias_linear ? qkv + fc1 : 0);
-  const std::int64_t norm = m.normalization == model::Normalization::LayerNorm ? 2 * h : h;
-  const std::int64_t replicated = 2 * norm + (m.add_bias_linear ? 2 * h : 0);
-  return split / tp + replicated;
+  const std::int64_t fc1 = m.activation == model::Activation::SwiGlu ? 2 * width : width;
+  std::int64_t split = h * fc1 + width * h + (m.add_bias_linear ? fc1 : 0);
+  return {split / tp + (m.add_bias_linear ? h : 0), 0};
+}
+
+}  // namespace
+
+RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                         std::int64_t layer) {
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t tp = c.tp;
+  RankParameters p;
+  p.dense = 2 * norm_parameters(m, h);
+  // Attention.
+  if (m.multi_latent_attention) {
+    const std::int64_t a = m.num_attention_heads, qk = m.qk_head_dim + m.qk_pos_emb_head_dim;
+    const std::int64_t replicated = (m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank : 0) +
+                                    h * (m.kv_lora_rank + m.qk_pos_emb_head_dim) + m.kv_lora_rank;
+    const std::int64_t split = (m.q_lora_rank > 0 ? m.q_lora_rank : h) * a * qk +
+                               m.kv_lora_rank * a * (m.qk_head_dim + m.v_head_dim) + a * m.v_head_dim * h;
+    p.dense += replicated + split / tp;
+  } else {
+    const std::int64_t q = m.num_attention_heads * m.kv_channels;
+    const std::int64_t kv = m.num_query_groups * m.kv_channels;
+    const std::int64_t split = h * (q + 2 * kv) + q * h + (m.add_bias_linear ? q + 2 * kv : 0);
+    p.dense += split / tp + (m.add_bias_linear ? h : 0) + (m.qk_layernorm ? 2 * m.kv_channels : 0);
+  }
+  // MLP.
+  if (!m.is_moe_layer(layer)) {
+    p += dense_mlp(m, m.ffn_hidden_size, tp);
+    return p;
+  }
+  const std::int64_t fe = m.moe_ffn_hidden_size;
+  const std::int64_t fc1 = m.activation == model::Activation::SwiGlu ? 2 * fe : fe;
+  const std::int64_t per_expert = (h * fc1 + fe * h) / c.expert_tp + (m.add_bias_linear ? fc1 / c.expert_tp + h : 0);
+  p.expert = m.num_moe_experts / c.ep * per_expert;
+  p.dense += h * m.num_moe_experts;  // router
+  if (m.moe_shared_expert_intermediate_size > 0) p += dense_mlp(m, m.moe_shared_expert_intermediate_size, tp);
+  return p;
 }
 
 std::int64_t embedding_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp) {
   std::int64_t p = m.vocab_size / tp * m.hidden_size;
-  if (m.position_embedding == model::PositionEmbedding::LearnedAbsolute)
-    p += m.seq_length * m.hidden_size;
+  if (m.position_embedding == model::PositionEmbedding::LearnedAbsolute) p += m.seq_length * m.hidden_size;
   return p;
 }
 
-std::int64_t output_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp,
-                                        std::int64_t pp) {
-  const std::int64_t h = m.hidden_size;
-  const std::int64_t norm = m.normalization == model::Normalization::LayerNorm ? 2 * h : h;
-  const bool own_head = !m.tie_embeddings || pp > 1;
-  return norm + (own_head ? m.vocab_size / tp * h : 0);
+std::int64_t output_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp, bool separate_head) {
+  const bool own_head = !m.tie_embeddings || separate_head;
+  return norm_parameters(m, m.hidden_size) + (own_head ? m.vocab_size / tp * m.hidden_size : 0);
 }
 
-StaticMemory static_memory(std::int64_t parameters) {
+StaticMemory static_memory(std::int64_t parameters, int zero_stage, std::int64_t group) {
   const auto p = static_cast<std::uint64_t>(parameters);
-  return {parameters, 2 * p, 2 * p, 12 * p};
+  const auto shard = static_cast<std::uint64_t>(ceil_div(parameters, group));
+  return {parameters, 2 * (zero_stage >= 3 ? shard : p), 2 * (zero_stage >= 2 ? shard : p),
+          12 * (zero_stage >= 1 ? shard : p)};
 }
 
 }  // namespace ptsim::workload

@@ -1,18 +1,22 @@
 // One pipeline stage's program (see internal/stage_program.hpp): for each
-// step of the schedule, receive the input, run the blocks, send the output;
-// in the last backward step, reduce gradient buckets over data parallelism
-// as they become final; then the embedding all-reduce and the optimizer.
-// Each kind of block (a layer's forward, its backward, a receive, …) is
-// recorded once and instantiated per micro-batch and layer.
+// step of the schedule, receive the input, run the blocks of the step's model
+// chunk, send the output; reduce gradients over data parallelism (ZeRO: shard
+// them) as they become final or after the last backward; then the embedding
+// all-reduce, the optimizer and the parameter all-gather of sharded
+// optimizers. Each kind of block (a layer's forward, its backward, a
+// receive, …) is recorded once and instantiated per micro-batch and layer.
 #include "internal/stage_program.hpp"
 
 #include <fmt/format.h>
+
+#include <map>
+#include <optional>
+#include <unordered_map>
 
 #include "internal/program_builder.hpp"
 #include "ptsim/strategy/pipeline_schedule.hpp"
 #include "ptsim/workload/boundary_ops.hpp"
 #include "ptsim/workload/layer_ops.hpp"
-#include "ptsim/workload/stage_parameters.hpp"
 #include "ptsim/workload/step_workload.hpp"
 
 namespace ptsim::workload::internal {
@@ -20,79 +24,238 @@ namespace ptsim::workload::internal {
 namespace {
 
 using strategy::Pass;
+using strategy::ScheduleKind;
+using taskgraph::CollectiveKind;
+using taskgraph::TaskRef;
+
+bool is_comm(const OpSpec& op) {
+  return op.kind == OpKind::Collective || op.kind == OpKind::Send || op.kind == OpKind::Recv;
+}
+
+// The ops of `ops` that `keep` selects, with OpSpec::after renumbered (and
+// dropped when its target is gone). A communication op whose result the op
+// after next consumed waits for the next kernel instead when the op in
+// between is gone.
+template <typename Keep>
+std::vector<OpSpec> select(const std::vector<OpSpec>& ops, Keep keep) {
+  std::vector<int> index(ops.size(), -1);
+  std::vector<OpSpec> out;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (!keep(ops[i])) continue;
+    index[i] = static_cast<int>(out.size());
+    OpSpec op = ops[i];
+    if (op.after >= 0) op.after = index[static_cast<std::size_t>(op.after)];
+    if (op.async) {
+      // The kernel that ran beside it in the full list.
+      std::size_t next = i + 1;
+      while (next < ops.size() && is_comm(ops[next])) ++next;
+      if (next < ops.size() && !keep(ops[next])) op.async = false;
+    }
+    out.push_back(op);
+  }
+  return out;
+}
+
+// The op lists of one kind of layer.
+struct LayerLists {
+  BlockOps ops;                       // forward, full backward
+  std::vector<OpSpec> input_backward;   // B of a zero-bubble split
+  std::vector<OpSpec> weight_backward;  // W
+  std::vector<OpSpec> core_attention;   // what selective recomputation reruns
+};
+
+// One pipeline direction's channels (DualPipe's chunk 1 runs the other way).
+struct Channels {
+  std::uint8_t send_forward_stream, recv_forward_stream, send_backward_stream, recv_backward_stream;
+  std::uint8_t send_forward_slot, recv_forward_slot, send_backward_slot, recv_backward_slot;
+  const char* suffix;
+};
+
+constexpr Channels kDirection0{streams::kPipelineSendForward,  streams::kPipelineRecvForward,
+                               streams::kPipelineSendBackward, streams::kPipelineRecvBackward,
+                               slots::kPipelineForwardSend,    slots::kPipelineForwardRecv,
+                               slots::kPipelineBackwardSend,   slots::kPipelineBackwardRecv,
+                               ""};
+constexpr Channels kDirection1{streams::kPipeline1SendForward,  streams::kPipeline1RecvForward,
+                               streams::kPipeline1SendBackward, streams::kPipeline1RecvBackward,
+                               slots::kPipeline1ForwardSend,    slots::kPipeline1ForwardRecv,
+                               slots::kPipeline1BackwardSend,   slots::kPipeline1BackwardRecv,
+                               ".dir1"};
 
 class StageBuilder {
  public:
   StageBuilder(const StageContext& ctx, NameTable& names, taskgraph::Program& program)
-      : ctx_(ctx),
-        out_(names, program),
-        shape_{ctx.micro_batch_size, ctx.model->seq_length, ctx.config->tp,
-               ctx.config->attention == strategy::AttentionBackend::Flash, ctx.config->precision} {
-    layer_ = transformer_layer_ops(*ctx.model, shape_);
-    embedding_ = embedding_ops(*ctx.model, shape_);
-    output_ = output_ops(*ctx.model, shape_);
-    activation_bytes_ = static_cast<std::uint64_t>(2 * ctx.micro_batch_size *
-                                                   ctx.model->seq_length * ctx.model->hidden_size);
+      : ctx_(ctx), c_(*ctx.config), m_(*ctx.model), out_(names, program) {
+    shape_.micro_batch = ctx.micro_batch_size;
+    shape_.seq_length = m_.seq_length;
+    shape_.tp = c_.tp;
+    shape_.cp = c_.cp;
+    shape_.sequence_parallel = c_.sequence_parallel;
+    shape_.flash_attention = c_.attention == strategy::AttentionBackend::Flash;
+    shape_.gemm_dtype = c_.precision;
+    shape_.ep = c_.ep;
+    shape_.expert_tp = c_.expert_tp;
+    shape_.capacity_factor = c_.moe_capacity_factor;
+    embedding_ = embedding_ops(m_, shape_);
+    output_ = output_ops(m_, shape_);
+    activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));
+    total_virtual_ = c_.schedule == ScheduleKind::Interleaved ? c_.pp * c_.vpp : c_.pp;
   }
 
   void build() {
-    const auto order = strategy::make_pipeline_order(ctx_.config->schedule, ctx_.stage,
-                                                     ctx_.num_stages, ctx_.num_microbatches);
-    std::size_t last_backward = 0;
+    const auto order = strategy::make_pipeline_order(c_.schedule, ctx_.stage, ctx_.num_stages,
+                                                     ctx_.num_microbatches, strategy::chunks_per_stage(c_));
+    // The step after which each chunk's weight gradients are final.
+    std::vector<std::size_t> final_step(ctx_.chunks.size(), 0);
     for (std::size_t i = 0; i < order.size(); ++i)
-      if (order[i].pass == Pass::Backward) last_backward = i;
+      if (order[i].pass == Pass::Backward || order[i].pass == Pass::BackwardWeight)
+        final_step[static_cast<std::size_t>(order[i].chunk)] = i;
+    prologue();
     for (std::size_t i = 0; i < order.size(); ++i) {
-      const auto mb = static_cast<std::int32_t>(order[i].microbatch);
-      if (order[i].pass == Pass::Forward) {
-        forward(mb);
-      } else {
-        backward(mb, i == last_backward);
+      const auto& step = order[i];
+      const auto mb = static_cast<std::int32_t>(step.microbatch);
+      const auto chunk = static_cast<std::size_t>(step.chunk);
+      const bool final = i == final_step[chunk];
+      switch (step.pass) {
+        case Pass::Forward: forward(mb, chunk); break;
+        case Pass::Backward: backward(mb, chunk, final, false); break;
+        case Pass::BackwardInput: backward(mb, chunk, false, true); break;
+        case Pass::BackwardWeight: weight_gradients(mb, chunk, final); break;
       }
     }
     finish_step();
   }
 
  private:
-  bool first_stage() const { return ctx_.stage == 0; }
-  bool last_stage() const { return ctx_.stage == ctx_.num_stages - 1; }
-  bool full_recompute() const { return ctx_.config->recompute == strategy::RecomputeKind::Full; }
-  std::int32_t layer_index(std::int64_t l) const {
-    return static_cast<std::int32_t>(ctx_.layers.first + l);
+  // ---- model structure ----------------------------------------------------
+  std::int64_t virtual_stage(std::size_t chunk) const {
+    return strategy::virtual_stage(c_.schedule, ctx_.stage, c_.pp, static_cast<std::int64_t>(chunk));
+  }
+  bool first_virtual(std::size_t chunk) const { return virtual_stage(chunk) == 0; }
+  bool last_virtual(std::size_t chunk) const { return virtual_stage(chunk) == total_virtual_ - 1; }
+  const Channels& channels(std::size_t chunk) const {
+    return c_.schedule == ScheduleKind::DualPipe && chunk == 1 ? kDirection1 : kDirection0;
+  }
+  std::int32_t layer_index(std::size_t chunk, std::int64_t l) const {
+    return static_cast<std::int32_t>(ctx_.chunks[chunk].first + l);
+  }
+  bool fully_recomputed(std::int64_t l_in_chunk) const {
+    return c_.recompute == strategy::RecomputeKind::Full &&
+           (c_.recompute_num_layers == 0 || l_in_chunk < c_.recompute_num_layers);
+  }
+  bool selective() const { return c_.recompute == strategy::RecomputeKind::Selective; }
+  bool zero3() const { return c_.zero_stage >= 3; }
+  bool dualpipe() const { return c_.schedule == ScheduleKind::DualPipe; }
+
+  const LayerLists& lists(std::int64_t layer) {
+    const std::string key = layer_kind_key(m_, layer);
+    auto it = lists_.find(key);
+    if (it != lists_.end()) return it->second;
+    LayerLists l;
+    l.ops = transformer_layer_ops(m_, shape_, layer);
+    l.input_backward = select(l.ops.backward, [](const OpSpec& op) { return !op.weight_grad; });
+    l.weight_backward = select(l.ops.backward, [](const OpSpec& op) { return op.weight_grad; });
+    for (auto& op : l.weight_backward) op.async = false;  // the W GEMM itself consumes it
+    l.core_attention = select(l.ops.forward, [](const OpSpec& op) { return op.core_attention; });
+    return lists_.emplace(key, std::move(l)).first->second;
   }
 
-  // Forward ops; under full recomputation only the layer input (what the
-  // first op saves) stays allocated, the rest is rebuilt in the backward pass.
-  std::uint32_t forward_block(const std::string& key, const std::vector<OpSpec>& ops,
-                              bool checkpoint_only) {
+  // Parameters a ZeRO-3 rank gathers for one layer: the other shards of its
+  // dense and expert parameters (bf16).
+  std::uint64_t gathered_bytes(std::int64_t layer) const {
+    const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
+    const auto part = [](std::int64_t n, std::int64_t group) {
+      return group <= 1 ? 0.0 : 2.0 * static_cast<double>(n) * static_cast<double>(group - 1) / static_cast<double>(group);
+    };
+    return static_cast<std::uint64_t>(part(p.dense, ctx_.dense_group) + part(p.expert, ctx_.expert_group));
+  }
+
+  // ---- blocks -------------------------------------------------------------
+  // A list of ops as one block; `alloc(i)` / `free(i)` give each op's memory.
+  template <typename Alloc, typename Free>
+  std::uint32_t ops_block(const std::string& key, const std::vector<OpSpec>& ops, const std::string& prefix,
+                          std::uint8_t category, Alloc alloc, Free free) {
     return out_.block(key, [&](BlockRecorder& b) {
-      const auto names = b.names_of(ops, "fwd.");
-      for (std::size_t i = 0; i < ops.size(); ++i)
-        b.emit(ops[i], names[i], categories::kForward,
-               checkpoint_only && i > 0 ? 0 : ops[i].saved_bytes, 0);
+      const auto names = b.names_of(ops, prefix);
+      b.begin_list();
+      for (std::size_t i = 0; i < ops.size(); ++i) b.emit(ops[i], names[i], category, alloc(i), free(i));
     });
   }
 
-  std::uint32_t backward_block(const std::string& key, const std::vector<OpSpec>& ops) {
-    return out_.block(key, [&](BlockRecorder& b) {
-      const auto names = b.names_of(ops, "bwd.");
-      for (std::size_t i = 0; i < ops.size(); ++i)
-        b.emit(ops[i], names[i], categories::kBackward, 0, ops[i].freed_bytes);
-    });
+  // Forward ops of a layer kind. Under full recomputation only the layer
+  // input (what the first op saves) stays allocated; under selective
+  // recomputation the core-attention ops keep only what rebuilding them
+  // needs; a ZeRO-3 layer releases its gathered parameters at its end.
+  std::uint32_t layer_forward(std::int64_t layer, bool checkpoint) {
+    const auto& l = lists(layer);
+    const std::uint64_t release = zero3() ? gathered_bytes(layer) : 0;
+    const std::string key = fmt::format("layer.fwd.{}{}{}", layer_kind_key(m_, layer),
+                                        checkpoint ? ".checkpoint" : selective() ? ".selective" : "",
+                                        release ? ".zero3" : "");
+    const auto& ops = l.ops.forward;
+    return ops_block(
+        key, ops, "fwd.", categories::kForward,
+        [&](std::size_t i) -> std::uint64_t {
+          if (checkpoint) return i == 0 ? ops[i].saved_bytes : 0;
+          if (selective() && ops[i].core_attention) return ops[i].selective_saved_bytes;
+          return ops[i].saved_bytes;
+        },
+        [&](std::size_t i) -> std::uint64_t { return i + 1 == ops.size() ? release : 0; });
   }
 
-  // The recomputed forward of one layer: everything but the checkpointed
-  // input is allocated again.
-  std::uint32_t recompute_block() {
-    return out_.block("layer.recompute", [&](BlockRecorder& b) {
-      const auto& ops = layer_.forward;
-      const auto names = b.names_of(ops, "recompute.");
-      for (std::size_t i = 0; i < ops.size(); ++i)
-        b.emit(ops[i], names[i], categories::kRecompute, i == 0 ? 0 : ops[i].saved_bytes, 0);
-    });
+  // `which`: 0 full backward, 1 B, 2 W.
+  std::uint32_t layer_backward(std::int64_t layer, int which) {
+    const auto& l = lists(layer);
+    const auto& ops = which == 0 ? l.ops.backward : which == 1 ? l.input_backward : l.weight_backward;
+    const std::uint64_t release = zero3() && which != 2 ? gathered_bytes(layer) : 0;
+    const char* name = which == 0 ? "bwd" : which == 1 ? "bwd_input" : "bwd_weight";
+    const std::string key = fmt::format("layer.{}.{}{}", name, layer_kind_key(m_, layer), release ? ".zero3" : "");
+    return ops_block(
+        key, ops, which == 2 ? "bwd_weight." : "bwd.", categories::kBackward, [](std::size_t) { return std::uint64_t{0}; },
+        [&](std::size_t i) { return ops[i].freed_bytes + (i + 1 == ops.size() ? release : 0); });
   }
 
-  std::uint32_t transfer_block(const std::string& name, bool send, std::uint8_t stream,
-                               std::uint8_t slot) {
+  // The recomputed forward: every op but the checkpointed input (full), or
+  // core attention (selective), allocating again what it saves.
+  std::uint32_t layer_recompute(std::int64_t layer, bool full) {
+    const auto& l = lists(layer);
+    const auto& ops = full ? l.ops.forward : l.core_attention;
+    const std::string key = fmt::format("layer.recompute{}.{}", full ? "" : "_selective", layer_kind_key(m_, layer));
+    return ops_block(
+        key, ops, "recompute.", categories::kRecompute,
+        [&](std::size_t i) -> std::uint64_t {
+          if (full) return i == 0 ? 0 : ops[i].saved_bytes;
+          return ops[i].saved_bytes - ops[i].selective_saved_bytes;
+        },
+        [](std::size_t) { return std::uint64_t{0}; });
+  }
+
+  std::uint32_t boundary_block(const std::string& key, const std::vector<OpSpec>& ops, const std::string& prefix,
+                               std::uint8_t category, bool forward) {
+    return ops_block(
+        key, ops, prefix, category, [&](std::size_t i) { return forward ? ops[i].saved_bytes : 0; },
+        [&](std::size_t i) { return forward ? 0 : ops[i].freed_bytes; });
+  }
+
+  // Embedding (`which` as above; forward: -1) and output layer blocks.
+  std::uint32_t embedding_block(int which) {
+    if (which < 0) return boundary_block("embedding.fwd", embedding_.forward, "fwd.", categories::kForward, true);
+    return backward_part("embedding", embedding_.backward, which);
+  }
+  std::uint32_t output_block(int which) {
+    if (which < 0) return boundary_block("output.fwd", output_.forward, "fwd.", categories::kForward, true);
+    return backward_part("output", output_.backward, which);
+  }
+  std::uint32_t backward_part(const std::string& what, const std::vector<OpSpec>& ops, int which) {
+    if (which == 0) return boundary_block(what + ".bwd", ops, "bwd.", categories::kBackward, false);
+    std::vector<OpSpec> part = select(ops, [&](const OpSpec& op) { return op.weight_grad == (which == 2); });
+    if (which == 2)
+      for (auto& op : part) op.async = false;
+    return boundary_block(what + (which == 1 ? ".bwd_input" : ".bwd_weight"), part,
+                          which == 2 ? "bwd_weight." : "bwd.", categories::kBackward, false);
+  }
+
+  std::uint32_t transfer_block(const std::string& name, bool send, std::uint8_t stream, std::uint8_t slot) {
     return out_.block(name, [&](BlockRecorder& b) {
       if (send) {
         b.emit_send(stream, slot, activation_bytes_, name);
@@ -102,85 +265,291 @@ class StageBuilder {
     });
   }
 
-  void forward(std::int32_t mb) {
-    if (!first_stage())
-      out_.instantiate(transfer_block("pp.recv_activation", false, streams::kPipelineRecvForward,
-                                      slots::kPipelineForwardRecv),
+  // A collective on the data-parallel stream, its own block.
+  std::uint32_t dp_collective(const std::string& name, std::uint8_t slot, CollectiveKind kind, std::uint64_t bytes,
+                              bool blocks_next, std::uint64_t alloc = 0) {
+    return out_.block(fmt::format("{}.{}.{}", name, bytes, alloc), [&](BlockRecorder& b) {
+      b.emit_collective(streams::kDataParallel, slot, categories::kDataParallel, bytes, name, blocks_next, kind,
+                        alloc);
+    });
+  }
+
+  // ---- steps --------------------------------------------------------------
+  void prologue() {
+    // FP8: every linear weight is cast to fp8 (with its transpose) once per
+    // step and reused by all micro-batches (Transformer Engine's
+    // is_first_microbatch caching).
+    if (c_.precision == Dtype::Fp8) {
+      double weights = 0;
+      for (const auto& chunk : ctx_.chunks)
+        for (std::int64_t l = 0; l < chunk.count; ++l)
+          weights += static_cast<double>(layer_parameters_per_rank(m_, c_, chunk.first + l).total());
+      const OpSpec cast = memory_op("fp8.weight_cast", 4.0 * weights);
+      out_.instantiate(boundary_block("fp8.weight_cast", {cast}, "", categories::kForward, true), -1, -1);
+    }
+    // Sharded optimizers whose parameter all-gather overlaps the forward: the
+    // updated parameters of each layer arrive before its first forward.
+    if (c_.zero_stage >= 1 && c_.zero_stage <= 2 && c_.overlap_param_gather) {
+      for (std::size_t c = 0; c < ctx_.chunks.size(); ++c)
+        for (std::int64_t l = 0; l < ctx_.chunks[c].count; ++l) {
+          const std::int64_t layer = ctx_.chunks[c].first + l;
+          const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
+          std::vector<TaskRef> refs;
+          for (const auto& [n, slot] : {std::pair{p.dense, slots::kDataParallel}, {p.expert, slots::kExpertDataParallel}})
+            if (n > 0 && group_of(slot) > 1) {
+              const auto i = out_.instantiate(dp_collective("zero.param_allgather", slot, CollectiveKind::AllGather,
+                                                            static_cast<std::uint64_t>(2 * n), false),
+                                              -1, static_cast<std::int32_t>(layer));
+              refs.push_back({i, 0});
+            }
+          param_gather_[layer] = refs;
+        }
+    }
+  }
+
+  std::int64_t group_of(std::uint8_t slot) const {
+    return slot == slots::kExpertDataParallel ? ctx_.expert_group : ctx_.dense_group;
+  }
+
+  void zero3_gather(std::int64_t layer, std::int32_t mb) {
+    const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
+    std::vector<TaskRef> refs;
+    for (const auto& [n, slot] : {std::pair{p.dense, slots::kDataParallel}, {p.expert, slots::kExpertDataParallel}})
+      if (n > 0 && group_of(slot) > 1) {
+        const auto g = static_cast<double>(group_of(slot));
+        const auto alloc = static_cast<std::uint64_t>(2.0 * static_cast<double>(n) * (g - 1) / g);
+        const auto i = out_.instantiate(dp_collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
+                                                      static_cast<std::uint64_t>(2 * n), false, alloc),
+                                        mb, static_cast<std::int32_t>(layer));
+        refs.push_back({i, 0});
+      }
+    gathers_[layer] = refs;
+  }
+
+  void wait_gathered(std::unordered_map<std::int64_t, std::vector<TaskRef>>& map, std::int64_t layer) {
+    const auto it = map.find(layer);
+    if (it == map.end()) return;
+    for (const TaskRef& r : it->second) out_.wait_for(r);
+    map.erase(it);
+  }
+
+  // The layers of a chunk in `order`, each after the previous; ZeRO-3
+  // gathers a layer's parameters while the one before it runs.
+  template <typename Run>
+  void for_layers(std::size_t chunk, bool reverse, std::int32_t mb, Run run) {
+    const std::int64_t n = ctx_.chunks[chunk].count;
+    const auto layer_at = [&](std::int64_t i) { return ctx_.chunks[chunk].first + (reverse ? n - 1 - i : i); };
+    if (zero3() && n > 0) zero3_gather(layer_at(0), mb);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t layer = layer_at(i);
+      if (zero3() && i + 1 < n) zero3_gather(layer_at(i + 1), mb);
+      if (zero3()) wait_gathered(gathers_, layer);
+      wait_gathered(param_gather_, layer);
+      run(layer, layer - ctx_.chunks[chunk].first);
+    }
+  }
+
+  void forward(std::int32_t mb, std::size_t chunk) {
+    const Channels& ch = channels(chunk);
+    if (!first_virtual(chunk))
+      out_.instantiate(transfer_block(std::string("pp.recv_activation") + ch.suffix, false, ch.recv_forward_stream,
+                                      ch.recv_forward_slot),
                        mb, -1);
-    if (first_stage())
-      out_.instantiate(forward_block("embedding.fwd", embedding_.forward, false), mb, -1);
-    const std::uint32_t layer = full_recompute() ? forward_block("layer.fwd.checkpoint", layer_.forward, true)
-                                                 : forward_block("layer.fwd", layer_.forward, false);
-    for (std::int64_t l = 0; l < ctx_.layers.count; ++l) out_.instantiate(layer, mb, layer_index(l));
-    if (last_stage()) {
-      out_.instantiate(forward_block("output.fwd", output_.forward, false), mb, -1);
+    if (first_virtual(chunk)) out_.instantiate(embedding_block(-1), mb, -1);
+    for_layers(chunk, false, mb, [&](std::int64_t layer, std::int64_t l) {
+      out_.instantiate(layer_forward(layer, fully_recomputed(l)), mb, static_cast<std::int32_t>(layer));
+    });
+    if (last_virtual(chunk)) {
+      out_.instantiate(output_block(-1), mb, -1);
     } else {
-      out_.instantiate(transfer_block("pp.send_activation", true, streams::kPipelineSendForward,
-                                      slots::kPipelineForwardSend),
+      out_.instantiate(transfer_block(std::string("pp.send_activation") + ch.suffix, true, ch.send_forward_stream,
+                                      ch.send_forward_slot),
+                       mb, -1);
+    }
+    // FP8: the amax of every fp8 tensor of the forward is reduced over the
+    // stage's ranks as the forward ends (Transformer Engine's delayed scaling).
+    if (c_.precision == Dtype::Fp8) {
+      int tensors = 0;
+      for (std::int64_t l = 0; l < ctx_.chunks[chunk].count; ++l)
+        tensors += 3 * fp8_gemms_per_layer(m_, ctx_.chunks[chunk].first + l);
+      const auto bytes = static_cast<std::uint64_t>(4 * tensors);
+      out_.instantiate(out_.block(fmt::format("fp8.amax_allreduce.{}", bytes),
+                                  [&](BlockRecorder& b) {
+                                    b.emit_collective(streams::kTensorParallel, slots::kAmax,
+                                                      categories::kTensorParallel, bytes, "fp8.amax_allreduce", true);
+                                  }),
                        mb, -1);
     }
   }
 
-  void backward(std::int32_t mb, bool final_step) {
-    if (!last_stage())
-      out_.instantiate(transfer_block("pp.recv_gradient", false, streams::kPipelineRecvBackward,
-                                      slots::kPipelineBackwardRecv),
+  // Full backward (input_only false) or the B of a zero-bubble split.
+  void backward(std::int32_t mb, std::size_t chunk, bool final, bool input_only) {
+    const Channels& ch = channels(chunk);
+    const int which = input_only ? 1 : 0;
+    if (!last_virtual(chunk))
+      out_.instantiate(transfer_block(std::string("pp.recv_gradient") + ch.suffix, false, ch.recv_backward_stream,
+                                      ch.recv_backward_slot),
                        mb, -1);
-    if (last_stage()) {
-      out_.instantiate(backward_block("output.bwd", output_.backward), mb, -1);
-      if (final_step)
-        gradients_ready(output_parameters_per_rank(*ctx_.model, ctx_.config->tp, ctx_.num_stages));
+    if (last_virtual(chunk)) {
+      out_.instantiate(output_block(which), mb, -1);
+      if (!input_only) output_gradients(final);
     }
-    const std::uint32_t layer = backward_block("layer.bwd", layer_.backward);
-    for (std::int64_t l = ctx_.layers.count - 1; l >= 0; --l) {
-      if (full_recompute()) out_.instantiate(recompute_block(), mb, layer_index(l));
-      out_.instantiate(layer, mb, layer_index(l));
-      if (final_step) gradients_ready(layer_parameters_per_rank(*ctx_.model, ctx_.config->tp));
-    }
-    if (!first_stage()) {
-      out_.instantiate(transfer_block("pp.send_gradient", true, streams::kPipelineSendBackward,
-                                      slots::kPipelineBackwardSend),
+    for_layers(chunk, true, mb, [&](std::int64_t layer, std::int64_t l) {
+      if (fully_recomputed(l)) {
+        out_.instantiate(layer_recompute(layer, true), mb, static_cast<std::int32_t>(layer));
+      } else if (selective() && !lists(layer).core_attention.empty()) {
+        out_.instantiate(layer_recompute(layer, false), mb, static_cast<std::int32_t>(layer));
+      }
+      out_.instantiate(layer_backward(layer, which), mb, static_cast<std::int32_t>(layer));
+      if (!input_only) layer_gradients(layer, mb, final);
+    });
+    if (!first_virtual(chunk)) {
+      out_.instantiate(transfer_block(std::string("pp.send_gradient") + ch.suffix, true, ch.send_backward_stream,
+                                      ch.send_backward_slot),
                        mb, -1);
     } else {
-      out_.instantiate(backward_block("embedding.bwd", embedding_.backward), mb, -1);
-      if (final_step) gradients_ready(embedding_parameters_per_rank(*ctx_.model, ctx_.config->tp));
+      out_.instantiate(embedding_block(which), mb, -1);
+      if (!input_only) embedding_gradients(final);
     }
-    if (final_step) flush_bucket();
+    if (!input_only) end_of_gradients(final);
   }
 
-  // Megatron-LM's DDP: gradients become final in the last micro-batch's
-  // backward; a bucket is all-reduced over DP as soon as it is full.
-  void gradients_ready(std::int64_t parameters) {
-    if (ctx_.config->dp == 1) return;
-    bucket_parameters_ += parameters;
-    if (bucket_parameters_ >= ctx_.ddp_bucket_parameters) flush_bucket();
+  // The W of a zero-bubble split: weight gradients of every layer of the chunk.
+  void weight_gradients(std::int32_t mb, std::size_t chunk, bool final) {
+    if (last_virtual(chunk)) {
+      out_.instantiate(output_block(2), mb, -1);
+      output_gradients(final);
+    }
+    const std::int64_t n = ctx_.chunks[chunk].count;
+    for (std::int64_t i = n - 1; i >= 0; --i) {
+      const std::int64_t layer = ctx_.chunks[chunk].first + i;
+      out_.instantiate(layer_backward(layer, 2), mb, static_cast<std::int32_t>(layer));
+      layer_gradients(layer, mb, final);
+    }
+    if (first_virtual(chunk)) {
+      out_.instantiate(embedding_block(2), mb, -1);
+      embedding_gradients(final);
+    }
+    end_of_gradients(final);
   }
 
-  void flush_bucket() {
-    if (bucket_parameters_ == 0) return;
-    const auto bytes = static_cast<std::uint64_t>(2 * bucket_parameters_);  // bf16 gradients
-    const std::string name = fmt::format("dp.grad_allreduce.bucket{}", buckets_++);
-    out_.instantiate(out_.block(name, [&](BlockRecorder& b) {
-                       b.emit_collective(streams::kDataParallel, slots::kDataParallel,
-                                         categories::kDataParallel, bytes, name, false);
-                     }),
+  // ---- gradients ----------------------------------------------------------
+  // Gradient reduction: ZeRO-3 reduce-scatters each layer's gradients after
+  // its backward in every micro-batch; ZeRO-2 reduce-scatters buckets in every
+  // micro-batch; plain data parallelism (all-reduce) and ZeRO-1 (reduce-
+  // scatter) reduce buckets in the last micro-batch's backward with
+  // --overlap-grad-reduce, else all after the last backward.
+  bool reduce_now(bool final) const {
+    if (dualpipe()) return false;  // both chunks' gradients are summed with the mirror stage at the end
+    if (c_.zero_stage >= 2) return true;
+    return final && c_.overlap_grad_reduce;
+  }
+
+  void layer_gradients(std::int64_t layer, std::int32_t mb, bool final) {
+    const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
+    if (zero3()) {
+      for (const auto& [n, slot] : {std::pair{p.dense, slots::kDataParallel}, {p.expert, slots::kExpertDataParallel}})
+        if (n > 0 && group_of(slot) > 1)
+          out_.instantiate(dp_collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
+                                         static_cast<std::uint64_t>(2 * n), false),
+                           mb, static_cast<std::int32_t>(layer));
+      return;
+    }
+    if (reduce_now(final)) gradients_ready(p);
+  }
+
+  void output_gradients(bool final) {
+    const std::int64_t n = output_parameters_per_rank(m_, c_.tp, separate_head());
+    if (zero3()) {
+      zero3_boundary_gradients(n);
+    } else if (reduce_now(final)) {
+      gradients_ready({n, 0});
+    }
+  }
+
+  void embedding_gradients(bool final) {
+    const std::int64_t n = embedding_parameters_per_rank(m_, c_.tp);
+    if (zero3()) {
+      zero3_boundary_gradients(n);
+    } else if (reduce_now(final)) {
+      gradients_ready({n, 0});
+    }
+  }
+
+  void zero3_boundary_gradients(std::int64_t n) {
+    if (ctx_.dense_group > 1)
+      out_.instantiate(dp_collective("zero3.grad_reducescatter", slots::kDataParallel, CollectiveKind::ReduceScatter,
+                                     static_cast<std::uint64_t>(2 * n), false),
+                       -1, -1);
+  }
+
+  void end_of_gradients(bool final) {
+    if (c_.zero_stage == 2 || (reduce_now(final) && final)) flush_buckets();
+  }
+
+  bool separate_head() const {
+    // A tied LM head needs its own copy when the embedding is on another rank.
+    return c_.pp > 1;
+  }
+
+  void gradients_ready(const RankParameters& p) {
+    add_to_bucket(dense_bucket_, p.dense, slots::kDataParallel);
+    add_to_bucket(expert_bucket_, p.expert, slots::kExpertDataParallel);
+  }
+
+  void add_to_bucket(std::int64_t& bucket, std::int64_t parameters, std::uint8_t slot) {
+    if (parameters == 0 || group_of(slot) == 1) return;
+    bucket += parameters;
+    if (bucket >= ctx_.ddp_bucket_parameters) flush_bucket(bucket, slot);
+  }
+
+  void flush_buckets() {
+    flush_bucket(dense_bucket_, slots::kDataParallel);
+    flush_bucket(expert_bucket_, slots::kExpertDataParallel);
+  }
+
+  // Megatron-LM's DDP: a bucket of bf16 gradients all-reduced (ZeRO:
+  // reduce-scattered) over the ranks that hold the same parameters.
+  void flush_bucket(std::int64_t& bucket, std::uint8_t slot) {
+    if (bucket == 0) return;
+    const bool shard = c_.zero_stage >= 1;
+    const std::string name = fmt::format("{}.grad_{}.bucket", slot == slots::kExpertDataParallel ? "edp" : "dp",
+                                         shard ? "reducescatter" : "allreduce");
+    out_.instantiate(dp_collective(name, slot, shard ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
+                                   static_cast<std::uint64_t>(2 * bucket), false),
                      -1, -1);
-    bucket_parameters_ = 0;
+    bucket = 0;
+  }
+
+  // All of the stage's gradients not yet reduced, in buckets.
+  void reduce_remaining() {
+    if (zero3() || c_.zero_stage == 2) return;
+    if (reduce_now(true)) return;  // reduced during the final backward
+    const auto reduce = [&](std::int64_t total, std::uint8_t slot, std::int64_t& bucket) {
+      if (group_of(slot) == 1) return;
+      for (std::int64_t left = total; left > 0;) {
+        const std::int64_t n = std::min(left, ctx_.ddp_bucket_parameters);
+        bucket = n;
+        flush_bucket(bucket, slot);
+        left -= n;
+      }
+    };
+    reduce(ctx_.stage_parameters.dense, slots::kDataParallel, dense_bucket_);
+    reduce(ctx_.stage_parameters.expert, slots::kExpertDataParallel, expert_bucket_);
   }
 
   void finish_step() {
+    reduce_remaining();
     // Tied input and output embeddings on different stages: once the DP
     // reduction is done, their gradients are summed over the embedding group
     // (Megatron-LM's finalize_model_grads), before the optimizer runs.
-    if (ctx_.embedding_group && (first_stage() || last_stage())) {
-      const auto bytes = static_cast<std::uint64_t>(
-          2 * (ctx_.model->vocab_size / ctx_.config->tp) * ctx_.model->hidden_size);
+    if (ctx_.embedding_group && (first_virtual_any() || last_virtual_any())) {
+      const auto bytes = static_cast<std::uint64_t>(2 * (m_.vocab_size / c_.tp) * m_.hidden_size);
       out_.instantiate(out_.block("embedding.grad_allreduce",
                                   [&](BlockRecorder& b) {
-                                    const auto id = b.emit_collective(
-                                        streams::kEmbeddingGrad, slots::kEmbedding,
-                                        categories::kPipelineParallel, bytes,
-                                        "embedding.grad_allreduce", false);
+                                    const auto id = b.emit_collective(streams::kEmbeddingGrad, slots::kEmbedding,
+                                                                      categories::kPipelineParallel, bytes,
+                                                                      "embedding.grad_allreduce", false);
                                     b.follow_stream(id, streams::kDataParallel);
                                   }),
                        -1, -1);
@@ -189,21 +558,58 @@ class StageBuilder {
     // reductions in order, so waiting for each stream's last task is enough.
     out_.wait_for_stream(streams::kDataParallel);
     out_.wait_for_stream(streams::kEmbeddingGrad);
-    const OpSpec step = optimizer_step_op(ctx_.stage_parameters);
-    out_.instantiate(out_.block("optimizer",
+    const auto shard = [&](std::int64_t n, std::int64_t group) {
+      return c_.zero_stage >= 1 ? (n + group - 1) / group : n;
+    };
+    const std::int64_t updated =
+        shard(ctx_.stage_parameters.dense, ctx_.dense_group) + shard(ctx_.stage_parameters.expert, ctx_.expert_group);
+    const OpSpec step = optimizer_step_op(updated);
+    out_.instantiate(out_.block(fmt::format("optimizer.{}", updated),
                                 [&](BlockRecorder& b) {
+                                  b.begin_list();
                                   b.emit(step, b.names_of({step}, "")[0], categories::kOptimizer, 0, 0);
                                 }),
                      -1, -1);
+    // ZeRO-1/2: every rank gathers the parameters the others updated, after
+    // the optimizer, unless the next step's forward overlaps it.
+    if ((c_.zero_stage == 1 || c_.zero_stage == 2) && !c_.overlap_param_gather) {
+      const auto gather = [&](std::int64_t total, std::uint8_t slot) {
+        if (group_of(slot) == 1) return;
+        for (std::int64_t left = total; left > 0;) {
+          const std::int64_t n = std::min(left, ctx_.ddp_bucket_parameters);
+          out_.instantiate(dp_collective("zero.param_allgather.bucket", slot, CollectiveKind::AllGather,
+                                         static_cast<std::uint64_t>(2 * n), false),
+                           -1, -1);
+          left -= n;
+        }
+      };
+      gather(ctx_.stage_parameters.dense, slots::kDataParallel);
+      gather(ctx_.stage_parameters.expert, slots::kExpertDataParallel);
+    }
+  }
+
+  bool first_virtual_any() const {
+    for (std::size_t c = 0; c < ctx_.chunks.size(); ++c)
+      if (first_virtual(c)) return true;
+    return false;
+  }
+  bool last_virtual_any() const {
+    for (std::size_t c = 0; c < ctx_.chunks.size(); ++c)
+      if (last_virtual(c)) return true;
+    return false;
   }
 
   const StageContext& ctx_;
+  const strategy::ParallelConfig& c_;
+  const model::ModelSpec& m_;
   ProgramBuilder out_;
   MicroShape shape_;
-  BlockOps layer_, embedding_, output_;
+  BlockOps embedding_, output_;
+  std::map<std::string, LayerLists> lists_;
   std::uint64_t activation_bytes_ = 0;
-  std::int64_t bucket_parameters_ = 0;
-  int buckets_ = 0;
+  std::int64_t total_virtual_ = 1;
+  std::int64_t dense_bucket_ = 0, expert_bucket_ = 0;
+  std::unordered_map<std::int64_t, std::vector<TaskRef>> gathers_, param_gather_;
 };
 
 }  // namespace

@@ -2,10 +2,12 @@
 #include "ptsim/workload/step_workload.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "internal/communicators.hpp"
 #include "internal/name_table.hpp"
 #include "internal/stage_program.hpp"
+#include "ptsim/strategy/pipeline_schedule.hpp"
 
 namespace ptsim::workload {
 
@@ -22,24 +24,55 @@ std::int64_t bucket_parameters(const strategy::ParallelConfig& config) {
   return std::max(config.ddp_bucket_parameters, 1'000'000 * config.dp);
 }
 
-std::int64_t stage_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
-                              const strategy::LayerRange& layers, std::int64_t stage) {
-  std::int64_t p = layers.count * layer_parameters_per_rank(m, c.tp);
-  if (stage == 0) p += embedding_parameters_per_rank(m, c.tp);
-  if (stage == c.pp - 1) p += output_parameters_per_rank(m, c.tp, c.pp);
+// The parameters a rank of `stage` holds: its chunks' layers, the embedding
+// on the first virtual stage, the output layer on the last.
+RankParameters stage_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                const std::vector<strategy::LayerRange>& chunks, std::int64_t stage) {
+  RankParameters p;
+  bool embedding = false, output = false;
+  const std::int64_t last = c.schedule == strategy::ScheduleKind::Interleaved ? c.pp * c.vpp - 1 : c.pp - 1;
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    for (std::int64_t l = 0; l < chunks[k].count; ++l) p += layer_parameters_per_rank(m, c, chunks[k].first + l);
+    const std::int64_t v = strategy::virtual_stage(c.schedule, stage, c.pp, static_cast<std::int64_t>(k));
+    embedding = embedding || v == 0;
+    output = output || v == last;
+  }
+  if (embedding) p.dense += embedding_parameters_per_rank(m, c.tp);
+  // A tied head needs its own copy unless the embedding is on the same rank.
+  if (output) p.dense += output_parameters_per_rank(m, c.tp, !embedding);
   return p;
 }
 
 void label(taskgraph::Workload& w) {
-  w.stream_names = {"compute",          "tp",      "dp",
-                    "pp_send_forward",  "pp_recv_forward",
-                    "pp_send_backward", "pp_recv_backward", "embedding_grad"};
+  w.stream_names = {"compute",          "tp",
+                    "dp",               "pp_send_forward",
+                    "pp_recv_forward",  "pp_send_backward",
+                    "pp_recv_backward", "embedding_grad",
+                    "cp_send",          "cp_recv",
+                    "ep",               "pp1_send_forward",
+                    "pp1_recv_forward", "pp1_send_backward",
+                    "pp1_recv_backward"};
   // The embedding group exists because pipelining splits the tied input and
   // output embeddings over two stages: its traffic counts as pipeline traffic.
-  w.stream_dimension = {"", "tp", "dp", "pp", "pp", "pp", "pp", "pp"};
-  w.category_names = {"forward", "backward", "recompute", "optimizer", "tp", "pp", "dp"};
-  w.comm_slot_names = {"tp", "dp", "embedding", "pp_forward_send", "pp_forward_recv",
-                       "pp_backward_send", "pp_backward_recv"};
+  w.stream_dimension = {"", "tp", "dp", "pp", "pp", "pp", "pp", "pp", "cp", "cp", "ep", "pp", "pp", "pp", "pp"};
+  w.category_names = {"forward", "backward", "recompute", "optimizer", "tp", "pp", "dp", "cp", "ep"};
+  w.comm_slot_names = {"tp",
+                       "dp",
+                       "embedding",
+                       "pp_forward_send",
+                       "pp_forward_recv",
+                       "pp_backward_send",
+                       "pp_backward_recv",
+                       "cp_send",
+                       "cp_recv",
+                       "ep",
+                       "etp",
+                       "edp",
+                       "pp1_forward_send",
+                       "pp1_forward_recv",
+                       "pp1_backward_send",
+                       "pp1_backward_recv",
+                       "amax"};
 }
 
 }  // namespace
@@ -48,8 +81,8 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
                                  const strategy::ParallelConfig& config) {
   StepWorkload step{.workload = {},
                     .model = model,
-                    .layout = strategy::RankLayout(config.tp, config.dp, config.pp, config.rank_order),
-                    .stages = strategy::make_stage_partition(model.num_layers, config.pp),
+                    .layout = strategy::RankLayout(config.tp, config.cp, 1, config.dp, config.pp, config.rank_order),
+                    .stage_chunks = {},
                     .stage_static_memory = {}};
   step.model.vocab_size = padded_vocab_size(model.vocab_size, config.tp);
   step.num_microbatches = config.num_microbatches();
@@ -59,8 +92,15 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
   taskgraph::Workload& w = step.workload;
   w.world_size = config.world_size;
   label(w);
-  const bool embedding_group = model.tie_embeddings && config.pp > 1;
-  internal::add_communicators(step.layout, embedding_group, w);
+  const bool dualpipe = config.schedule == strategy::ScheduleKind::DualPipe;
+  const bool embedding_group = model.tie_embeddings && config.pp > 1 && !dualpipe;
+  std::optional<strategy::RankLayout> expert;
+  if (model.is_moe())
+    expert.emplace(config.expert_tp, 1, config.ep, config.expert_dp(), config.pp, config.rank_order);
+  internal::add_communicators(config, step.layout, expert ? &*expert : nullptr, embedding_group, w);
+  const std::int64_t mirror = dualpipe ? 2 : 1;
+  const std::int64_t dense_group = config.gradient_group() * mirror;
+  const std::int64_t expert_group = config.expert_dp() * mirror;
 
   internal::NameTable names;
   w.programs.resize(static_cast<std::size_t>(config.pp));
@@ -70,14 +110,22 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
     ctx.config = &config;
     ctx.stage = s;
     ctx.num_stages = config.pp;
-    ctx.layers = step.stages[static_cast<std::size_t>(s)];
+    ctx.chunks = strategy::stage_chunks(config, s);
     ctx.num_microbatches = step.num_microbatches;
     ctx.micro_batch_size = config.micro_batch_size;
-    ctx.stage_parameters = stage_parameters(step.model, config, ctx.layers, s);
+    ctx.stage_parameters = stage_parameters(step.model, config, ctx.chunks, s);
     ctx.ddp_bucket_parameters = bucket_parameters(config);
     ctx.embedding_group = embedding_group;
+    ctx.dense_group = dense_group;
+    ctx.expert_group = expert_group;
     internal::build_stage_program(ctx, names, w.programs[static_cast<std::size_t>(s)]);
-    step.stage_static_memory.push_back(static_memory(ctx.stage_parameters));
+    step.stage_chunks.push_back(ctx.chunks);
+    const StaticMemory dense = static_memory(ctx.stage_parameters.dense, config.zero_stage, dense_group);
+    const StaticMemory experts = static_memory(ctx.stage_parameters.expert, config.zero_stage, expert_group);
+    step.stage_static_memory.push_back({dense.parameters + experts.parameters,
+                                        dense.params_bytes + experts.params_bytes,
+                                        dense.grads_bytes + experts.grads_bytes,
+                                        dense.optimizer_bytes + experts.optimizer_bytes});
     w.program_base_memory_bytes.push_back(step.stage_static_memory.back().total_bytes());
   }
   w.op_names = names.take();
@@ -87,8 +135,8 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
     w.program_of_rank[static_cast<std::size_t>(r)] =
         static_cast<std::uint32_t>(step.layout.coordinate(r, strategy::Axis::Pp));
 
-  // Every stage program runs on tp·dp ranks; a block's FLOPs count once per instance.
-  const auto ranks_per_stage = static_cast<double>(config.tp * config.dp);
+  // Every stage program runs on tp·cp·dp ranks; a block's FLOPs count once per instance.
+  const auto ranks_per_stage = static_cast<double>(config.tp * config.cp * config.dp);
   for (const auto& program : w.programs) {
     std::vector<double> block_model(program.num_blocks(), 0), block_hardware(program.num_blocks(), 0);
     for (std::uint32_t b = 0; b < program.num_blocks(); ++b) {

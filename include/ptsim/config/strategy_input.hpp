@@ -1,12 +1,20 @@
 // StrategyInput: a parallel strategy as the user gave it — command-line flags
 // or a strategy file with the same keys — before defaults and checks. Each
 // value remembers where it came from, so that errors point at the flag or key.
+//
+// One table (strategy_fields) names every field once: its JSON key (Megatron-LM's
+// argument name), short alias, command-line flag, type and help. The strategy
+// file reader, the flag parser and merge all walk that table.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
 
 namespace ptsim::config {
 
@@ -15,11 +23,25 @@ struct StrategyInput {
   std::optional<std::int64_t> tp;
   std::optional<std::int64_t> pp;
   std::optional<std::int64_t> dp;
+  std::optional<std::int64_t> cp;
+  std::optional<std::int64_t> ep;
+  std::optional<std::int64_t> expert_tp;
+  std::optional<std::int64_t> vpp;
+  std::optional<std::int64_t> layers_per_virtual_stage;
+  std::optional<std::int64_t> first_stage_layers;
+  std::optional<std::int64_t> last_stage_layers;
   std::optional<std::int64_t> micro_batch_size;
   std::optional<std::int64_t> global_batch_size;
   std::optional<std::int64_t> seq_length;
-  std::optional<std::string> schedule;   // naive | gpipe | 1f1b
-  std::optional<std::string> recompute;  // none | full
+  std::optional<std::string> schedule;   // naive | gpipe | 1f1b | interleaved | zb-h1 | zb-h2 | dualpipe
+  std::optional<std::string> recompute;  // none | selective | full
+  std::optional<std::int64_t> recompute_num_layers;
+  std::optional<bool> sequence_parallel;
+  std::optional<std::int64_t> zero;      // 0 … 3
+  std::optional<bool> distributed_optimizer;
+  std::optional<bool> overlap_grad_reduce;
+  std::optional<bool> overlap_param_gather;
+  std::optional<double> moe_capacity_factor;
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp
   std::optional<std::string> attention_backend;  // flash | unfused
   std::optional<std::string> precision;          // bf16 | fp8
@@ -31,10 +53,30 @@ struct StrategyInput {
   std::string where(const std::string& field) const;
 };
 
-/// Reads a strategy file. Keys: gpus, tensor_model_parallel_size (or tp),
-/// pipeline_model_parallel_size (pp), data_parallel_size (dp),
-/// micro_batch_size, global_batch_size, seq_length, schedule, recompute, rank_order,
-/// attention_backend, precision.
+/// One strategy field: where it lives in StrategyInput and how users name it.
+struct StrategyField {
+  using Member = std::variant<std::optional<std::int64_t> StrategyInput::*,
+                              std::optional<double> StrategyInput::*,
+                              std::optional<bool> StrategyInput::*,
+                              std::optional<std::string> StrategyInput::*>;
+  const char* field;       // canonical name, as in StrategyInput and error messages
+  const char* key;         // JSON key and long flag (with '-' for '_'): Megatron-LM's name
+  const char* alias;       // short JSON key and flag, or "" (e.g. "tp")
+  Member member;
+  std::int64_t min = 1;    // integers: accepted range
+  std::int64_t max = std::int64_t{1} << 40;
+  std::vector<std::string_view> choices = {};  // strings: allowed values (empty: free text)
+  const char* value_name = "";  // in --help, e.g. "T"
+  const char* help = "";
+
+  /// "--tensor-model-parallel-size/--tp".
+  std::string flags() const;
+};
+
+/// Every field, in the order --help lists them.
+std::span<const StrategyField> strategy_fields();
+
+/// Reads a strategy file: an object whose keys are strategy_fields()' keys or aliases.
 StrategyInput load_strategy(const std::string& path);
 
 /// Values set in `overrides` replace those of `base` (flags override a file).

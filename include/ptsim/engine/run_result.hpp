@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "ptsim/common/ids.hpp"
@@ -29,8 +30,9 @@ struct RankStats {
   Time peak_memory_at;
   std::vector<CategoryTotals> categories;  // indexed like Workload::category_names
   /// occupancy[mask]: time during which exactly the streams in `mask` were
-  /// running a task (bit s = stream s), from time 0 to `finish`.
-  std::vector<Time> occupancy;
+  /// running a task (bit s = stream s), from time 0 to `finish`; masks that
+  /// never occurred are absent.
+  std::map<std::uint32_t, Time> occupancy;
 };
 
 struct TaskRecord {

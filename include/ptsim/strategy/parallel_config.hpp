@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -21,7 +23,11 @@ enum class ScheduleKind {
   DualPipe,     // DeepSeek-V3's bidirectional pipeline (DeepSeek-AI 2024, deepseek-ai/DualPipe)
 };
 
-enum class RecomputeKind { None, Full };
+enum class RecomputeKind {
+  None,
+  Selective,  // Megatron's selective recomputation: core attention (scores, softmax, dropout) only
+  Full,       // whole layers: only each layer's input is kept
+};
 
 enum class AttentionBackend {
   Flash,    // fused attention kernels (FlashAttention/cuDNN), Megatron-Core's default
@@ -33,19 +39,40 @@ std::string_view to_string(RecomputeKind r);
 std::string_view to_string(AttentionBackend a);
 
 struct ParallelConfig {
-  std::int64_t world_size = 1;  // GPUs
+  std::int64_t world_size = 1;  // GPUs = tp·cp·dp·pp
   std::int64_t tp = 1;          // tensor-model-parallel size
   std::int64_t pp = 1;          // pipeline-model-parallel size
-  std::int64_t dp = 1;          // data-parallel size = world / (tp·pp)
+  std::int64_t dp = 1;          // data-parallel size = world / (tp·cp·pp)
+  std::int64_t cp = 1;          // context-parallel size: the sequence split over cp ranks
+  /// MoE layers lay the same ranks out as expert_tp · ep · expert_dp · pp
+  /// (Megatron-Core's expert rank generator): expert_dp = tp·cp·dp / (expert_tp·ep).
+  std::int64_t ep = 1;
+  std::int64_t expert_tp = 1;
+  std::int64_t vpp = 1;         // model chunks per stage (interleaved); DualPipe holds 2
+  /// Layers of each virtual stage along a micro-batch's path (p·vpp of them
+  /// when interleaved, else p), first to last: uneven when they do not divide
+  /// the layers or the user set the first/last stage's. See stage_partition.hpp.
+  std::vector<std::int64_t> virtual_stage_layers;
   std::int64_t micro_batch_size = 1;   // sequences per micro-batch
   std::int64_t global_batch_size = 1;  // sequences per step, all replicas
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   RecomputeKind recompute = RecomputeKind::None;
+  /// Full recomputation of only the first N layers of each stage (chunk); 0: all.
+  std::int64_t recompute_num_layers = 0;
+  bool sequence_parallel = false;
+  /// ZeRO stage (Rajbhandari et al. 2020): 1 shards optimizer states over the
+  /// data-parallel group (Megatron's distributed optimizer), 2 also gradients,
+  /// 3 also parameters (FSDP).
+  int zero_stage = 0;
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  /// MoE token capacity per expert as a multiple of an even share; empty: dropless.
+  std::optional<double> moe_capacity_factor;
   AttentionBackend attention = AttentionBackend::Flash;
   /// Inputs of the transformer layers' linear GEMMs: bf16, or fp8 (e4m3) under
   /// FP8 training; everything else stays bf16.
   Dtype precision = Dtype::Bf16;
-  /// How ranks map to (tp, dp, pp) coordinates; see RankLayout.
+  /// How ranks map to (tp, cp, ep, dp, pp) coordinates; see RankLayout.
   std::string rank_order = "tp-cp-ep-dp-pp";
   /// Megatron's DDP bucket: gradients are reduced in buckets of this many
   /// parameters (Megatron-LM default 40M; the bucket grows with dp, see
@@ -54,6 +81,10 @@ struct ParallelConfig {
 
   /// Micro-batches each pipeline runs per step: GBS / (MBS·DP).
   std::int64_t num_microbatches() const { return global_batch_size / (micro_batch_size * dp); }
+  /// Ranks of the expert-data-parallel group of an expert's weights.
+  std::int64_t expert_dp() const { return tp * cp * dp / (expert_tp * ep); }
+  /// Ranks over which dense gradients are reduced: data and context parallel.
+  std::int64_t gradient_group() const { return dp * cp; }
 };
 
 }  // namespace ptsim::strategy

@@ -2,8 +2,9 @@
 // each axis, as Megatron-LM's RankGenerator lays them out: the first axis of
 // the order varies fastest. Default order Megatron's "tp-cp-ep-dp-pp": TP
 // groups are consecutive ranks (inside a node), pipeline stages outermost.
-// Context and expert parallelism have size 1 until they are simulated; they
-// may be named in the order all the same.
+// Dense layers use (tp, cp, ep = 1, dp, pp); MoE layers lay the same ranks out
+// as (expert_tp, cp = 1, ep, expert_dp, pp) with the same order, as
+// Megatron-Core's expert rank generator does.
 //
 // Worked example (Megatron's docstring), order tp-pp-dp, tp=2 pp=2 dp=2:
 //   rank = tp + 2·pp + 4·dp
@@ -33,7 +34,10 @@ class RankLayout {
   /// It names tp, dp and pp once each, and cp and ep at most once (axes it
   /// leaves out come last). Throws ConfigError otherwise.
   RankLayout(std::int64_t tp, std::int64_t dp, std::int64_t pp,
-             std::string_view order = kDefaultRankOrder);
+             std::string_view order = kDefaultRankOrder)
+      : RankLayout(tp, 1, 1, dp, pp, order) {}
+  RankLayout(std::int64_t tp, std::int64_t cp, std::int64_t ep, std::int64_t dp, std::int64_t pp,
+             std::string_view order);
 
   std::int64_t world_size() const { return world_size_; }
   std::int64_t size(Axis a) const { return size_[index(a)]; }

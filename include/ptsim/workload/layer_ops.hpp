@@ -1,12 +1,16 @@
-// The ops Megatron-LM runs for one transformer layer on one tensor-parallel
-// rank, forward and backward, with their FLOP, HBM bytes and saved tensors.
-// The saved tensors follow Korthikanti et al. 2022 (§4.1), so that a GPT layer
-// with dropout and TP t saves s·b·h·(10 + 24/t + 5·a·s/(h·t)) bytes with the
-// unfused attention they analyse; fused (flash) attention keeps no s×s tensor
-// and saves s·b·h·(10 + 24/t) plus its softmax statistics.
+// The ops Megatron-LM runs for one transformer layer on one rank, forward and
+// backward, with their FLOP, HBM bytes, communication and saved tensors.
+// The saved tensors follow Korthikanti et al. 2022 (§4.1–4.2.2), so that a GPT
+// layer with dropout and TP t saves s·b·h·(10 + 24/t + 5·a·s/(h·t)) bytes with
+// the unfused attention they analyse, s·b·h·(34 + 5·a·s/h)/t with sequence
+// parallelism; fused (flash) attention keeps no s×s tensor and saves
+// s·b·h·(10 + 24/t) (or 34/t) plus its softmax statistics. Context parallelism
+// divides every token count by cp.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "ptsim/common/dtype.hpp"
 #include "ptsim/model/model_spec.hpp"
@@ -17,15 +21,34 @@ namespace ptsim::workload {
 /// Shape of the work one rank does for one micro-batch.
 struct MicroShape {
   std::int64_t micro_batch = 1;  // b, sequences
-  std::int64_t seq_length = 1;   // s
+  std::int64_t seq_length = 1;   // s, tokens of a whole sequence
   std::int64_t tp = 1;           // t
+  std::int64_t cp = 1;           // the sequence is split over cp ranks (ring attention)
+  bool sequence_parallel = false;
   bool flash_attention = true;   // fused attention kernels; false: Megatron's unfused path
   Dtype gemm_dtype = Dtype::Bf16;  // inputs of the layers' linear GEMMs (fp8 under FP8 training)
+  std::int64_t ep = 1;           // expert parallelism
+  std::int64_t expert_tp = 1;    // tensor parallelism inside experts
+  /// Tokens per expert as a multiple of an even share (padded to capacity); empty: dropless.
+  std::optional<double> capacity_factor;
+
+  /// Tokens of one micro-batch on this rank: b·s/cp.
+  double tokens() const { return static_cast<double>(micro_batch * seq_length) / static_cast<double>(cp); }
+  /// Tokens in the sequence-parallel regions (norms, dropout, residual): tokens()/t under SP.
+  double sp_tokens() const { return sequence_parallel ? tokens() / static_cast<double>(tp) : tokens(); }
 };
 
-/// Forward and backward ops of one transformer layer (attention + MLP).
-/// The first forward op saves exactly the layer input (2·s·b·h bytes), which
-/// is what full recomputation keeps instead of everything else.
-BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shape);
+/// Forward and backward ops of transformer layer `layer` (global index:
+/// dense or MoE MLP, sliding-window or full attention). The first forward op
+/// saves exactly the layer input, which is what full recomputation keeps
+/// instead of everything else.
+BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer);
+
+/// Layers with the same key have the same ops (dense/MoE MLP, sliding/full attention).
+std::string layer_kind_key(const model::ModelSpec& m, std::int64_t layer);
+
+/// FP8 GEMMs in a layer's forward (each casts its input, weight and output
+/// gradient, and keeps amax histories for them).
+int fp8_gemms_per_layer(const model::ModelSpec& m, std::int64_t layer);
 
 }  // namespace ptsim::workload

@@ -18,7 +18,18 @@ enum class OpKind : std::uint8_t {
   Matmul,       // GEMM or batched GEMM on tensor cores
   MemoryBound,  // elementwise, norm, softmax, gather/scatter
   Attention,    // fused (FlashAttention-style) attention, forward or backward
-  TpAllReduce,  // all-reduce over the tensor-parallel group
+  Collective,   // a collective over one of the rank's groups
+  Send,         // point-to-point send to the next rank of the group's ring
+  Recv,         // point-to-point receive from the previous rank of the group's ring
+};
+
+/// Which group a communication op runs over (the workload builder maps each
+/// to a stream, a communicator slot and a report category).
+enum class CommGroup : std::uint8_t {
+  TensorParallel,        // dense layers' TP group
+  ContextParallel,       // the CP ring (sends to the next CP rank, receives from the previous)
+  ExpertParallel,        // MoE token dispatch and combine
+  ExpertTensorParallel,  // TP inside the experts
 };
 
 struct OpSpec {
@@ -29,13 +40,31 @@ struct OpSpec {
   std::array<std::uint32_t, 4> shape{};  // see taskgraph::Task::shape
   std::uint8_t flags = 0;       // attention: taskgraph::kCausal, kBackwardPass
   double flops = 0;             // matmul FLOP, model convention (zero for memory-bound kinds)
-  std::uint64_t bytes = 0;      // HBM traffic, or the all-reduce payload
+  std::uint64_t bytes = 0;      // HBM traffic, or the communication payload (nccl-tests' size)
   std::uint64_t saved_bytes = 0;  // forward ops: tensors kept until the backward pass
   std::uint64_t freed_bytes = 0;  // backward ops: saved tensors released when it ends
-  /// Backward all-reduces of input gradients run beside the next op (the
-  /// weight-gradient GEMM), as Megatron-LM's async gradient all-reduce; the
-  /// op after that waits for them.
+  // ---- communication ops ----
+  taskgraph::CollectiveKind collective = taskgraph::CollectiveKind::None;
+  CommGroup group = CommGroup::TensorParallel;
+  /// Which kernel consumes a collective's or receive's result: by default the
+  /// next one waits for it; `async`: the one after next (the op in between —
+  /// a weight-gradient GEMM, or an attention block of ring attention — runs
+  /// beside the communication, as Megatron-LM's async gradient all-reduce);
+  /// `detached`: no kernel of the block (what consumes it says so with `after`).
   bool async = false;
+  bool detached = false;
+  /// Also waits for op `after` (index in the same list) — and, for a
+  /// communication op, for nothing else: no implicit wait for the last kernel.
+  int after = -1;
+  // ---- roles, for schedules and recomputation ----
+  /// Backward ops computing weight gradients only (zero-bubble schedules run
+  /// them later as W; the rest of the backward is B).
+  bool weight_grad = false;
+  /// Forward ops of core attention (scores, softmax, dropout), which selective
+  /// recomputation reruns in the backward pass; under it they keep only
+  /// `selective_saved_bytes` (the scores GEMM keeps Q and K) of what they save.
+  bool core_attention = false;
+  std::uint64_t selective_saved_bytes = 0;
 };
 
 /// The forward and backward ops of one building block, in issue order. The
@@ -52,12 +81,16 @@ OpSpec matmul(std::string name, double m, double n, double k, double batch = 1,
 /// A memory-bound kernel of class `kernel` moving `bytes`.
 OpSpec memory_op(std::string name, double bytes,
                  taskgraph::KernelClass kernel = taskgraph::KernelClass::Elementwise);
-/// Fused attention over `batch_heads` heads of `seq` queries and keys of width
-/// `head_dim`, bf16. FLOP in the model's convention: 4·b·h·s²·d forward (QKᵀ
-/// and PV at 2·s²·d each, causal masking not subtracted), twice that backward.
-/// Bytes: Q, K, V and O read or written once (flash attention keeps the
-/// s×s scores on chip).
-OpSpec attention_op(std::string name, double batch_heads, double seq, double head_dim,
-                    double kv_heads_ratio, bool causal, bool backward);
+/// Fused attention over `batch_heads` heads of `seq_q` queries against
+/// `seq_kv` keys, head width `head_dim` (`v_head_dim` for values and output),
+/// bf16. FLOP in the model's convention: 2·b·h·s_q·s_kv·(d + d_v) forward
+/// (QKᵀ and PV; causal masking not subtracted), twice that backward. Bytes:
+/// Q, K, V and O read or written once (flash attention keeps the scores on
+/// chip); `kv_heads_ratio` = key/value heads over query heads.
+OpSpec attention_op(std::string name, double batch_heads, double seq_q, double seq_kv, double head_dim,
+                    double v_head_dim, double kv_heads_ratio, bool causal, bool backward);
+/// A collective of `kind` over `group`, `bytes` in nccl-tests' convention.
+OpSpec collective_op(std::string name, taskgraph::CollectiveKind kind, CommGroup group, double bytes,
+                     bool async = false);
 
 }  // namespace ptsim::workload

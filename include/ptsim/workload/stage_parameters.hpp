@@ -1,37 +1,56 @@
 // Parameters one rank holds, and the static memory they cost: what sits in
 // HBM before the first micro-batch starts. Mixed-precision Adam as the ZeRO
-// paper counts it (Rajbhandari et al. 2020 §3.1): bf16 weights (2 bytes),
-// bf16 gradients (2) and fp32 master weights, momentum and variance (12):
-// 16 bytes per parameter without optimizer sharding.
+// paper counts it (Rajbhandari et al. 2020 §3.1, §5): bf16 weights (2 bytes),
+// bf16 gradients (2) and fp32 master weights, momentum and variance (12) per
+// parameter; ZeRO stage 1 shards the 12 over the N_d ranks that reduce the
+// parameter's gradient, stage 2 the gradients too, stage 3 the weights too:
+//   stage 0: 16Ψ · 1: 4Ψ + 12Ψ/N_d · 2: 2Ψ + 14Ψ/N_d · 3: 16Ψ/N_d.
 #pragma once
 
 #include <cstdint>
 
 #include "ptsim/model/model_spec.hpp"
+#include "ptsim/strategy/parallel_config.hpp"
 
 namespace ptsim::workload {
 
-/// Parameters of one transformer layer on one TP rank: the column- and
-/// row-parallel matrices and the column-parallel biases are split t ways;
-/// row-parallel biases and norms are replicated.
-std::int64_t layer_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp);
+/// A rank's parameters of one part of the model, split by the group that
+/// reduces their gradients: dense ones over data and context parallelism,
+/// expert ones over expert data parallelism.
+struct RankParameters {
+  std::int64_t dense = 0;
+  std::int64_t expert = 0;
+  std::int64_t total() const { return dense + expert; }
+  RankParameters& operator+=(const RankParameters& o) {
+    dense += o.dense;
+    expert += o.expert;
+    return *this;
+  }
+};
+
+/// Transformer layer `layer` on one rank: column- and row-parallel matrices
+/// and column-parallel biases split t ways; norms, row-parallel biases, the
+/// MoE router and MLA's low-rank down-projections replicated; each rank holds
+/// experts/ep experts, each split expert_tp ways.
+RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                         std::int64_t layer);
 
 /// Word embedding slice (V/t rows) plus replicated learned positions.
 std::int64_t embedding_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp);
 
-/// Final norm plus the LM head slice. A tied head still needs its own copy on
-/// the last stage when the embedding lives on another stage (pp > 1).
-std::int64_t output_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp,
-                                        std::int64_t pp);
+/// Final norm plus the LM head slice. A tied head still needs its own copy
+/// when the embedding lives on another rank (`separate_head`).
+std::int64_t output_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp, bool separate_head);
 
 struct StaticMemory {
   std::int64_t parameters = 0;
-  std::uint64_t params_bytes = 0;     // bf16 weights
-  std::uint64_t grads_bytes = 0;      // bf16 gradients
-  std::uint64_t optimizer_bytes = 0;  // fp32 master weights and Adam moments
+  std::uint64_t params_bytes = 0;     // bf16 weights (ZeRO-3: the rank's shard)
+  std::uint64_t grads_bytes = 0;      // bf16 gradients (ZeRO-2/3: the rank's shard)
+  std::uint64_t optimizer_bytes = 0;  // fp32 master weights and Adam moments (ZeRO ≥ 1: the shard)
   std::uint64_t total_bytes() const { return params_bytes + grads_bytes + optimizer_bytes; }
 };
 
-StaticMemory static_memory(std::int64_t parameters);
+/// Static memory of `parameters` whose gradients `group` ranks reduce, under ZeRO `stage`.
+StaticMemory static_memory(std::int64_t parameters, int zero_stage = 0, std::int64_t group = 1);
 
 }  // namespace ptsim::workload

@@ -27,17 +27,37 @@ inline constexpr std::uint8_t kPipelineRecvForward = 4;
 inline constexpr std::uint8_t kPipelineSendBackward = 5;
 inline constexpr std::uint8_t kPipelineRecvBackward = 6;
 inline constexpr std::uint8_t kEmbeddingGrad = 7;  // tied-embedding gradient sync between stages
+inline constexpr std::uint8_t kContextSend = 8;    // ring attention: to the next CP rank
+inline constexpr std::uint8_t kContextRecv = 9;    // ring attention: from the previous CP rank
+inline constexpr std::uint8_t kExpertParallel = 10;  // MoE all-to-all
+// DualPipe's second direction (chunk 1): its own channels and streams.
+inline constexpr std::uint8_t kPipeline1SendForward = 11;
+inline constexpr std::uint8_t kPipeline1RecvForward = 12;
+inline constexpr std::uint8_t kPipeline1SendBackward = 13;
+inline constexpr std::uint8_t kPipeline1RecvBackward = 14;
+inline constexpr std::uint8_t kCount = 15;
 }  // namespace streams
 
 /// Communicator slots every program names (resolved per rank).
 namespace slots {
 inline constexpr std::uint8_t kTensorParallel = 0;
-inline constexpr std::uint8_t kDataParallel = 1;
+inline constexpr std::uint8_t kDataParallel = 1;   // dense gradients: dp·cp ranks (DualPipe: and the mirror stage)
 inline constexpr std::uint8_t kEmbedding = 2;  // first and last stage, tied embeddings
 inline constexpr std::uint8_t kPipelineForwardSend = 3;
 inline constexpr std::uint8_t kPipelineForwardRecv = 4;
 inline constexpr std::uint8_t kPipelineBackwardSend = 5;
 inline constexpr std::uint8_t kPipelineBackwardRecv = 6;
+inline constexpr std::uint8_t kContextSend = 7;
+inline constexpr std::uint8_t kContextRecv = 8;
+inline constexpr std::uint8_t kExpertParallel = 9;
+inline constexpr std::uint8_t kExpertTensorParallel = 10;
+inline constexpr std::uint8_t kExpertDataParallel = 11;  // expert gradients
+inline constexpr std::uint8_t kPipeline1ForwardSend = 12;
+inline constexpr std::uint8_t kPipeline1ForwardRecv = 13;
+inline constexpr std::uint8_t kPipeline1BackwardSend = 14;
+inline constexpr std::uint8_t kPipeline1BackwardRecv = 15;
+inline constexpr std::uint8_t kAmax = 16;  // FP8 amax reduction: the stage's tp·cp·dp ranks
+inline constexpr std::uint8_t kCount = 17;
 }  // namespace slots
 
 /// Task categories, for the report's breakdown.
@@ -49,13 +69,15 @@ inline constexpr std::uint8_t kOptimizer = 3;
 inline constexpr std::uint8_t kTensorParallel = 4;
 inline constexpr std::uint8_t kPipelineParallel = 5;
 inline constexpr std::uint8_t kDataParallel = 6;
+inline constexpr std::uint8_t kContextParallel = 7;
+inline constexpr std::uint8_t kExpertParallel = 8;
 }  // namespace categories
 
 struct StepWorkload {
   taskgraph::Workload workload;
   model::ModelSpec model;                          // as built: vocabulary padded as Megatron pads it
   strategy::RankLayout layout;
-  std::vector<strategy::LayerRange> stages;        // layers per pipeline stage
+  std::vector<std::vector<strategy::LayerRange>> stage_chunks;  // layers of each model chunk of each stage
   std::vector<StaticMemory> stage_static_memory;   // per stage (= per program)
   std::int64_t num_microbatches = 0;
   std::int64_t micro_batch_size = 0;

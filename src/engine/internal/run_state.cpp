@@ -47,7 +47,7 @@ std::vector<Rank> ranks_to_simulate(const taskgraph::Workload& w, const RunOptio
 
 RunState::RunState(const taskgraph::Workload& w, const cost::CostModel& cost,
                    const RunOptions& options) {
-  PTSIM_ASSERT(w.stream_names.size() <= 8, "at most 8 streams (occupancy masks use 8 bits)");
+  PTSIM_ASSERT(w.stream_names.size() <= 32, "at most 32 streams (busy masks use 32 bits)");
   PTSIM_ASSERT(w.program_of_rank.size() == static_cast<std::size_t>(w.world_size),
                "every rank runs a program");
   num_streams = static_cast<std::uint8_t>(w.stream_names.size());
@@ -76,7 +76,6 @@ RunState::RunState(const taskgraph::Workload& w, const cost::CostModel& cost,
     r.stats.base_memory_bytes = r.allocated;
     r.stats.peak_memory_bytes = r.allocated;
     r.stats.categories.resize(w.category_names.size());
-    r.stats.occupancy.assign(std::size_t{1} << num_streams, Time{});
     r.record = recorded[static_cast<std::size_t>(rank)] != 0;
     r.gpu_factor = gpu_factor[static_cast<std::size_t>(rank)];
     if (r.record) {

@@ -33,8 +33,12 @@ class BlockRecorder {
  public:
   explicit BlockRecorder(NameTable& names) : names_(&names) {}
 
-  /// A kernel (compute stream) or a TP all-reduce (TP stream), named `name`
-  /// (interned), taking alloc bytes at its start and giving free back at its end.
+  /// Starts a list of ops: OpSpec::after indexes ops emitted since.
+  void begin_list() { list_.clear(); }
+  /// An op of the current list: a kernel (compute stream) or a communication
+  /// op on its group's stream (see OpSpec for who waits for what), named
+  /// `name` (interned), taking alloc bytes at its start and giving free back
+  /// at its end.
   taskgraph::TaskId emit(const OpSpec& op, std::uint32_t name, std::uint8_t category,
                          std::uint64_t alloc_bytes, std::uint64_t free_bytes);
   /// A receive the next kernel consumes.
@@ -43,10 +47,12 @@ class BlockRecorder {
   /// A send of what the last kernel produced.
   taskgraph::TaskId emit_send(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
                               const std::string& name);
-  /// An all-reduce on `stream` of what the last kernel produced; `blocks_next`
+  /// A collective on `stream` of what the last kernel produced; `blocks_next`
   /// makes the next kernel wait for it.
   taskgraph::TaskId emit_collective(std::uint8_t stream, std::uint8_t slot, std::uint8_t category,
-                                    std::uint64_t bytes, const std::string& name, bool blocks_next);
+                                    std::uint64_t bytes, const std::string& name, bool blocks_next,
+                                    taskgraph::CollectiveKind kind = taskgraph::CollectiveKind::AllReduce,
+                                    std::uint64_t alloc_bytes = 0);
   /// Task `id` also waits for the last task issued on `stream` before this block.
   void follow_stream(taskgraph::TaskId id, std::uint8_t stream);
   /// Interned ids of `prefix` + each op's name, in order.
@@ -61,6 +67,7 @@ class BlockRecorder {
 
   NameTable* names_;
   taskgraph::TaskGraph graph_;
+  std::vector<taskgraph::TaskId> list_;
   std::optional<taskgraph::TaskId> first_kernel_, second_kernel_, last_kernel_;
   std::vector<taskgraph::TaskId> needs_last_kernel_;
   std::vector<std::pair<taskgraph::TaskId, std::uint8_t>> needs_stream_;
@@ -85,10 +92,13 @@ class ProgramBuilder {
     return id;
   }
 
-  /// Appends an instance of `block` and links it to the instances before it.
-  void instantiate(std::uint32_t block, std::int32_t microbatch, std::int32_t layer);
+  /// Appends an instance of `block` and links it to the instances before it;
+  /// returns the instance.
+  std::uint32_t instantiate(std::uint32_t block, std::int32_t microbatch, std::int32_t layer);
   /// The next kernel waits for the last task issued on `stream`, if any.
   void wait_for_stream(std::uint8_t stream);
+  /// The next kernel waits for `task`.
+  void wait_for(taskgraph::TaskRef task) { before_next_.push_back(task); }
 
  private:
   NameTable* names_;

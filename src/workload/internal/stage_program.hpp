@@ -11,6 +11,7 @@
 #include "ptsim/strategy/parallel_config.hpp"
 #include "ptsim/strategy/stage_partition.hpp"
 #include "ptsim/taskgraph/program.hpp"
+#include "ptsim/workload/stage_parameters.hpp"
 
 namespace ptsim::workload::internal {
 
@@ -19,12 +20,14 @@ struct StageContext {
   const strategy::ParallelConfig* config = nullptr;
   std::int64_t stage = 0;
   std::int64_t num_stages = 1;
-  strategy::LayerRange layers;
+  std::vector<strategy::LayerRange> chunks;  // layers of each model chunk on this stage
   std::int64_t num_microbatches = 1;
   std::int64_t micro_batch_size = 1;
-  std::int64_t stage_parameters = 0;       // for the optimizer step
+  RankParameters stage_parameters;         // for the optimizer step and gradient buckets
   std::int64_t ddp_bucket_parameters = 0;  // gradient bucket size, parameters
   bool embedding_group = false;            // tied embeddings split over stages
+  /// Ranks reducing dense and expert gradients (ZeRO shards over them).
+  std::int64_t dense_group = 1, expert_group = 1;
 };
 
 /// Builds the stage's program into `program` (empty on entry); op names are
