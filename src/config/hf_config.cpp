@@ -1,9 +1,15 @@
 // Hugging Face config.json import (see internal/hf_config.hpp). A published
 // config carries many keys that do not shape training (token ids, dtype,
-// generation settings); only the ones below are read, by model family.
+// generation settings, routing details); only the ones below are read, by
+// model family: dense (Llama, Mistral, Qwen2/3, GPT-2, GPT-NeoX, BERT) and
+// mixture-of-experts (Mixtral, Qwen3-MoE, DeepSeek-V3, gpt-oss).
 #include "internal/hf_config.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "internal/object_reader.hpp"
 #include "ptsim/common/error.hpp"
@@ -16,13 +22,17 @@ constexpr std::int64_t kMaxDim = 1 << 20;
 constexpr std::int64_t kMaxLayers = 100'000;
 constexpr std::int64_t kMaxVocab = 100'000'000;
 constexpr std::int64_t kMaxSeq = 1 << 24;
+constexpr std::int64_t kMaxExperts = 1 << 16;  // routed experts per layer
 
-void reject_moe(const nlohmann::json& object, const std::string& where) {
+// A dense family carrying expert counts is a mislabelled MoE config.
+void reject_experts(const nlohmann::json& object, const std::string& where,
+                    const std::string& type) {
   for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts"})
     if (object.contains(key) && !object[key].is_null())
       throw ConfigError(fmt::format(
-          "{}: /{} = {}: mixture-of-experts models are not simulated yet; use a dense model",
-          where, key, show(object[key])));
+          "{}: /{} = {}: model_type = {} is a dense family; a mixture-of-experts config names "
+          "its own model_type (mixtral, qwen3_moe, deepseek_v3 or gpt_oss)",
+          where, key, show(object[key]), type));
 }
 
 void set_heads(model::ModelSpec& m, ObjectReader& in, const std::string& heads_key,
@@ -32,19 +42,17 @@ void set_heads(model::ModelSpec& m, ObjectReader& in, const std::string& heads_k
   m.kv_channels = head_dim.value_or(m.hidden_size / m.num_attention_heads);
 }
 
-// Llama, Mistral, Qwen2: pre-norm RMSNorm, SwiGLU MLP, rotary positions, GQA.
-model::ModelSpec llama_like(ObjectReader& in) {
+// What every Llama-derived decoder shares: pre-norm RMSNorm, SwiGLU MLPs,
+// rotary positions, and the pre-training sequence length.
+model::ModelSpec rmsnorm_swiglu_rope(ObjectReader& in) {
   model::ModelSpec m;
   m.num_layers = in.integer("num_hidden_layers", 1, kMaxLayers);
   m.hidden_size = in.integer("hidden_size", 1, kMaxDim);
   m.num_attention_heads = in.integer("num_attention_heads", 1, kMaxDim);
-  m.num_query_groups =
-      in.optional_integer("num_key_value_heads", 1, kMaxDim).value_or(m.num_attention_heads);
-  m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
   m.vocab_size = in.integer("vocab_size", 1, kMaxVocab);
-  set_heads(m, in, "num_attention_heads", in.optional_integer("head_dim", 1, kMaxDim));
   // Long-context variants stretch RoPE beyond the pre-training length, which
-  // rope_scaling records; the pre-training length is the one a step trains at.
+  // rope_scaling records (Llama 3.1; YaRN in DeepSeek-V3 and gpt-oss); the
+  // pre-training length is the one a step trains at.
   m.seq_length = in.integer("max_position_embeddings", 1, kMaxSeq);
   if (in.has("rope_scaling")) {
     ObjectReader scaling = in.object("rope_scaling");
@@ -57,8 +65,157 @@ model::ModelSpec llama_like(ObjectReader& in) {
   m.normalization = model::Normalization::RmsNorm;
   m.position_embedding = model::PositionEmbedding::Rope;
   m.tie_embeddings = in.optional_boolean("tie_word_embeddings").value_or(false);
-  m.add_bias_linear = in.optional_boolean("mlp_bias").value_or(false);
   m.dropout = in.optional_number("attention_dropout", 0.0, 0.99).value_or(0.0);
+  return m;
+}
+
+// Llama, Mistral, Qwen2: the above with GQA and no linear biases.
+model::ModelSpec llama_like(ObjectReader& in) {
+  model::ModelSpec m = rmsnorm_swiglu_rope(in);
+  m.num_query_groups =
+      in.optional_integer("num_key_value_heads", 1, kMaxDim).value_or(m.num_attention_heads);
+  m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
+  set_heads(m, in, "num_attention_heads", in.optional_integer("head_dim", 1, kMaxDim));
+  m.add_bias_linear = in.optional_boolean("mlp_bias").value_or(false);
+  return m;
+}
+
+// Families without linear biases cannot have them on attention alone:
+// add_bias_linear puts them on every linear layer.
+void reject_attention_bias(ObjectReader& in) {
+  if (in.optional_boolean("attention_bias").value_or(false))
+    in.fail("attention_bias", "= true is not modelled for this family (ptsim's add_bias_linear "
+                              "puts biases on every linear layer, the MLPs too); the published "
+                              "configs set false");
+}
+
+// Routed experts and experts per token.
+void read_experts(ObjectReader& in, model::ModelSpec& m, const std::string& experts_key) {
+  m.num_moe_experts = in.integer(experts_key, 1, kMaxExperts);
+  m.moe_router_topk = in.integer("num_experts_per_tok", 1, kMaxExperts);
+  if (m.moe_router_topk > m.num_moe_experts)
+    in.fail("num_experts_per_tok", fmt::format("must be in [1, {} = {}]: a token is routed to at "
+                                               "most every expert",
+                                               experts_key, m.num_moe_experts));
+}
+
+// Mixtral: Mistral's decoder with every MLP an MoE of num_local_experts
+// experts of intermediate_size each.
+model::ModelSpec mixtral(ObjectReader& in) {
+  model::ModelSpec m = llama_like(in);
+  read_experts(in, m, "num_local_experts");
+  m.moe_ffn_hidden_size = m.ffn_hidden_size;
+  // null in Mixtral 8x7B v0.1: full attention; a window applies to every layer.
+  if (const auto window = in.optional_integer("sliding_window", 1, kMaxSeq)) {
+    m.sliding_window = *window;
+    m.sliding_window_layers.assign(static_cast<std::size_t>(m.num_layers), 1);
+  }
+  return m;
+}
+
+// Qwen3 (dense): Llama's decoder with an RMSNorm over each query and key head
+// (q_norm, k_norm) and an explicit head_dim.
+model::ModelSpec qwen3(ObjectReader& in) {
+  if (!in.has("head_dim"))
+    in.fail("head_dim", "is missing; Qwen3 configs give the per-head width explicitly (it is "
+                        "not hidden_size / num_attention_heads)");
+  if (in.optional_boolean("use_sliding_window").value_or(false))
+    in.fail("use_sliding_window", "= true is not modelled for Qwen3 (every published Qwen3 "
+                                  "config sets false); set it to false");
+  reject_attention_bias(in);
+  model::ModelSpec m = llama_like(in);
+  m.qk_layernorm = true;
+  return m;
+}
+
+// Qwen3-MoE: Qwen3's attention, and an MoE MLP in every layer.
+// intermediate_size, the width of dense layers, is then used by none.
+model::ModelSpec qwen3_moe(ObjectReader& in) {
+  model::ModelSpec m = qwen3(in);
+  read_experts(in, m, "num_experts");
+  m.moe_ffn_hidden_size = in.integer("moe_intermediate_size", 1, kMaxDim * 8);
+  if (in.optional_integer("decoder_sparse_step", 0, kMaxLayers).value_or(1) != 1)
+    in.fail("decoder_sparse_step", "must be 1: ptsim simulates an MoE MLP in every layer (after "
+                                   "any leading dense layers); MoE layers interleaved with dense "
+                                   "ones are not modelled");
+  if (in.has("mlp_only_layers") && !in.array("mlp_only_layers").empty())
+    in.fail("mlp_only_layers", "must be empty: dense MLP layers picked by index are not "
+                               "modelled in an MoE model");
+  // norm_topk_prob only rescales the routing weights: no parameters, no GEMMs.
+  return m;
+}
+
+// DeepSeek-V3: multi-head latent attention; the first first_k_dense_replace
+// layers dense (intermediate_size), the others MoE with n_shared_experts
+// shared experts of moe_intermediate_size each.
+model::ModelSpec deepseek_v3(ObjectReader& in) {
+  reject_attention_bias(in);
+  model::ModelSpec m = rmsnorm_swiglu_rope(in);
+  m.num_query_groups = m.num_attention_heads;  // MLA: no key/value groups
+  m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
+  m.add_bias_linear = false;
+  read_experts(in, m, "n_routed_experts");
+  m.moe_ffn_hidden_size = in.integer("moe_intermediate_size", 1, kMaxDim * 8);
+  m.moe_shared_expert_intermediate_size =
+      in.integer("n_shared_experts", 0, kMaxExperts) * m.moe_ffn_hidden_size;
+  m.first_dense_layers = in.integer("first_k_dense_replace", 0, kMaxLayers);
+  if (m.first_dense_layers >= m.num_layers)
+    in.fail("first_k_dense_replace", fmt::format("must be less than num_hidden_layers = {}",
+                                                 m.num_layers));
+  if (in.optional_integer("moe_layer_freq", 0, kMaxLayers).value_or(1) != 1)
+    in.fail("moe_layer_freq", "must be 1: MoE layers interleaved with dense ones are not "
+                              "modelled");
+  m.multi_latent_attention = true;
+  m.q_lora_rank = in.optional_integer("q_lora_rank", 1, kMaxDim).value_or(0);  // null: no query compression
+  m.kv_lora_rank = in.integer("kv_lora_rank", 1, kMaxDim);
+  m.qk_head_dim = in.integer("qk_nope_head_dim", 1, kMaxDim);
+  m.qk_pos_emb_head_dim = in.integer("qk_rope_head_dim", 1, kMaxDim);
+  m.v_head_dim = in.integer("v_head_dim", 1, kMaxDim);
+  // kv_channels: the per-head width of the score product q·k, the no-RoPE
+  // part plus the RoPE part (128 + 64 = 192 in DeepSeek-V3); values are
+  // v_head_dim wide.
+  m.kv_channels = m.qk_head_dim + m.qk_pos_emb_head_dim;
+  // num_nextn_predict_layers: the multi-token-prediction module is not
+  // simulated (docs/model-sources.md).
+  return m;
+}
+
+// gpt-oss: GQA with biases and attention sinks, alternating sliding-window and
+// full attention (layer_types), and an MoE MLP of num_local_experts experts of
+// intermediate_size in every layer.
+model::ModelSpec gpt_oss(ObjectReader& in) {
+  model::ModelSpec m = llama_like(in);
+  read_experts(in, m, "num_local_experts");
+  m.moe_ffn_hidden_size = m.ffn_hidden_size;
+  // attention_bias: biases on q, k, v and o, and gpt-oss's experts and router
+  // carry them too, as add_bias_linear gives them in Megatron-Core. The
+  // attention sinks (one learned logit per head) have no ModelSpec field and
+  // are not counted: 64 · 36 = 2304 parameters in gpt-oss-120b.
+  m.add_bias_linear = in.optional_boolean("attention_bias").value_or(false);
+  m.sliding_window = in.optional_integer("sliding_window", 1, kMaxSeq).value_or(0);
+  std::vector<std::uint8_t> sliding;
+  if (in.has("layer_types")) {
+    const nlohmann::json& types = in.array("layer_types");
+    if (static_cast<std::int64_t>(types.size()) != m.num_layers)
+      in.fail("layer_types", fmt::format("has {} entries; it needs one per layer, "
+                                         "num_hidden_layers = {}",
+                                         types.size(), m.num_layers));
+    for (const nlohmann::json& type : types) {
+      if (type != "sliding_attention" && type != "full_attention")
+        in.fail("layer_types", fmt::format("has the entry {}; each entry must be "
+                                           "\"sliding_attention\" or \"full_attention\"",
+                                           show(type)));
+      sliding.push_back(type == "sliding_attention" ? 1 : 0);
+    }
+  } else {
+    // Hugging Face's default: even layers slide, odd layers attend fully.
+    for (std::int64_t l = 0; l < m.num_layers; ++l) sliding.push_back(l % 2 == 0 ? 1 : 0);
+  }
+  const bool any_sliding = std::find(sliding.begin(), sliding.end(), 1) != sliding.end();
+  if (any_sliding && m.sliding_window == 0)
+    in.fail("sliding_window", "is missing; layer_types has sliding_attention layers, which need "
+                              "the window in tokens");
+  if (any_sliding) m.sliding_window_layers = std::move(sliding);
   return m;
 }
 
@@ -134,19 +291,33 @@ model::ModelSpec parse_hf_config(const nlohmann::json& object, const std::string
   ObjectReader in(object, where);
   if (!in.has("model_type"))
     in.fail("model_type", "is missing: a Hugging Face config names its model_type "
-                          "(llama, mistral, qwen2, gpt2, gpt_neox or bert)");
-  reject_moe(object, where);
+                          "(llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, deepseek_v3, "
+                          "gpt_oss, gpt2, gpt_neox or bert)");
   const std::string type =
-      in.choice("model_type", {"llama", "mistral", "qwen2", "gpt2", "gpt_neox", "bert"});
+      in.choice("model_type", {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe",
+                               "deepseek_v3", "gpt_oss", "gpt2", "gpt_neox", "bert"});
   model::ModelSpec m;
-  if (type == "gpt2") {
-    m = gpt2(in);
-  } else if (type == "gpt_neox") {
-    m = gpt_neox(in);
-  } else if (type == "bert") {
-    m = bert(in);
+  if (type == "mixtral") {
+    m = mixtral(in);
+  } else if (type == "qwen3_moe") {
+    m = qwen3_moe(in);
+  } else if (type == "deepseek_v3") {
+    m = deepseek_v3(in);
+  } else if (type == "gpt_oss") {
+    m = gpt_oss(in);
   } else {
-    m = llama_like(in);
+    reject_experts(object, where, type);
+    if (type == "gpt2") {
+      m = gpt2(in);
+    } else if (type == "gpt_neox") {
+      m = gpt_neox(in);
+    } else if (type == "bert") {
+      m = bert(in);
+    } else if (type == "qwen3") {
+      m = qwen3(in);
+    } else {
+      m = llama_like(in);
+    }
   }
   m.name = fallback_name;
   return m;

@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "internal/hf_config.hpp"
 #include "internal/object_reader.hpp"
@@ -18,6 +21,125 @@ constexpr std::int64_t kMaxDim = 1 << 20;       // hidden, ffn, heads: beyond an
 constexpr std::int64_t kMaxLayers = 100'000;
 constexpr std::int64_t kMaxVocab = 100'000'000;
 constexpr std::int64_t kMaxSeq = 1 << 24;
+constexpr std::int64_t kMaxExperts = 1 << 16;   // routed experts per layer
+
+// `sliding_window_layers`: one entry per layer, 0/1 or false/true.
+std::vector<std::uint8_t> read_layer_flags(internal::ObjectReader& in, const std::string& key,
+                                           std::int64_t num_layers) {
+  const nlohmann::json& flags = in.array(key);
+  if (static_cast<std::int64_t>(flags.size()) != num_layers)
+    in.fail(key, fmt::format("has {} entries; it must have exactly num_layers = {} (one 0/1 "
+                             "flag per layer)",
+                             flags.size(), num_layers));
+  std::vector<std::uint8_t> out;
+  out.reserve(flags.size());
+  for (const nlohmann::json& flag : flags) {
+    if (flag.is_boolean()) {
+      out.push_back(flag.get<bool>() ? 1 : 0);
+    } else if (flag.is_number_integer() && (flag.get<std::int64_t>() == 0 ||
+                                            flag.get<std::int64_t>() == 1)) {
+      out.push_back(static_cast<std::uint8_t>(flag.get<std::int64_t>()));
+    } else {
+      in.fail(key, fmt::format("has the entry {}; each entry must be 0, 1, false or true "
+                               "(1: the layer uses sliding-window attention)",
+                               internal::show(flag)));
+    }
+  }
+  return out;
+}
+
+// Sliding-window attention and query/key norms.
+void parse_attention_variants(internal::ObjectReader& in, model::ModelSpec& m) {
+  m.qk_layernorm = in.optional_boolean("qk_layernorm").value_or(false);
+  m.sliding_window = in.optional_integer("sliding_window", 0, kMaxSeq).value_or(0);
+  in.skip("sliding_window_layers");  // null: as if absent
+  if (in.has("sliding_window_layers")) {
+    if (m.sliding_window == 0)
+      in.fail("sliding_window_layers",
+              "needs sliding_window > 0 (the window, in tokens, of the flagged layers); give "
+              "sliding_window or remove sliding_window_layers");
+    m.sliding_window_layers = read_layer_flags(in, "sliding_window_layers", m.num_layers);
+  } else if (m.sliding_window > 0) {
+    // Megatron-LM's --window-size: every layer attends within the window.
+    m.sliding_window_layers.assign(static_cast<std::size_t>(m.num_layers), 1);
+  }
+}
+
+// Multi-head latent attention, with Megatron-Core's names.
+void parse_latent_attention(internal::ObjectReader& in, model::ModelSpec& m) {
+  constexpr const char* kKeys[] = {"q_lora_rank", "kv_lora_rank", "qk_head_dim",
+                                   "qk_pos_emb_head_dim", "v_head_dim"};
+  m.multi_latent_attention = in.optional_boolean("multi_latent_attention").value_or(false);
+  if (!m.multi_latent_attention) {
+    for (const char* key : kKeys) {
+      if (in.has(key))
+        in.fail(key, "applies only to multi-head latent attention; set "
+                     "multi_latent_attention = true or remove the key");
+      in.skip(key);  // null: as if absent
+    }
+    return;
+  }
+  m.q_lora_rank = in.optional_integer("q_lora_rank", 0, kMaxDim).value_or(0);
+  const auto required = [&](const char* key, const char* what) {
+    if (!in.has(key))
+      in.fail(key, fmt::format("is missing; multi_latent_attention needs it > 0 ({})", what));
+    return in.integer(key, 1, kMaxDim);
+  };
+  m.kv_lora_rank = required("kv_lora_rank", "the compressed key/value width, 512 in DeepSeek-V3");
+  m.qk_head_dim = required("qk_head_dim", "the per-head query/key width without RoPE, 128 in "
+                                          "DeepSeek-V3");
+  m.qk_pos_emb_head_dim =
+      required("qk_pos_emb_head_dim", "the per-head RoPE width, 64 in DeepSeek-V3");
+  m.v_head_dim = required("v_head_dim", "the per-head value width, 128 in DeepSeek-V3");
+  if (m.qk_layernorm)
+    in.fail("qk_layernorm", "cannot be combined with multi_latent_attention, which already "
+                            "normalises its query and key/value latents; remove qk_layernorm");
+  if (m.num_query_groups != m.num_attention_heads)
+    in.fail("num_query_groups", fmt::format("must equal num_attention_heads = {} with "
+                                            "multi_latent_attention (MLA has no key/value "
+                                            "groups); remove num_query_groups",
+                                            m.num_attention_heads));
+}
+
+// Mixture of experts, with Megatron-LM's names.
+void parse_moe(internal::ObjectReader& in, model::ModelSpec& m) {
+  constexpr const char* kKeys[] = {"moe_router_topk", "moe_ffn_hidden_size",
+                                   "moe_shared_expert_intermediate_size", "first_dense_layers"};
+  m.num_moe_experts = in.optional_integer("num_moe_experts", 0, kMaxExperts).value_or(0);
+  if (m.num_moe_experts == 0) {
+    for (const char* key : kKeys) {
+      if (in.has(key))
+        in.fail(key, "applies only to mixture-of-experts models; set num_moe_experts > 0 or "
+                     "remove the key");
+      in.skip(key);  // null: as if absent
+    }
+    return;
+  }
+  if (!in.has("moe_router_topk"))
+    in.fail("moe_router_topk", fmt::format("is missing; it is required when num_moe_experts = {} "
+                                           "(the routed experts per token, in [1, {}])",
+                                           m.num_moe_experts, m.num_moe_experts));
+  m.moe_router_topk = in.integer("moe_router_topk", 0, kMaxExperts);
+  if (m.moe_router_topk < 1 || m.moe_router_topk > m.num_moe_experts)
+    in.fail("moe_router_topk", fmt::format("must be in [1, num_moe_experts = {}]: a token is "
+                                           "routed to at least one and at most every expert; "
+                                           "lower moe_router_topk or raise num_moe_experts",
+                                           m.num_moe_experts));
+  if (!in.has("moe_ffn_hidden_size"))
+    in.fail("moe_ffn_hidden_size", fmt::format("is missing; it is required when "
+                                               "num_moe_experts = {} (the width of one routed "
+                                               "expert's MLP)",
+                                               m.num_moe_experts));
+  m.moe_ffn_hidden_size = in.integer("moe_ffn_hidden_size", 1, kMaxDim * 8);
+  m.moe_shared_expert_intermediate_size =
+      in.optional_integer("moe_shared_expert_intermediate_size", 0, kMaxDim * 8).value_or(0);
+  m.first_dense_layers = in.optional_integer("first_dense_layers", 0, kMaxLayers).value_or(0);
+  if (m.first_dense_layers >= m.num_layers)
+    in.fail("first_dense_layers", fmt::format("must be less than num_layers = {} (at least one "
+                                              "layer must be an MoE layer); lower it or set "
+                                              "num_moe_experts = 0 for a dense model",
+                                              m.num_layers));
+}
 
 model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string& where,
                                 const std::string& fallback_name) {
@@ -34,12 +156,25 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
       in.optional_integer("ffn_hidden_size", 1, kMaxDim * 8).value_or(4 * m.hidden_size);
   m.vocab_size = in.integer("vocab_size", 1, kMaxVocab);
   m.seq_length = in.integer("seq_length", 1, kMaxSeq);
+  parse_attention_variants(in, m);
+  parse_latent_attention(in, m);
+  parse_moe(in, m);
   const auto kv = in.optional_integer("kv_channels", 1, kMaxDim);
-  if (!kv && m.hidden_size % m.num_attention_heads != 0)
-    in.fail("num_attention_heads", fmt::format("must divide hidden_size = {} (or give "
-                                               "kv_channels, the per-head width)",
-                                               m.hidden_size));
-  m.kv_channels = kv.value_or(m.hidden_size / m.num_attention_heads);
+  if (m.multi_latent_attention) {
+    // The width of the score product q·k: the no-RoPE part plus the RoPE part.
+    const std::int64_t qk_width = m.qk_head_dim + m.qk_pos_emb_head_dim;
+    if (kv && *kv != qk_width)
+      in.fail("kv_channels", fmt::format("must equal qk_head_dim + qk_pos_emb_head_dim = {} with "
+                                         "multi_latent_attention; remove kv_channels",
+                                         qk_width));
+    m.kv_channels = qk_width;
+  } else {
+    if (!kv && m.hidden_size % m.num_attention_heads != 0)
+      in.fail("num_attention_heads", fmt::format("must divide hidden_size = {} (or give "
+                                                 "kv_channels, the per-head width)",
+                                                 m.hidden_size));
+    m.kv_channels = kv.value_or(m.hidden_size / m.num_attention_heads);
+  }
   m.activation = in.optional_choice("activation", {"gelu", "swiglu"}).value_or("gelu") == "gelu"
                      ? model::Activation::Gelu
                      : model::Activation::SwiGlu;
@@ -61,7 +196,11 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
   in.reject_unknown_keys(
       "accepted keys: name, source, num_layers, hidden_size, num_attention_heads, "
       "num_query_groups, ffn_hidden_size, kv_channels, vocab_size, seq_length, activation, "
-      "normalization, position_embedding_type, tie_embeddings, add_bias_linear, dropout, causal");
+      "normalization, position_embedding_type, tie_embeddings, add_bias_linear, dropout, causal, "
+      "qk_layernorm, sliding_window, sliding_window_layers, multi_latent_attention, q_lora_rank, "
+      "kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim, num_moe_experts, "
+      "moe_router_topk, moe_ffn_hidden_size, moe_shared_expert_intermediate_size, "
+      "first_dense_layers");
   return m;
 }
 
@@ -73,6 +212,33 @@ void validate_model(const model::ModelSpec& m, const std::string& where) {
         "{}: num_query_groups = {} must divide num_attention_heads = {} (each key/value group "
         "serves a whole number of query heads)",
         where, m.num_query_groups, m.num_attention_heads));
+  // Both formats reach here; the parsers name their own keys first, so these
+  // only restate the rules in ModelSpec's (Megatron's) names.
+  if (m.is_moe()) {
+    if (m.moe_router_topk < 1 || m.moe_router_topk > m.num_moe_experts)
+      throw ConfigError(fmt::format(
+          "{}: moe_router_topk = {} must be in [1, num_moe_experts = {}]", where,
+          m.moe_router_topk, m.num_moe_experts));
+    if (m.moe_ffn_hidden_size < 1)
+      throw ConfigError(fmt::format("{}: moe_ffn_hidden_size = {} must be > 0 in an MoE model",
+                                    where, m.moe_ffn_hidden_size));
+    if (m.first_dense_layers >= m.num_layers)
+      throw ConfigError(fmt::format("{}: first_dense_layers = {} must be less than num_layers = {}",
+                                    where, m.first_dense_layers, m.num_layers));
+  }
+  if (m.multi_latent_attention &&
+      (m.kv_lora_rank < 1 || m.qk_head_dim < 1 || m.qk_pos_emb_head_dim < 1 || m.v_head_dim < 1))
+    throw ConfigError(fmt::format(
+        "{}: multi-head latent attention needs kv_lora_rank = {}, qk_head_dim = {}, "
+        "qk_pos_emb_head_dim = {} and v_head_dim = {} all > 0",
+        where, m.kv_lora_rank, m.qk_head_dim, m.qk_pos_emb_head_dim, m.v_head_dim));
+  if (!m.sliding_window_layers.empty() &&
+      (m.sliding_window < 1 ||
+       static_cast<std::int64_t>(m.sliding_window_layers.size()) != m.num_layers))
+    throw ConfigError(fmt::format(
+        "{}: sliding_window_layers has {} entries for num_layers = {} and sliding_window = {}; "
+        "it needs one entry per layer and a window > 0",
+        where, m.sliding_window_layers.size(), m.num_layers, m.sliding_window));
 }
 
 model::ModelSpec parse_model(const nlohmann::json& object, const std::string& where,

@@ -1,4 +1,5 @@
-// Parameter counts of a ModelSpec, layer by layer as Megatron-LM builds it.
+// Parameter counts of a ModelSpec, layer by layer as Megatron-LM builds it:
+// dense or mixture-of-experts MLPs, standard or multi-head latent attention.
 #include "ptsim/model/model_spec.hpp"
 
 namespace ptsim::model {
@@ -19,24 +20,87 @@ std::string to_string(PositionEmbedding p) {
 }
 
 namespace {
-// A norm has a scale vector, and a bias vector too for LayerNorm.
-std::int64_t norm_parameters(const ModelSpec& m) {
-  return m.normalization == Normalization::LayerNorm ? 2 * m.hidden_size : m.hidden_size;
-}
-}  // namespace
 
-std::int64_t parameters_per_layer(const ModelSpec& m) {
+// A norm over `width` values has a scale vector, and a bias vector too for LayerNorm.
+std::int64_t norm_parameters(const ModelSpec& m, std::int64_t width) {
+  return m.normalization == Normalization::LayerNorm ? 2 * width : width;
+}
+
+// A linear layer in → out, with its bias when the model has linear biases.
+std::int64_t linear(const ModelSpec& m, std::int64_t in, std::int64_t out) {
+  return in * out + (m.add_bias_linear ? out : 0);
+}
+
+// Multi-head latent attention (DeepSeek-V2 §2.1, DeepSeek-V3 §2.1.1), with
+// Megatron-Core's names; h hidden, a heads, d = qk_head_dim, r =
+// qk_pos_emb_head_dim, v = v_head_dim:
+//   queries  h → q_lora_rank (q_a_proj), norm, q_lora_rank → a·(d+r) (q_b_proj),
+//            or h → a·(d+r) directly when q_lora_rank = 0
+//   keys and values  h → kv_lora_rank + r (kv_a_proj_with_mqa: the latent and
+//            the RoPE key shared by the heads), norm over the latent,
+//            kv_lora_rank → a·(d+v) (kv_b_proj)
+//   output   a·v → h (o_proj)
+std::int64_t latent_attention_parameters(const ModelSpec& m) {
   const std::int64_t h = m.hidden_size;
+  const std::int64_t a = m.num_attention_heads;
+  const std::int64_t qk = m.qk_head_dim + m.qk_pos_emb_head_dim;
+  std::int64_t p = 0;
+  if (m.q_lora_rank > 0) {
+    p += linear(m, h, m.q_lora_rank) + norm_parameters(m, m.q_lora_rank) +
+         linear(m, m.q_lora_rank, a * qk);
+  } else {
+    p += linear(m, h, a * qk);
+  }
+  p += linear(m, h, m.kv_lora_rank + m.qk_pos_emb_head_dim) + norm_parameters(m, m.kv_lora_rank) +
+       linear(m, m.kv_lora_rank, a * (m.qk_head_dim + m.v_head_dim));
+  return p + linear(m, a * m.v_head_dim, h);
+}
+
+// Self-attention: the fused QKV projection (GQA: num_query_groups key/value
+// heads), the output projection, and with qk_layernorm one norm over a head's
+// width for the queries and one for the keys, shared by the heads.
+std::int64_t attention_parameters(const ModelSpec& m) {
+  if (m.multi_latent_attention) return latent_attention_parameters(m);
   const std::int64_t q_width = m.num_attention_heads * m.kv_channels;
   const std::int64_t kv_width = m.num_query_groups * m.kv_channels;
-  const std::int64_t qkv_out = q_width + 2 * kv_width;
-  // SwiGLU's first projection produces gate and up halves: 2·ffn outputs.
-  const std::int64_t fc1_out =
-      m.activation == Activation::SwiGlu ? 2 * m.ffn_hidden_size : m.ffn_hidden_size;
-  std::int64_t p = h * qkv_out + q_width * h + h * fc1_out + m.ffn_hidden_size * h;
-  if (m.add_bias_linear) p += qkv_out + h + fc1_out + h;
-  return p + 2 * norm_parameters(m);
+  std::int64_t p = linear(m, m.hidden_size, q_width + 2 * kv_width) + linear(m, q_width, m.hidden_size);
+  if (m.qk_layernorm) p += 2 * norm_parameters(m, m.kv_channels);
+  return p;
 }
+
+// An MLP of width `ffn`: SwiGLU's first projection produces gate and up
+// halves, 2·ffn outputs (Megatron's fused fc1; HF's gate_proj and up_proj).
+std::int64_t mlp_parameters(const ModelSpec& m, std::int64_t ffn) {
+  const std::int64_t fc1_out = m.activation == Activation::SwiGlu ? 2 * ffn : ffn;
+  return linear(m, m.hidden_size, fc1_out) + linear(m, ffn, m.hidden_size);
+}
+
+// Layer `l` with `experts` of its routed experts: attention, the norms before
+// attention and before the MLP, and the MLP. An MoE MLP is the router (h → E
+// logits; Megatron-Core gives it a bias with add_bias_linear, as gpt-oss
+// has), the routed experts and the shared experts, one MLP of their total
+// width (Megatron's SharedExpertMLP).
+std::int64_t layer_with_experts(const ModelSpec& m, std::int64_t l, std::int64_t experts) {
+  std::int64_t p = attention_parameters(m) + 2 * norm_parameters(m, m.hidden_size);
+  if (!m.is_moe_layer(l)) return p + mlp_parameters(m, m.ffn_hidden_size);
+  p += linear(m, m.hidden_size, m.num_moe_experts);
+  p += experts * mlp_parameters(m, m.moe_ffn_hidden_size);
+  if (m.moe_shared_expert_intermediate_size > 0)
+    p += mlp_parameters(m, m.moe_shared_expert_intermediate_size);
+  return p;
+}
+
+}  // namespace
+
+std::int64_t layer_parameters(const ModelSpec& m, std::int64_t layer) {
+  return layer_with_experts(m, layer, m.num_moe_experts);
+}
+
+std::int64_t active_layer_parameters(const ModelSpec& m, std::int64_t layer) {
+  return layer_with_experts(m, layer, m.moe_router_topk);
+}
+
+std::int64_t parameters_per_layer(const ModelSpec& m) { return layer_parameters(m, 0); }
 
 std::int64_t embedding_parameters(const ModelSpec& m) {
   std::int64_t p = m.vocab_size * m.hidden_size;
@@ -46,11 +110,19 @@ std::int64_t embedding_parameters(const ModelSpec& m) {
 
 std::int64_t output_parameters(const ModelSpec& m) {
   const std::int64_t head = m.tie_embeddings ? 0 : m.vocab_size * m.hidden_size;
-  return norm_parameters(m) + head;
+  return norm_parameters(m, m.hidden_size) + head;
 }
 
 std::int64_t total_parameters(const ModelSpec& m) {
-  return m.num_layers * parameters_per_layer(m) + embedding_parameters(m) + output_parameters(m);
+  std::int64_t p = embedding_parameters(m) + output_parameters(m);
+  for (std::int64_t l = 0; l < m.num_layers; ++l) p += layer_parameters(m, l);
+  return p;
+}
+
+std::int64_t active_parameters(const ModelSpec& m) {
+  std::int64_t p = embedding_parameters(m) + output_parameters(m);
+  for (std::int64_t l = 0; l < m.num_layers; ++l) p += active_layer_parameters(m, l);
+  return p;
 }
 
 }  // namespace ptsim::model

@@ -119,13 +119,250 @@ TEST_CASE("Hugging Face configs outside what ptsim models are rejected", "[confi
     CHECK_THROWS_WITH(parse(hf), Catch::Contains("/model_type = \"t5\" is not one of the "
                                                  "accepted values"));
   }
-  SECTION("mixture of experts") {
+  SECTION("experts in a dense family") {
     hf["num_local_experts"] = 8;
-    CHECK_THROWS_WITH(parse(hf), Catch::Contains("mixture-of-experts models are not simulated yet"));
+    CHECK_THROWS_WITH(parse(hf), Catch::Contains("/num_local_experts = 8: model_type = llama is a "
+                                                 "dense family") &&
+                                     Catch::Contains("mixtral, qwen3_moe, deepseek_v3 or gpt_oss"));
   }
   SECTION("missing dimension") {
     hf.erase("intermediate_size");
     CHECK_THROWS_WITH(parse(hf), Catch::Contains("/intermediate_size is missing"));
+  }
+}
+
+TEST_CASE("Mixture-of-experts Hugging Face configs are read as published", "[config]") {
+  const auto mixtral = test::shipped_model("mixtral-8x7b");
+  CHECK(mixtral.num_layers == 32);
+  CHECK(mixtral.num_moe_experts == 8);
+  CHECK(mixtral.moe_router_topk == 2);
+  CHECK(mixtral.moe_ffn_hidden_size == 14336);  // intermediate_size is the expert width
+  CHECK(mixtral.is_moe_layer(0));
+  CHECK(mixtral.sliding_window == 0);  // "sliding_window": null in v0.1
+  CHECK_FALSE(mixtral.is_sliding_window_layer(0));
+  CHECK(mixtral.seq_length == 32768);
+
+  const auto deepseek = test::shipped_model("deepseek-v3");
+  CHECK(deepseek.num_layers == 61);
+  CHECK(deepseek.multi_latent_attention);
+  CHECK(deepseek.q_lora_rank == 1536);
+  CHECK(deepseek.kv_lora_rank == 512);
+  CHECK(deepseek.qk_head_dim == 128);          // qk_nope_head_dim
+  CHECK(deepseek.qk_pos_emb_head_dim == 64);   // qk_rope_head_dim
+  CHECK(deepseek.v_head_dim == 128);
+  CHECK(deepseek.kv_channels == 128 + 64);     // width of the score product q·k
+  CHECK(deepseek.num_query_groups == 128);
+  CHECK(deepseek.num_moe_experts == 256);
+  CHECK(deepseek.moe_router_topk == 8);
+  CHECK(deepseek.moe_ffn_hidden_size == 2048);
+  CHECK(deepseek.moe_shared_expert_intermediate_size == 1 * 2048);  // n_shared_experts × width
+  CHECK(deepseek.first_dense_layers == 3);
+  CHECK(deepseek.ffn_hidden_size == 18432);    // the dense layers' width
+  CHECK_FALSE(deepseek.is_moe_layer(2));
+  CHECK(deepseek.is_moe_layer(3));
+  CHECK(deepseek.seq_length == 4096);          // YaRN's original_max_position_embeddings
+  CHECK_FALSE(deepseek.tie_embeddings);
+
+  const auto qwen = test::shipped_model("qwen3-30b-a3b");
+  CHECK(qwen.qk_layernorm);
+  CHECK(qwen.kv_channels == 128);  // head_dim, not 2048 / 32
+  CHECK(qwen.num_query_groups == 4);
+  CHECK(qwen.num_moe_experts == 128);
+  CHECK(qwen.moe_router_topk == 8);
+  CHECK(qwen.moe_ffn_hidden_size == 768);
+  CHECK(qwen.first_dense_layers == 0);
+  CHECK(qwen.seq_length == 40960);
+  CHECK(test::shipped_model("qwen3-235b-a22b").num_layers == 94);
+
+  const auto oss = test::shipped_model("gpt-oss-120b");
+  CHECK(oss.num_layers == 36);
+  CHECK(oss.kv_channels == 64);
+  CHECK(oss.num_query_groups == 8);
+  CHECK(oss.num_moe_experts == 128);
+  CHECK(oss.moe_router_topk == 4);
+  CHECK(oss.moe_ffn_hidden_size == 2880);
+  CHECK(oss.add_bias_linear);  // attention_bias
+  CHECK(oss.sliding_window == 128);
+  CHECK(oss.is_sliding_window_layer(0));  // layer_types alternates, sliding first
+  CHECK_FALSE(oss.is_sliding_window_layer(1));
+  CHECK(oss.is_sliding_window_layer(34));
+  CHECK_FALSE(oss.is_sliding_window_layer(35));
+  CHECK(oss.seq_length == 4096);  // YaRN's original_max_position_embeddings
+  CHECK_FALSE(oss.tie_embeddings);
+}
+
+TEST_CASE("Megatron-style files take MoE, MLA and sliding-window keys", "[config]") {
+  json j = tiny();
+  j["num_moe_experts"] = 8;
+  j["moe_router_topk"] = 2;
+  j["moe_ffn_hidden_size"] = 32;
+  j["moe_shared_expert_intermediate_size"] = 64;
+  j["first_dense_layers"] = 1;
+  j["sliding_window"] = 16;
+  j["sliding_window_layers"] = json::array({1, 0});
+  j["qk_layernorm"] = true;
+  auto m = parse(j);
+  CHECK(m.num_moe_experts == 8);
+  CHECK(m.moe_router_topk == 2);
+  CHECK(m.moe_ffn_hidden_size == 32);
+  CHECK(m.moe_shared_expert_intermediate_size == 64);
+  CHECK_FALSE(m.is_moe_layer(0));
+  CHECK(m.is_moe_layer(1));
+  CHECK(m.is_sliding_window_layer(0));
+  CHECK_FALSE(m.is_sliding_window_layer(1));
+  CHECK(m.qk_layernorm);
+
+  j["sliding_window_layers"] = json::array({false, true});
+  CHECK(parse(j).is_sliding_window_layer(1));
+  j.erase("sliding_window_layers");  // a window alone applies to every layer
+  CHECK(parse(j).is_sliding_window_layer(0));
+  CHECK(parse(j).is_sliding_window_layer(1));
+
+  json mla = tiny();
+  mla["multi_latent_attention"] = true;
+  mla["kv_lora_rank"] = 32;
+  mla["qk_head_dim"] = 16;
+  mla["qk_pos_emb_head_dim"] = 8;
+  mla["v_head_dim"] = 16;
+  m = parse(mla);
+  CHECK(m.multi_latent_attention);
+  CHECK(m.q_lora_rank == 0);
+  CHECK(m.kv_lora_rank == 32);
+  CHECK(m.kv_channels == 16 + 8);
+}
+
+TEST_CASE("Bad MoE, MLA and sliding-window keys are rejected with the rule and the fix",
+          "[config]") {
+  json j = tiny();
+  j["num_moe_experts"] = 8;
+  j["moe_router_topk"] = 2;
+  j["moe_ffn_hidden_size"] = 32;
+  CHECK(parse(j).is_moe());
+  SECTION("top-k above the experts") {
+    j["moe_router_topk"] = 9;
+    CHECK_THROWS_WITH(parse(j), Catch::Contains("m.json: /moe_router_topk = 9 must be in [1, "
+                                                "num_moe_experts = 8]") &&
+                                    Catch::Contains("lower moe_router_topk"));
+  }
+  SECTION("top-k zero") {
+    j["moe_router_topk"] = 0;
+    CHECK_THROWS_WITH(parse(j), Catch::Contains("/moe_router_topk = 0 must be in [1, "
+                                                "num_moe_experts = 8]"));
+  }
+  SECTION("top-k missing") {
+    j.erase("moe_router_topk");
+    CHECK_THROWS_WITH(parse(j), Catch::Contains("/moe_router_topk is missing; it is required "
+                                                "when num_moe_experts = 8"));
+  }
+  SECTION("expert width missing") {
+    j.erase("moe_ffn_hidden_size");
+    CHECK_THROWS_WITH(parse(j), Catch::Contains("/moe_ffn_hidden_size is missing; it is required "
+                                                "when num_moe_experts = 8"));
+  }
+  SECTION("no MoE layer left") {
+    j["first_dense_layers"] = 2;
+    CHECK_THROWS_WITH(parse(j), Catch::Contains("/first_dense_layers = 2 must be less than "
+                                                "num_layers = 2"));
+  }
+  SECTION("MoE key in a dense model") {
+    j.erase("num_moe_experts");
+    CHECK_THROWS_WITH(parse(j), Catch::Contains("/moe_router_topk = 2 applies only to "
+                                                "mixture-of-experts models; set "
+                                                "num_moe_experts > 0"));
+  }
+  SECTION("too many experts") {
+    j["num_moe_experts"] = 1 << 20;
+    CHECK_THROWS_WITH(parse(j), Catch::Contains("/num_moe_experts = 1048576 is out of range"));
+  }
+  json mla = tiny();
+  mla["multi_latent_attention"] = true;
+  mla["kv_lora_rank"] = 32;
+  mla["qk_head_dim"] = 16;
+  mla["qk_pos_emb_head_dim"] = 8;
+  mla["v_head_dim"] = 16;
+  CHECK(parse(mla).multi_latent_attention);
+  SECTION("MLA without its latent width") {
+    mla.erase("kv_lora_rank");
+    CHECK_THROWS_WITH(parse(mla), Catch::Contains("/kv_lora_rank is missing; "
+                                                  "multi_latent_attention needs it > 0"));
+  }
+  SECTION("MLA with a zero head width") {
+    mla["v_head_dim"] = 0;
+    CHECK_THROWS_WITH(parse(mla), Catch::Contains("/v_head_dim = 0 is out of range"));
+  }
+  SECTION("MLA key without MLA") {
+    mla["multi_latent_attention"] = false;
+    CHECK_THROWS_WITH(parse(mla), Catch::Contains("applies only to multi-head latent attention"));
+  }
+  SECTION("MLA with key/value groups") {
+    mla["num_query_groups"] = 2;
+    CHECK_THROWS_WITH(parse(mla), Catch::Contains("/num_query_groups = 2 must equal "
+                                                  "num_attention_heads = 4"));
+  }
+  SECTION("MLA with a different kv_channels") {
+    mla["kv_channels"] = 16;
+    CHECK_THROWS_WITH(parse(mla), Catch::Contains("/kv_channels = 16 must equal qk_head_dim + "
+                                                  "qk_pos_emb_head_dim = 24"));
+  }
+  SECTION("MLA with qk_layernorm") {
+    mla["qk_layernorm"] = true;
+    CHECK_THROWS_WITH(parse(mla), Catch::Contains("/qk_layernorm = true cannot be combined"));
+  }
+  json sw = tiny();
+  SECTION("sliding-window layers without a window") {
+    sw["sliding_window_layers"] = json::array({1, 0});
+    CHECK_THROWS_WITH(parse(sw), Catch::Contains("/sliding_window_layers = [1,0] needs "
+                                                 "sliding_window > 0"));
+  }
+  SECTION("sliding-window layers of the wrong length") {
+    sw["sliding_window"] = 8;
+    sw["sliding_window_layers"] = json::array({1, 0, 1});
+    CHECK_THROWS_WITH(parse(sw), Catch::Contains("has 3 entries; it must have exactly "
+                                                 "num_layers = 2"));
+  }
+  SECTION("sliding-window layer flag out of range") {
+    sw["sliding_window"] = 8;
+    sw["sliding_window_layers"] = json::array({2, 0});
+    CHECK_THROWS_WITH(parse(sw), Catch::Contains("has the entry 2; each entry must be 0, 1, "
+                                                 "false or true"));
+  }
+}
+
+TEST_CASE("Hugging Face MoE configs outside what ptsim models are rejected", "[config]") {
+  json hf = {{"model_type", "qwen3_moe"},   {"num_hidden_layers", 2},
+             {"hidden_size", 64},           {"num_attention_heads", 4},
+             {"num_key_value_heads", 2},    {"head_dim", 32},
+             {"intermediate_size", 128},    {"moe_intermediate_size", 32},
+             {"num_experts", 8},            {"num_experts_per_tok", 2},
+             {"decoder_sparse_step", 1},    {"mlp_only_layers", json::array()},
+             {"vocab_size", 100},           {"max_position_embeddings", 32},
+             {"hidden_act", "silu"},        {"norm_topk_prob", true}};
+  const auto m = parse(hf);
+  CHECK(m.num_moe_experts == 8);
+  CHECK(m.qk_layernorm);
+  SECTION("MoE every other layer") {
+    hf["decoder_sparse_step"] = 2;
+    CHECK_THROWS_WITH(parse(hf), Catch::Contains("/decoder_sparse_step = 2 must be 1"));
+  }
+  SECTION("dense layers by index") {
+    hf["mlp_only_layers"] = json::array({0});
+    CHECK_THROWS_WITH(parse(hf), Catch::Contains("/mlp_only_layers = [0] must be empty"));
+  }
+  SECTION("more experts per token than experts") {
+    hf["num_experts_per_tok"] = 9;
+    CHECK_THROWS_WITH(parse(hf), Catch::Contains("/num_experts_per_tok = 9 must be in [1, "
+                                                 "num_experts = 8]"));
+  }
+  SECTION("no explicit head width") {
+    hf.erase("head_dim");
+    CHECK_THROWS_WITH(parse(hf), Catch::Contains("/head_dim is missing"));
+  }
+  SECTION("gpt-oss layer types") {
+    hf["model_type"] = "gpt_oss";
+    hf["num_local_experts"] = 8;
+    hf["sliding_window"] = 8;
+    hf["layer_types"] = json::array({"sliding_attention", "global"});
+    CHECK_THROWS_WITH(parse(hf), Catch::Contains("has the entry \"global\""));
   }
 }
 

@@ -79,7 +79,20 @@ std::int64_t parameters_per_layer(const ModelSpec& m);
 std::int64_t embedding_parameters(const ModelSpec& m);
 /// Parameters of the output layer (final norm + LM head unless tied).
 std::int64_t output_parameters(const ModelSpec& m);
-/// All parameters of the model.
+/// All parameters of the model: every layer's, the embedding and the output layer.
 std::int64_t total_parameters(const ModelSpec& m);
+
+/// Parameters of layer `l` (0-based, global): attention (with MLA's
+/// projections and latent norms, or qk_layernorm's per-head norms), the two
+/// norms, and a dense MLP or, in an MoE layer, the router, every routed
+/// expert and the shared experts; biases when add_bias_linear, as Megatron-LM
+/// builds them.
+std::int64_t layer_parameters(const ModelSpec& m, std::int64_t layer);
+/// Parameters of layer `l` one token runs through: as layer_parameters, but
+/// with only moe_router_topk of the routed experts.
+std::int64_t active_layer_parameters(const ModelSpec& m, std::int64_t layer);
+/// Parameters one token runs through: every layer's active parameters, the
+/// embedding and the output layer (= total_parameters for a dense model).
+std::int64_t active_parameters(const ModelSpec& m);
 
 }  // namespace ptsim::model
