@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -61,7 +62,7 @@ class Run {
   Run(const taskgraph::Workload& w, const cost::CostModel& cost, const RunOptions& options)
       : w_(w), cost_(cost), options_(options), state_(w, cost, options),
         network_(capacities(cost.cluster()), sharing(cost.cluster())),
-        slowdown_(cost.compute_slowdown_with_communication()) {}
+        slowdown_(cost.compute_slowdown_with_communication()), compute_mask_(w.compute_stream_mask) {}
 
   RunResult execute() {
     for (std::uint32_t local = 0; local < state_.ranks.size(); ++local)
@@ -111,11 +112,9 @@ class Run {
       arrive(local, s, t, now);
       return;
     }
-    begin(local, s, task, now);
     stream.work_left_ns = static_cast<double>(p.block_of(t).compute_duration[p.local(t)].ns()) * r.gpu_factor;
-    stream.speed = (r.busy_mask & ~1u) != 0 ? 1 / slowdown_ : 1;
     stream.last = now;
-    schedule_kernel(local, s, t, now);
+    begin(local, s, task, now);  // prices it and the kernels it shares the GPU with
   }
 
   void schedule_kernel(std::uint32_t local, std::uint8_t s, TaskId t, Time now) {
@@ -125,27 +124,35 @@ class Run {
     queue_.push({now + Time::nanoseconds(ns), 0, local, t, stream.version, kKernelDone});
   }
 
-  // Communication on a rank starting or stopping changes its kernels' speed.
+  // A stream starting or stopping changes the speed of the rank's running
+  // kernels: communication slows them by the profile's factor, and kernels
+  // of several compute streams share the GPU equally.
   void set_busy(std::uint32_t local, std::uint8_t s, bool busy, Time now) {
     RankState& r = state_.ranks[local];
     r.account(now);
-    const bool comm_before = (r.busy_mask & ~1u) != 0;
+    const std::uint32_t before = r.busy_mask;
     if (busy) {
       r.busy_mask |= 1u << s;
     } else {
       r.busy_mask &= ~(1u << s);
     }
-    const bool comm_after = (r.busy_mask & ~1u) != 0;
-    if (s == 0 || comm_before == comm_after || slowdown_ == 1) return;
-    auto& compute = state_.stream(local, 0);
-    if (!compute.running) return;
-    compute.work_left_ns = std::max(0.0, compute.work_left_ns -
-                                             static_cast<double>((now - compute.last).ns()) * compute.speed);
-    compute.last = now;
-    compute.speed = comm_after ? 1 / slowdown_ : 1;
-    TaskId head = 0;
-    state_.head(local, 0, head);
-    schedule_kernel(local, 0, head, now);
+    const bool compute_stream = (compute_mask_ >> s) & 1u;
+    const bool comm_before = (before & ~compute_mask_) != 0, comm_after = (r.busy_mask & ~compute_mask_) != 0;
+    if (!compute_stream && (comm_before == comm_after || slowdown_ == 1)) return;
+    const double base = comm_after ? 1 / slowdown_ : 1;
+    const auto sharing = static_cast<double>(std::popcount(r.busy_mask & compute_mask_));
+    for (std::uint32_t m = compute_mask_; m != 0; m &= m - 1) {
+      const auto c = static_cast<std::uint8_t>(std::countr_zero(m));
+      auto& kernel = state_.stream(local, c);
+      if (!kernel.running || !((r.busy_mask >> c) & 1u)) continue;
+      kernel.work_left_ns =
+          std::max(0.0, kernel.work_left_ns - static_cast<double>((now - kernel.last).ns()) * kernel.speed);
+      kernel.last = now;
+      kernel.speed = base / std::max(1.0, sharing);
+      TaskId head = 0;
+      state_.head(local, c, head);
+      schedule_kernel(local, c, head, now);
+    }
   }
 
   void begin(std::uint32_t local, std::uint8_t s, const Task& task, Time now) {
@@ -308,11 +315,27 @@ class Run {
     for (const auto& [local, task] : arrivals) finish_task(local, task, now);
   }
 
+  double bus_bytes(Rank rank, const Task& task) const {
+    using taskgraph::CollectiveKind;
+    const auto id = w_.communicator(rank, task.comm_slot);
+    const double n = id == taskgraph::kNoCommunicator ? 1 : static_cast<double>(w_.communicators[id].members.size());
+    const double s = static_cast<double>(task.bytes);
+    switch (task.collective) {
+      case CollectiveKind::AllReduce: return 2 * (n - 1) / n * s;
+      case CollectiveKind::AllGather:
+      case CollectiveKind::ReduceScatter:
+      case CollectiveKind::AllToAll: return (n - 1) / n * s;
+      case CollectiveKind::PointToPoint: return task.kind == TaskKind::Send ? s : 0;
+      default: return s;
+    }
+  }
+
   void finish_task(std::uint32_t local, TaskId t, Time now) {
     RankState& r = state_.ranks[local];
     const Task& task = r.program->task(t);
     const std::uint8_t s = task.stream;
     auto& stream = state_.stream(local, s);
+    stream.running = false;
     set_busy(local, s, false, now);
     r.mark_done(t);
     r.release(task.free_bytes, now);
@@ -321,12 +344,12 @@ class Run {
     totals.busy += now - stream.started;
     totals.bytes += task.bytes;
     totals.flops += task.flops;
+    if (task.kind != TaskKind::Compute) totals.bus_bytes += bus_bytes(r.rank, task);
     ++totals.count;
     ++result_.tasks;
     result_.fingerprint = mix(mix(mix(result_.fingerprint, static_cast<std::uint64_t>(r.rank)), t),
                               static_cast<std::uint64_t>(now.ns()));
     if (r.record) result_.timeline.push_back({r.rank, t, stream.started, now});
-    stream.running = false;
     state_.advance(local, s);
     try_start(local, s, now);
     const CompiledProgram& p = *r.program;
@@ -342,6 +365,7 @@ class Run {
   internal::RunState state_;
   internal::FlowNetwork network_;
   double slowdown_;
+  std::uint32_t compute_mask_;
   EventQueue queue_;
   RunResult result_;
   std::vector<TransferState> transfers_;

@@ -59,10 +59,20 @@ std::string upper(std::string s) {
 }  // namespace
 
 void print_console(const StepResult& r, std::ostream& out) {
-  fmt::print(out, "{} on {} × {} ({} node{}) · TP {} · PP {} · DP {} · {} micro-batch{} of {} · {}{}\n",
-             r.model_name, r.gpus, r.gpu_name, r.nodes, r.nodes == 1 ? "" : "s", r.tp, r.pp, r.dp,
-             r.num_microbatches, r.num_microbatches == 1 ? "" : "es", r.micro_batch_size,
-             upper(r.schedule), r.recompute == "none" ? "" : fmt::format(" · recompute {}", r.recompute));
+  std::string layout = fmt::format("TP {}", r.tp);
+  if (r.sequence_parallel) layout += " (SP)";
+  if (r.cp > 1) layout += fmt::format(" · CP {}", r.cp);
+  if (r.ep > 1) layout += fmt::format(" · EP {}", r.ep);
+  if (r.expert_tp != r.tp) layout += fmt::format(" · ETP {}", r.expert_tp);
+  layout += fmt::format(" · PP {}", r.pp);
+  if (r.vpp > 1) layout += fmt::format(" × {} chunks", r.vpp);
+  layout += fmt::format(" · DP {}", r.dp);
+  if (r.zero_stage > 0) layout += fmt::format(" · ZeRO-{}", r.zero_stage);
+  if (r.precision != "bf16") layout += " · " + upper(r.precision);
+  fmt::print(out, "{} on {} × {} ({} node{}) · {} · {} micro-batch{} of {} · {}{}\n", r.model_name, r.gpus,
+             r.gpu_name, r.nodes, r.nodes == 1 ? "" : "s", layout, r.num_microbatches,
+             r.num_microbatches == 1 ? "" : "es", r.micro_batch_size, upper(r.schedule),
+             r.recompute == "none" ? "" : fmt::format(" · recompute {}", r.recompute));
   const double t = r.step_time_s;
   fmt::print(out, "step time          {:>10}    tokens/s {:>10.4g}    model TFLOP/s/GPU {:.1f}    MFU {:.1f}%\n",
              duration(t), r.throughput.tokens_per_s, r.throughput.model_tflops_per_gpu,
@@ -75,9 +85,10 @@ void print_console(const StepResult& r, std::ostream& out) {
       r.breakdown.recompute_s > 0 ? fmt::format("  (recompute {})", duration(r.breakdown.recompute_s)) : "");
   row("pipeline bubble", r.breakdown.pipeline_bubble_s, "");
   std::string comm_note;
-  for (const char* dim : {"tp", "pp", "dp"}) {
-    const auto& d = r.communication.at(dim);
-    if (d.time_s <= 0) continue;
+  for (const char* dim : kDimensions) {
+    const auto it = r.communication.find(dim);
+    if (it == r.communication.end() || it->second.time_s <= 0) continue;
+    const auto& d = it->second;
     comm_note += fmt::format("{}{} {} of {} exposed ({:.0f}% hidden)", comm_note.empty() ? "" : " · ",
                              upper(dim), duration(d.exposed_s), duration(d.time_s),
                              100 * (1 - d.exposed_s / d.time_s));
@@ -96,10 +107,16 @@ void print_console(const StepResult& r, std::ostream& out) {
              memory(static_cast<double>(m.params_bytes)), memory(static_cast<double>(m.grads_bytes)),
              memory(static_cast<double>(m.optimizer_bytes)), memory(static_cast<double>(m.activations_peak_bytes)),
              m.peak_stage);
-  fmt::print(out, "communication      TP {} · PP {} · DP {} per step, on rank {} (stage {})\n",
-             volume(static_cast<double>(r.communication.at("tp").bytes)),
-             volume(static_cast<double>(r.communication.at("pp").bytes)),
-             volume(static_cast<double>(r.communication.at("dp").bytes)), r.critical_rank, r.critical_stage);
+  std::string volumes;
+  for (const char* dim : kDimensions) {
+    const auto it = r.communication.find(dim);
+    const std::uint64_t bytes = it == r.communication.end() ? 0 : it->second.bytes;
+    const bool always = std::string_view(dim) == "tp" || std::string_view(dim) == "pp" || std::string_view(dim) == "dp";
+    if (bytes == 0 && !always) continue;
+    volumes += fmt::format("{}{} {}", volumes.empty() ? "" : " · ", upper(dim), volume(static_cast<double>(bytes)));
+  }
+  fmt::print(out, "communication      {} per step, on rank {} (stage {})\n", volumes, r.critical_rank,
+             r.critical_stage);
   fmt::print(out, "simulated          {} events ({} tasks) in {:.2f} s ({}, {} rank{})\n",
              thousands(r.simulation.events), thousands(r.simulation.tasks), r.simulation.wall_s,
              r.simulation.mode, r.simulation.ranks_simulated, r.simulation.ranks_simulated == 1 ? "" : "s");

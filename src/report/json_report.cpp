@@ -19,6 +19,13 @@ void write_json(const StepResult& r, std::ostream& out) {
               {"tp", r.tp},
               {"pp", r.pp},
               {"dp", r.dp},
+              {"cp", r.cp},
+              {"ep", r.ep},
+              {"expert_tp", r.expert_tp},
+              {"vpp", r.vpp},
+              {"sequence_parallel", r.sequence_parallel},
+              {"zero_stage", r.zero_stage},
+              {"precision", r.precision},
               {"micro_batch_size", r.micro_batch_size},
               {"num_microbatches", r.num_microbatches},
               {"global_batch_size", r.global_batch_size},
@@ -26,6 +33,7 @@ void write_json(const StepResult& r, std::ostream& out) {
               {"schedule", r.schedule},
               {"recompute", r.recompute},
               {"parameters", r.parameters},
+              {"active_parameters", r.active_parameters},
               {"model_flops_per_step", r.model_flops_per_step}};
   j["step_time_s"] = r.step_time_s;
   j["critical_rank"] = r.critical_rank;
@@ -56,10 +64,10 @@ void write_json(const StepResult& r, std::ostream& out) {
                  {"peak_stage", r.memory.peak_stage},
                  {"stages", stages}};
   ordered_json comm = ordered_json::object();
-  for (const char* dim : {"tp", "pp", "dp"}) {
+  for (const char* dim : kDimensions) {
     const auto it = r.communication.find(dim);
     const DimensionCommunication d = it == r.communication.end() ? DimensionCommunication{} : it->second;
-    comm[dim] = {{"bytes", d.bytes}, {"time_s", d.time_s}, {"exposed_s", d.exposed_s}};
+    comm[dim] = {{"bytes", d.bytes}, {"bus_bytes", d.bus_bytes}, {"time_s", d.time_s}, {"exposed_s", d.exposed_s}};
   }
   j["communication"] = comm;
   j["simulation"] = {{"events", r.simulation.events},

@@ -19,12 +19,16 @@ using workload::categories::kPipelineParallel;
 using workload::categories::kRecompute;
 using workload::categories::kTensorParallel;
 
-// The compute stream's idle time, split into waiting on communication
-// (attributed in equal shares to the dimensions then in flight) and bubble.
+// Time with a kernel running (compute), and the compute streams' idle time,
+// split into waiting on communication (attributed in equal shares to the
+// dimensions then in flight) and bubble.
 void split_idle_time(const engine::RankStats& r, const taskgraph::Workload& w, StepResult& out) {
   for (const auto& [mask, time] : r.occupancy) {
     const double t = time.seconds();
-    if (mask & 1u) continue;  // compute stream busy
+    if (mask & w.compute_stream_mask) {  // a kernel runs
+      out.breakdown.compute_s += t;
+      continue;
+    }
     if (mask == 0) {
       out.breakdown.pipeline_bubble_s += t;
       continue;
@@ -53,6 +57,13 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
   out.tp = config.tp;
   out.pp = config.pp;
   out.dp = config.dp;
+  out.cp = config.cp;
+  out.ep = config.ep;
+  out.expert_tp = config.expert_tp;
+  out.vpp = config.vpp;
+  out.sequence_parallel = config.sequence_parallel;
+  out.zero_stage = config.zero_stage;
+  out.precision = std::string(to_string(config.precision));
   out.micro_batch_size = config.micro_batch_size;
   out.num_microbatches = step.num_microbatches;
   out.global_batch_size = config.global_batch_size;
@@ -61,6 +72,7 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
   out.recompute = std::string(strategy::to_string(config.recompute));
   out.model_flops_per_step = step.model_flops;
   out.parameters = model::total_parameters(step.model);
+  out.active_parameters = model::active_parameters(step.model);
 
   // The rank that finishes last sets the step time; ties go to the lowest rank.
   const auto critical = std::max_element(
@@ -73,17 +85,24 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
   out.critical_stage = step.layout.coordinate(r.rank, strategy::Axis::Pp);
 
   const auto busy = [&](std::uint8_t c) { return r.categories[c].busy.seconds(); };
-  out.breakdown.compute_s = busy(kForward) + busy(kBackward) + busy(kRecompute);
-  out.breakdown.recompute_s = busy(kRecompute);
+  // Compute: time during which a kernel ran (lanes that share the GPU count
+  // once), less the optimizer's; recomputation's share of it by task time.
   out.breakdown.optimizer_s = busy(kOptimizer);
-  const std::pair<const char*, std::uint8_t> dims[] = {
-      {"tp", kTensorParallel}, {"pp", kPipelineParallel}, {"dp", kDataParallel}};
+  const double kernels = busy(kForward) + busy(kBackward) + busy(kRecompute);
+  const std::pair<const char*, std::uint8_t> dims[] = {{"tp", kTensorParallel},
+                                                       {"cp", workload::categories::kContextParallel},
+                                                       {"ep", workload::categories::kExpertParallel},
+                                                       {"pp", kPipelineParallel},
+                                                       {"dp", kDataParallel}};
   for (const auto& [name, category] : dims) {
     auto& d = out.communication[name];
     d.bytes = r.categories[category].bytes;
+    d.bus_bytes = r.categories[category].bus_bytes;
     d.time_s = busy(category);
   }
   split_idle_time(r, w, out);
+  out.breakdown.compute_s -= out.breakdown.optimizer_s;
+  out.breakdown.recompute_s = kernels > 0 ? busy(kRecompute) * out.breakdown.compute_s / kernels : 0;
 
   const double seconds = out.step_time_s;
   const double gpus = static_cast<double>(config.world_size);

@@ -58,6 +58,10 @@ GroupShape shape_of(const std::vector<Rank>& members, const hardware::Cluster& c
 // the first rank for which this fails, as a message, or "".
 std::string symmetric_mismatch(const taskgraph::Workload& w, const strategy::RankLayout& layout,
                                const hardware::Cluster& cluster) {
+  // Ring attention sends between ranks of one stage: the peers it pairs
+  // with are not simulated, so their transfers cannot be.
+  if (layout.size(Axis::Cp) > 1)
+    return "context parallelism's ring transfers pair ranks of the same pipeline stage";
   const auto slots = static_cast<std::uint8_t>(w.comm_slot_names.size());
   std::map<taskgraph::CommunicatorId, GroupShape> shapes;
   const auto shape = [&](taskgraph::CommunicatorId id) -> const GroupShape& {
@@ -66,7 +70,8 @@ std::string symmetric_mismatch(const taskgraph::Workload& w, const strategy::Ran
     return it->second;
   };
   for (Rank r = 0; r < w.world_size; ++r) {
-    const Rank rep = layout.with_coordinate(layout.with_coordinate(r, Axis::Tp, 0), Axis::Dp, 0);
+    const Rank rep =
+        layout.with_coordinate(layout.with_coordinate(layout.with_coordinate(r, Axis::Tp, 0), Axis::Cp, 0), Axis::Dp, 0);
     for (std::uint8_t s = 0; s < slots; ++s) {
       const auto mine = w.communicator(r, s);
       const auto theirs = w.communicator(rep, s);
@@ -84,7 +89,7 @@ std::string symmetric_mismatch(const taskgraph::Workload& w, const strategy::Ran
 }  // namespace
 
 std::vector<Rank> default_trace_ranks(const strategy::ParallelConfig& parallel) {
-  const strategy::RankLayout layout(parallel.tp, parallel.dp, parallel.pp, parallel.rank_order);
+  const strategy::RankLayout layout(parallel.tp, parallel.cp, 1, parallel.dp, parallel.pp, parallel.rank_order);
   if (parallel.world_size <= 16) {
     std::vector<Rank> all(static_cast<std::size_t>(parallel.world_size));
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<Rank>(i);
@@ -154,7 +159,7 @@ Outcome simulate_step(const Request& request) {
                : Mode::Explicit;
   if (mode == Mode::Symmetric) {
     options.ranks = representatives(step.layout);
-    options.represents = static_cast<double>(request.parallel.tp * request.parallel.dp);
+    options.represents = static_cast<double>(request.parallel.tp * request.parallel.cp * request.parallel.dp);
   }
   engine::RunResult run = engine::Simulator(step.workload, cost).run(options);
   report::StepResult result = report::summarize(run, step, request.parallel, request.hardware);

@@ -50,7 +50,7 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
   const std::int64_t fc1 = m.activation == model::Activation::SwiGlu ? 2 * fe : fe;
   const std::int64_t per_expert = (h * fc1 + fe * h) / c.expert_tp + (m.add_bias_linear ? fc1 / c.expert_tp + h : 0);
   p.expert = m.num_moe_experts / c.ep * per_expert;
-  p.dense += h * m.num_moe_experts;  // router
+  p.dense += h * m.num_moe_experts + (m.add_bias_linear ? m.num_moe_experts : 0);  // router
   if (m.moe_shared_expert_intermediate_size > 0) p += dense_mlp(m, m.moe_shared_expert_intermediate_size, tp);
   return p;
 }

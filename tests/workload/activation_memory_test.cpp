@@ -23,10 +23,11 @@ model::ModelSpec gpt(std::int64_t layers) {
 }
 
 double activation_peak(std::int64_t layers, std::int64_t tp, const std::string& recompute,
-                       const std::string& attention = "unfused") {
+                       const std::string& attention = "unfused", bool sp = false) {
   config::StrategyInput st;
   st.gpus = tp;
   st.tp = tp;
+  if (sp) st.sequence_parallel = true;
   st.global_batch_size = 2;
   st.micro_batch_size = 2;
   st.recompute = recompute;
@@ -35,8 +36,9 @@ double activation_peak(std::int64_t layers, std::int64_t tp, const std::string& 
   return static_cast<double>(out.result.memory.activations_peak_bytes);
 }
 
-double per_layer(std::int64_t tp, const std::string& recompute, const std::string& attention = "unfused") {
-  return activation_peak(5, tp, recompute, attention) - activation_peak(4, tp, recompute, attention);
+double per_layer(std::int64_t tp, const std::string& recompute, const std::string& attention = "unfused",
+                 bool sp = false) {
+  return activation_peak(5, tp, recompute, attention, sp) - activation_peak(4, tp, recompute, attention, sp);
 }
 
 }  // namespace
@@ -63,4 +65,22 @@ TEST_CASE("With fused attention no s×s tensor is kept: s·b·h·(10 + 24/t) + r
   for (const double t : {1.0, 4.0})
     CHECK(per_layer(static_cast<std::int64_t>(t), "none", "flash") ==
           Approx(s * b * h * (10 + 24 / t) + 4 * b * (a / t) * s).epsilon(1e-9));
+}
+
+TEST_CASE("Activations per layer with sequence parallelism: s·b·h·(34 + 5·a·s/h)/t", "[workload][memory]") {
+  // Korthikanti et al. 2022, Table 2, "sequence parallelism".
+  for (const double t : {2.0, 4.0})
+    CHECK(per_layer(static_cast<std::int64_t>(t), "none", "unfused", true) ==
+          Approx(s * b * h / t * (34 + 5 * a * s / h)).epsilon(1e-9));
+}
+
+TEST_CASE("Activations per layer with selective recomputation: s·b·h·(10 + 24/t), and 34/t with SP",
+          "[workload][memory]") {
+  // Korthikanti et al. 2022, Table 2: the 5·a·s/h term goes.
+  for (const double t : {1.0, 4.0}) {
+    CHECK(per_layer(static_cast<std::int64_t>(t), "selective") == Approx(s * b * h * (10 + 24 / t)).epsilon(1e-9));
+    if (t > 1)
+      CHECK(per_layer(static_cast<std::int64_t>(t), "selective", "unfused", true) ==
+            Approx(s * b * h * 34 / t).epsilon(1e-9));
+  }
 }

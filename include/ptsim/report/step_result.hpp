@@ -48,9 +48,13 @@ struct StageMemory {
   std::uint64_t activations_peak_bytes = 0;
 };
 
+/// The parallel dimensions whose communication reports name, in print order.
+inline constexpr const char* kDimensions[] = {"tp", "cp", "ep", "pp", "dp"};
+
 /// One parallel dimension's communication on the rank that finishes last.
 struct DimensionCommunication {
   std::uint64_t bytes = 0;  // message sizes of its collectives, and bytes it sends and receives
+  double bus_bytes = 0;     // what the rank moves, nccl-tests' bus convention (engine::CategoryTotals)
   double time_s = 0;        // time its operations ran
   double exposed_s = 0;     // of which the compute stream sat idle waiting
 };
@@ -71,7 +75,10 @@ struct StepResult {
   std::string gpu_name;
   std::int64_t gpus = 0;
   std::int64_t nodes = 0;
-  std::int64_t tp = 1, pp = 1, dp = 1;
+  std::int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, expert_tp = 1, vpp = 1;
+  bool sequence_parallel = false;
+  int zero_stage = 0;
+  std::string precision = "bf16";
   std::int64_t micro_batch_size = 1;
   std::int64_t num_microbatches = 1;
   std::int64_t global_batch_size = 1;
@@ -80,6 +87,7 @@ struct StepResult {
   std::string recompute;
   double model_flops_per_step = 0;
   std::int64_t parameters = 0;
+  std::int64_t active_parameters = 0;  // per token (MoE: the routed experts' share)
 
   // What it came to.
   double step_time_s = 0;
@@ -89,7 +97,7 @@ struct StepResult {
   Throughput throughput;
   MemoryUse memory;
   std::vector<StageMemory> stages;
-  std::map<std::string, DimensionCommunication> communication;  // "tp", "pp", "dp"
+  std::map<std::string, DimensionCommunication> communication;  // "tp", "cp", "ep", "pp", "dp"
   SimulationInfo simulation;
 };
 

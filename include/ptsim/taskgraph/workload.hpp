@@ -34,6 +34,11 @@ struct Workload {
   /// (an index into comm_slot_names' dimension labels is not needed: reports
   /// group streams by this label, e.g. "tp", "pp", "dp"); "" for compute.
   std::vector<std::string> stream_dimension;
+  /// Bit s: stream s runs kernels. Kernels of different compute streams that
+  /// run at once share the GPU: each progresses at 1/n of its speed while n
+  /// run (two lanes of work interleaved on the SMs, e.g. DualPipe's
+  /// overlapped forward and backward).
+  std::uint32_t compute_stream_mask = 1;
 
   std::vector<Program> programs;
   std::vector<std::uint32_t> program_of_rank;          // size world_size

@@ -1,0 +1,251 @@
+// Issue 5's parallelisms through the whole flow, held to closed forms:
+// interleaved and zero-bubble pipelines, DualPipe, ZeRO memory and traffic,
+// context and sequence parallelism, recomputation modes and FP8.
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+using namespace ptsim;
+
+namespace {
+
+// Equal stages: 8 or 16 layers and a vocabulary of 128, so the embedding and
+// LM head add 1–2% to the first and last virtual stage.
+model::ModelSpec balanced_gpt(std::int64_t layers = 8) {
+  const nlohmann::json j = {{"num_layers", layers}, {"hidden_size", 1024}, {"num_attention_heads", 16},
+                            {"vocab_size", 128},    {"seq_length", 512}};
+  return config::parse_model(j, "balanced", "balanced");
+}
+
+config::StrategyInput pipeline(std::int64_t p, std::int64_t m, const std::string& schedule) {
+  config::StrategyInput s;
+  s.gpus = p;
+  s.pp = p;
+  s.global_batch_size = m;
+  s.micro_batch_size = 1;
+  s.schedule = schedule;
+  return s;
+}
+
+double bubble_fraction(const report::StepResult& r) {
+  return r.breakdown.pipeline_bubble_s / (r.step_time_s - r.breakdown.optimizer_s);
+}
+
+std::uint64_t max_stage_activations(const report::StepResult& r) {
+  std::uint64_t most = 0;
+  for (const auto& s : r.stages) most = std::max(most, s.activations_peak_bytes);
+  return most;
+}
+
+}  // namespace
+
+TEST_CASE("Interleaved 1F1B bubble is (p−1)/(v·m + p−1) with free communication", "[simulate][pipeline]") {
+  const auto hw = test::free_network(test::shipped_hardware("a100-sxm4-80gb"));
+  for (const auto& [p, v, m] : {std::tuple{4, 2, 8}, std::tuple{4, 2, 16}, std::tuple{2, 4, 4}, std::tuple{4, 2, 4}}) {
+    INFO("p=" << p << " v=" << v << " m=" << m);
+    auto s = pipeline(p, m, "interleaved");
+    s.vpp = v;
+    const auto out = test::simulate(balanced_gpt(16), hw, s);
+    const double expected = (p - 1.0) / (v * m + p - 1.0);
+    CHECK(bubble_fraction(out.result) == Approx(expected).epsilon(0.03));
+    // Fewer bubbles than plain 1F1B on the same run.
+    const auto plain = test::simulate(balanced_gpt(16), hw, pipeline(p, m, "1f1b"));
+    CHECK(out.result.breakdown.pipeline_bubble_s < plain.result.breakdown.pipeline_bubble_s);
+  }
+}
+
+TEST_CASE("ZB-H1 shrinks 1F1B's bubble at 1F1B's activation memory, ZB-H2 further", "[simulate][pipeline]") {
+  // With real kernels B (input gradients, recomputation-free attention
+  // backward, norms) costs more than W (weight-gradient GEMMs), so the bubble
+  // (p−1)(F+B−W) is more than the third of 1F1B's (p−1)(F+B+W) that equal
+  // F, B and W give (tests/strategy checks that third exactly).
+  const auto hw = test::free_network(test::shipped_hardware("a100-sxm4-80gb"));
+  const std::int64_t p = 4, m = 16;
+  const auto base = test::simulate(balanced_gpt(8), hw, pipeline(p, m, "1f1b"));
+  const auto h1 = test::simulate(balanced_gpt(8), hw, pipeline(p, m, "zb-h1"));
+  const auto h2 = test::simulate(balanced_gpt(8), hw, pipeline(p, m, "zb-h2"));
+  const double b0 = base.result.breakdown.pipeline_bubble_s;
+  CHECK(h1.result.breakdown.pipeline_bubble_s < 0.7 * b0);
+  CHECK(h2.result.breakdown.pipeline_bubble_s < h1.result.breakdown.pipeline_bubble_s);
+  CHECK(h1.result.step_time_s < base.result.step_time_s);
+  // Same peak activations as 1F1B's stage 0 (p micro-batches between F and W), within 2%.
+  CHECK(static_cast<double>(max_stage_activations(h1.result)) <=
+        1.02 * static_cast<double>(base.result.stages[0].activations_peak_bytes));
+  // ZB-H2 keeps up to 2p − 1 micro-batches alive.
+  CHECK(max_stage_activations(h2.result) > max_stage_activations(h1.result));
+  // Same work: compute time within 1%.
+  CHECK(h1.result.breakdown.compute_s == Approx(base.result.breakdown.compute_s).epsilon(0.01));
+}
+
+TEST_CASE("DualPipe runs both directions to completion with a smaller bubble and twice the parameters",
+          "[simulate][pipeline]") {
+  const auto hw = test::free_network(test::shipped_hardware("a100-sxm4-80gb"));
+  const std::int64_t p = 4, m = 16;
+  const auto base = test::simulate(balanced_gpt(8), hw, pipeline(p, m, "1f1b"));
+  const auto dual = test::simulate(balanced_gpt(8), hw, pipeline(p, m, "dualpipe"));
+  // Every micro-batch ran: the same model FLOPs.
+  CHECK(dual.step.model_flops == Approx(base.step.model_flops).epsilon(1e-12));
+  CHECK(dual.result.breakdown.pipeline_bubble_s < 0.5 * base.result.breakdown.pipeline_bubble_s);
+  // Rank r holds model stages r and p−1−r.
+  CHECK(static_cast<double>(dual.result.stages[1].static_bytes) ==
+        Approx(2.0 * static_cast<double>(base.result.stages[1].static_bytes)).epsilon(0.01));
+}
+
+TEST_CASE("ZeRO static memory per GPU follows the ZeRO paper for GPT-3 175B on 384 GPUs", "[simulate][zero]") {
+  // TP 8, PP 8, DP 6. A middle stage holds 12 layers; per layer and TP rank
+  // Ψ_l = (12h² + 7h)/8 + 6h (QKV, projection and MLP matrices and column
+  // biases split, norms and row biases replicated), h = 12288.
+  const double h = 12288, nd = 6;
+  const double psi = 12 * ((12 * h * h + 7 * h) / 8 + 6 * h);
+  const std::map<int, double> expected = {{0, 16 * psi},
+                                          {1, 2 * psi + 2 * psi + 12 * psi / nd},
+                                          {2, 2 * psi + 14 * psi / nd},
+                                          {3, 16 * psi / nd}};
+  const auto model = test::shipped_model("gpt3-175b");
+  for (const auto& [stage, bytes] : expected) {
+    INFO("ZeRO-" << stage);
+    config::StrategyInput s;
+    s.gpus = 384;
+    s.tp = 8;
+    s.pp = 8;
+    s.global_batch_size = 48;
+    s.zero = stage;
+    const auto run = config::resolve_run(model, s);
+    const auto step = workload::build_step_workload(run.model, run.parallel);
+    CHECK(static_cast<double>(step.stage_static_memory[1].total_bytes()) == Approx(bytes).epsilon(0.01));
+  }
+}
+
+TEST_CASE("ZeRO-3 moves 1.5 times plain data parallelism's gradient traffic", "[simulate][zero]") {
+  // One micro-batch, no pipeline: DP all-reduces 2Ψ once (bus 2(n−1)/n·2Ψ);
+  // ZeRO-3 gathers the parameters for forward and backward and
+  // reduce-scatters the gradients: 3·(n−1)/n·2Ψ.
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  config::StrategyInput s;
+  s.gpus = 8;
+  s.global_batch_size = 8;
+  const auto dp = test::simulate(balanced_gpt(4), hw, s);
+  s.zero = 3;
+  const auto z3 = test::simulate(balanced_gpt(4), hw, s);
+  const double plain = dp.result.communication.at("dp").bus_bytes;
+  CHECK(plain > 0);
+  CHECK(z3.result.communication.at("dp").bus_bytes == Approx(1.5 * plain).epsilon(0.01));
+  // ZeRO-1 and -2 move what all-reduce moves (reduce-scatter plus all-gather).
+  s.zero = 1;
+  CHECK(test::simulate(balanced_gpt(4), hw, s).result.communication.at("dp").bus_bytes ==
+        Approx(plain).epsilon(0.01));
+  s.zero = 2;
+  CHECK(test::simulate(balanced_gpt(4), hw, s).result.communication.at("dp").bus_bytes ==
+        Approx(plain).epsilon(0.01));
+}
+
+TEST_CASE("Context parallelism divides activations by cp and passes key/value blocks around the ring",
+          "[simulate][cp]") {
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  const auto model = test::shipped_model("llama3-8b");
+  const auto run_cp = [&](std::int64_t cp) {
+    config::StrategyInput s;
+    s.gpus = 8;
+    s.tp = 2;
+    s.cp = cp;
+    s.global_batch_size = 8 / (2 * cp);
+    s.seq_length = 16384;
+    return test::simulate(model, hw, s);
+  };
+  const auto one = run_cp(1);
+  for (const std::int64_t cp : {2, 4}) {
+    INFO("cp=" << cp);
+    const auto out = run_cp(cp);
+    CHECK(static_cast<double>(out.result.memory.activations_peak_bytes) ==
+          Approx(static_cast<double>(one.result.memory.activations_peak_bytes) / static_cast<double>(cp))
+              .epsilon(0.01));
+    // Each layer: cp−1 key/value blocks forward, and blocks plus their
+    // gradients backward; a block is K and V of s/cp tokens, 8 KV heads / TP
+    // 2 of width 128, bf16: 2·2·(s/cp)·4·128 bytes.
+    const double block = 2.0 * 2 * (16384.0 / static_cast<double>(cp)) * 4 * 128;
+    CHECK(out.result.communication.at("cp").bus_bytes ==
+          Approx(32 * (static_cast<double>(cp) - 1) * 3 * block).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("Selective recomputation drops the s² tensors and reruns core attention", "[simulate][recompute]") {
+  const auto hw = test::shipped_hardware("a100-sxm4-80gb");
+  const nlohmann::json j = {{"num_layers", 4}, {"hidden_size", 1024}, {"num_attention_heads", 16},
+                            {"vocab_size", 1024}, {"seq_length", 512}, {"dropout", 0.1}};
+  const auto model = config::parse_model(j, "gpt", "gpt");
+  config::StrategyInput s;
+  s.gpus = 2;
+  s.tp = 2;
+  s.global_batch_size = 2;
+  s.micro_batch_size = 2;
+  s.attention_backend = "unfused";
+  const auto none = test::simulate(model, hw, s);
+  s.recompute = "selective";
+  const auto sel = test::simulate(model, hw, s);
+  // Per-layer figures are in workload/activation_memory_test.cpp; here: less
+  // memory, more time, recomputation reported.
+  CHECK(sel.result.memory.activations_peak_bytes < none.result.memory.activations_peak_bytes);
+  CHECK(sel.result.breakdown.recompute_s > 0);
+  CHECK(sel.result.step_time_s > none.result.step_time_s);
+  CHECK(none.result.breakdown.recompute_s == 0);
+  // With fused attention there is nothing to rerun.
+  s.attention_backend = "flash";
+  CHECK(test::simulate(model, hw, s).result.breakdown.recompute_s == 0);
+}
+
+TEST_CASE("Full recomputation of the first N layers of each stage", "[simulate][recompute]") {
+  const auto hw = test::shipped_hardware("a100-sxm4-80gb");
+  config::StrategyInput s;
+  s.gpus = 1;
+  s.global_batch_size = 1;
+  s.recompute = "full";
+  const auto all = test::simulate(balanced_gpt(8), hw, s);
+  s.recompute_num_layers = 2;
+  const auto two = test::simulate(balanced_gpt(8), hw, s);
+  CHECK(two.result.breakdown.recompute_s == Approx(all.result.breakdown.recompute_s / 4).epsilon(0.02));
+  CHECK(two.result.memory.activations_peak_bytes > all.result.memory.activations_peak_bytes);
+}
+
+TEST_CASE("FP8 runs the linear GEMMs at the fp8 rate and pays for casts and amax reductions", "[simulate][fp8]") {
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  const auto model = test::shipped_model("llama3-8b");
+  config::StrategyInput s;
+  s.gpus = 8;
+  s.tp = 8;
+  s.sequence_parallel = true;
+  s.global_batch_size = 1;
+  const auto bf16 = test::simulate(model, hw, s);
+  s.precision = "fp8";
+  const auto fp8 = test::simulate(model, hw, s);
+  CHECK(fp8.result.breakdown.compute_s < 0.85 * bf16.result.breakdown.compute_s);
+  // Same model FLOPs; the casts are memory-bound kernels named for it.
+  CHECK(fp8.step.model_flops == Approx(bf16.step.model_flops).epsilon(1e-12));
+  bool casts = false, amax = false;
+  for (const auto& name : fp8.step.workload.op_names) {
+    casts = casts || name.find("fp8_cast") != std::string::npos;
+    amax = amax || name.find("amax") != std::string::npos;
+  }
+  CHECK(casts);
+  CHECK(amax);
+}
+
+TEST_CASE("Per-rank parameters add up to the model's layer counts", "[workload][moe]") {
+  // Without model parallelism a rank holds each layer whole; with TP/EP the
+  // split parts add up over the group (replicated parts counted once).
+  for (const char* name : {"mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b", "gpt-oss-120b", "llama3-8b"}) {
+    INFO(name);
+    const auto m = test::shipped_model(name);
+    strategy::ParallelConfig c;
+    for (std::int64_t layer : {std::int64_t{0}, m.num_layers - 1}) {
+      const auto whole = workload::layer_parameters_per_rank(m, c, layer);
+      CHECK(whole.total() == model::layer_parameters(m, layer));
+      // The routed experts: all of them, where a token runs top-k.
+      const std::int64_t idle = model::layer_parameters(m, layer) - model::active_layer_parameters(m, layer);
+      if (m.is_moe_layer(layer)) {
+        CHECK(whole.expert * (m.num_moe_experts - m.moe_router_topk) == idle * m.num_moe_experts);
+      } else {
+        CHECK(whole.expert == 0);
+      }
+    }
+  }
+}
