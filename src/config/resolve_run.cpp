@@ -99,6 +99,12 @@ void check_model_splits(const Checker& check, const model::ModelSpec& m, strateg
     if (c.attention == strategy::AttentionBackend::Unfused)
       check.fail("cp", c.cp, "needs fused attention (ring attention runs FlashAttention blocks)",
                  "drop --attention-backend unfused");
+    if (m.sliding_window > 0)
+      check.fail("cp", c.cp,
+                 fmt::format("is not simulated with sliding-window attention (model {}): a window shorter than "
+                             "the ring skips blocks the ring model would charge",
+                             m.name),
+                 "use --cp 1 for this model");
   }
 
   c.ep = check.bounded(s.ep, 1, "ep", kMaxGpus);
@@ -126,6 +132,10 @@ void check_pipeline(const Checker& check, const model::ModelSpec& m, strategy::P
   if (s.layers_per_virtual_stage) {
     const std::int64_t n = *s.layers_per_virtual_stage;
     if (c.pp == 1) check.fail("layers_per_virtual_stage", n, "needs pipeline parallelism", "set --pp > 1");
+    if (L % c.pp != 0)
+      check.fail("layers_per_virtual_stage", n,
+                 fmt::format("needs stages of equal size, but pp = {} does not divide num_layers = {}", c.pp, L),
+                 "give --virtual-pipeline-model-parallel-size instead, which splits the layers as evenly as possible");
     if (L % (c.pp * n) != 0)
       check.fail("layers_per_virtual_stage", n,
                  fmt::format("must divide the layers of a stage evenly: num_layers = {} over pp = {}", L, c.pp),
@@ -172,7 +182,10 @@ void check_pipeline(const Checker& check, const model::ModelSpec& m, strategy::P
     const std::int64_t rest = c.pp - (s.first_stage_layers ? 1 : 0) - (s.last_stage_layers ? 1 : 0);
     if (L - fixed < rest || (rest == 0 && L != fixed))
       check.fail(s.first_stage_layers ? "first_stage_layers" : "last_stage_layers", fixed,
-                 fmt::format("leaves {} layers for the other {} stages of num_layers = {}", L - fixed, rest, L),
+                 L < fixed ? fmt::format("makes the first and last stages take {} layers, more than num_layers = {}",
+                                         fixed, L)
+                           : fmt::format("leaves {} layers for the other {} stages of num_layers = {}", L - fixed,
+                                         rest, L),
                  rest == 0 ? "make the first and last stages hold every layer" : "give the first/last stage fewer layers");
   }
   c.virtual_stage_layers = strategy::split_layers(L, virtual_stages, s.first_stage_layers, s.last_stage_layers);

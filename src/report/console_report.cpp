@@ -97,6 +97,23 @@ void print_console(const StepResult& r, std::ostream& out) {
       comm_note.empty() ? "" : "  (" + comm_note + ")");
   row("optimizer", r.breakdown.optimizer_s, "");
 
+  // The stage that works longest (kernels plus exposed communication): in a
+  // pipeline the critical rank often only waits for it.
+  if (r.stages.size() > 1) {
+    const auto busiest = std::max_element(r.stages.begin(), r.stages.end(), [](const auto& a, const auto& b) {
+      return a.breakdown.compute_s + a.breakdown.exposed_communication_s <
+             b.breakdown.compute_s + b.breakdown.exposed_communication_s;
+    });
+    std::string exposed;
+    for (const char* dim : kDimensions) {
+      const auto it = busiest->exposed_s.find(dim);
+      if (it != busiest->exposed_s.end() && it->second > 0)
+        exposed += fmt::format("{}{} {}", exposed.empty() ? "" : " · ", upper(dim), duration(it->second));
+    }
+    fmt::print(out, "busiest stage      {}: compute {} · exposed comm {}{} · idle {}\n", busiest->stage,
+               duration(busiest->breakdown.compute_s), duration(busiest->breakdown.exposed_communication_s),
+               exposed.empty() ? "" : " (" + exposed + ")", duration(busiest->breakdown.pipeline_bubble_s));
+  }
   const auto& m = r.memory;
   const std::string verdict =
       m.fits ? "fits"

@@ -48,11 +48,20 @@ void write_json(const StepResult& r, std::ostream& out) {
                      {"hardware_tflops_per_gpu", r.throughput.hardware_tflops_per_gpu},
                      {"mfu", r.throughput.mfu}};
   ordered_json stages = ordered_json::array();
-  for (const auto& s : r.stages)
+  for (const auto& s : r.stages) {
+    ordered_json exposed = ordered_json::object();
+    for (const auto& [dim, t] : s.exposed_s) exposed[dim] = t;
     stages.push_back({{"stage", s.stage},
                       {"peak_bytes", s.peak_bytes},
                       {"static_bytes", s.static_bytes},
-                      {"activations_peak_bytes", s.activations_peak_bytes}});
+                      {"activations_peak_bytes", s.activations_peak_bytes},
+                      {"breakdown_s",
+                       {{"compute", s.breakdown.compute_s},
+                        {"exposed_communication", s.breakdown.exposed_communication_s},
+                        {"pipeline_bubble", s.breakdown.pipeline_bubble_s},
+                        {"optimizer", s.breakdown.optimizer_s}}},
+                      {"exposed_communication_s", exposed}});
+  }
   j["memory"] = {{"peak_bytes", r.memory.peak_bytes},
                  {"capacity_bytes", r.memory.capacity_bytes},
                  {"fits", r.memory.fits},

@@ -21,25 +21,33 @@ using workload::categories::kTensorParallel;
 
 // Time with a kernel running (compute), and the compute streams' idle time,
 // split into waiting on communication (attributed in equal shares to the
-// dimensions then in flight) and bubble.
-void split_idle_time(const engine::RankStats& r, const taskgraph::Workload& w, StepResult& out) {
+// dimensions then in flight) and bubble; compute excludes the optimizer.
+void split_time(const engine::RankStats& r, const taskgraph::Workload& w, Breakdown& b,
+                std::map<std::string, double>& exposed) {
+  const auto busy = [&](std::uint8_t c) { return r.categories[c].busy.seconds(); };
   for (const auto& [mask, time] : r.occupancy) {
     const double t = time.seconds();
     if (mask & w.compute_stream_mask) {  // a kernel runs
-      out.breakdown.compute_s += t;
+      b.compute_s += t;
       continue;
     }
     if (mask == 0) {
-      out.breakdown.pipeline_bubble_s += t;
+      b.pipeline_bubble_s += t;
       continue;
     }
-    out.breakdown.exposed_communication_s += t;
+    b.exposed_communication_s += t;
     std::vector<std::string> dims;
     for (std::size_t s = 1; s < w.stream_dimension.size(); ++s)
-      if ((mask >> s) & 1u && std::find(dims.begin(), dims.end(), w.stream_dimension[s]) == dims.end())
+      if ((mask >> s) & 1u && !w.stream_dimension[s].empty() &&
+          std::find(dims.begin(), dims.end(), w.stream_dimension[s]) == dims.end())
         dims.push_back(w.stream_dimension[s]);
-    for (const auto& d : dims) out.communication[d].exposed_s += t / static_cast<double>(dims.size());
+    for (const auto& d : dims) exposed[d] += t / static_cast<double>(dims.size());
   }
+  b.optimizer_s = busy(kOptimizer);
+  b.compute_s -= b.optimizer_s;
+  // Recomputation's share of compute, by task time.
+  const double kernels = busy(kForward) + busy(kBackward) + busy(kRecompute);
+  b.recompute_s = kernels > 0 ? busy(kRecompute) * b.compute_s / kernels : 0;
 }
 
 }  // namespace
@@ -85,10 +93,6 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
   out.critical_stage = step.layout.coordinate(r.rank, strategy::Axis::Pp);
 
   const auto busy = [&](std::uint8_t c) { return r.categories[c].busy.seconds(); };
-  // Compute: time during which a kernel ran (lanes that share the GPU count
-  // once), less the optimizer's; recomputation's share of it by task time.
-  out.breakdown.optimizer_s = busy(kOptimizer);
-  const double kernels = busy(kForward) + busy(kBackward) + busy(kRecompute);
   const std::pair<const char*, std::uint8_t> dims[] = {{"tp", kTensorParallel},
                                                        {"cp", workload::categories::kContextParallel},
                                                        {"ep", workload::categories::kExpertParallel},
@@ -100,9 +104,9 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
     d.bus_bytes = r.categories[category].bus_bytes;
     d.time_s = busy(category);
   }
-  split_idle_time(r, w, out);
-  out.breakdown.compute_s -= out.breakdown.optimizer_s;
-  out.breakdown.recompute_s = kernels > 0 ? busy(kRecompute) * out.breakdown.compute_s / kernels : 0;
+  std::map<std::string, double> exposed;
+  split_time(r, w, out.breakdown, exposed);
+  for (const auto& [dim, t] : exposed) out.communication[dim].exposed_s = t;
 
   const double seconds = out.step_time_s;
   const double gpus = static_cast<double>(config.world_size);
@@ -120,6 +124,14 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
     out.stages[s].static_bytes = step.stage_static_memory[s].total_bytes();
   }
   const engine::RankStats* peak = &run.ranks.front();
+  std::vector<bool> seen(out.stages.size(), false);
+  for (const auto& rank : run.ranks) {
+    const auto s = static_cast<std::size_t>(step.layout.coordinate(rank.rank, strategy::Axis::Pp));
+    if (!seen[s]) {
+      seen[s] = true;
+      split_time(rank, w, out.stages[s].breakdown, out.stages[s].exposed_s);
+    }
+  }
   for (const auto& rank : run.ranks) {
     if (rank.peak_memory_bytes > peak->peak_memory_bytes) peak = &rank;
     auto& stage = out.stages[static_cast<std::size_t>(

@@ -89,6 +89,7 @@ void add_communicators(const strategy::ParallelConfig& config, const strategy::R
   };
 
   b.add_groups(world, slots::kTensorParallel, [&](Rank r) { return dense.group(r, Axis::Tp); });
+  if (dualpipe) b.add_groups(world, slots::kTensorParallel1, [&](Rank r) { return dense.group(r, Axis::Tp); });
   b.add_groups(world, slots::kDataParallel,
                [&](Rank r) { return with_mirror(group_along(dense, r, {Axis::Cp, Axis::Dp})); });
   if (config.precision == Dtype::Fp8)
@@ -97,6 +98,10 @@ void add_communicators(const strategy::ParallelConfig& config, const strategy::R
     b.add_groups(world, slots::kExpertParallel, [&](Rank r) { return expert->group(r, Axis::Ep); });
     b.add_groups(world, slots::kExpertTensorParallel, [&](Rank r) { return expert->group(r, Axis::Tp); });
     b.add_groups(world, slots::kExpertDataParallel, [&](Rank r) { return with_mirror(expert->group(r, Axis::Dp)); });
+    if (dualpipe) {
+      b.add_groups(world, slots::kExpertParallel1, [&](Rank r) { return expert->group(r, Axis::Ep); });
+      b.add_groups(world, slots::kExpertTensorParallel1, [&](Rank r) { return expert->group(r, Axis::Tp); });
+    }
   }
   // The CP ring: each rank sends to the next rank of its CP group.
   if (dense.size(Axis::Cp) > 1)

@@ -1,6 +1,7 @@
 // Block recording and instantiation (see internal/program_builder.hpp).
 #include "internal/program_builder.hpp"
 
+#include "ptsim/common/error.hpp"
 #include "ptsim/workload/step_workload.hpp"
 
 namespace ptsim::workload::internal {
@@ -12,7 +13,18 @@ using taskgraph::TaskRef;
 
 // ---- BlockRecorder ---------------------------------------------------------
 
-TaskId BlockRecorder::add(const Task& task) {
+TaskId BlockRecorder::add(const Task& original) {
+  Task task = original;
+  if (lane_ == 1) {
+    if (task.stream == streams::kCompute) task.stream = streams::kCompute1;
+    if (task.stream == streams::kTensorParallel) task.stream = streams::kTensorParallel1;
+    if (task.stream == streams::kExpertParallel) task.stream = streams::kExpertParallel1;
+    if (task.kind != TaskKind::Compute) {
+      if (task.comm_slot == slots::kTensorParallel) task.comm_slot = slots::kTensorParallel1;
+      if (task.comm_slot == slots::kExpertParallel) task.comm_slot = slots::kExpertParallel1;
+      if (task.comm_slot == slots::kExpertTensorParallel) task.comm_slot = slots::kExpertTensorParallel1;
+    }
+  }
   const TaskId id = graph_.add_task(task);
   if (last_on_stream_.size() <= task.stream) last_on_stream_.resize(task.stream + 1u);
   last_on_stream_[task.stream] = id;
@@ -207,6 +219,34 @@ std::uint32_t ProgramBuilder::instantiate(std::uint32_t block, std::int32_t micr
 
 void ProgramBuilder::wait_for_stream(std::uint8_t stream) {
   if (stream < last_on_stream_.size() && last_on_stream_[stream]) before_next_.push_back(*last_on_stream_[stream]);
+}
+
+}  // namespace ptsim::workload::internal
+
+namespace ptsim::workload::internal {
+
+void ProgramBuilder::fork_lane() {
+  PTSIM_ASSERT(lane_ == 0, "lanes fork from lane 0");
+  other_ = Chain{};
+  other_.last_kernel = last_kernel_;
+  if (last_kernel_) other_.before_next.push_back(*last_kernel_);
+}
+
+void ProgramBuilder::set_lane(int lane) {
+  if (lane == lane_) return;
+  std::swap(last_kernel_, other_.last_kernel);
+  std::swap(before_next_, other_.before_next);
+  std::swap(before_after_next_, other_.before_after_next);
+  lane_ = lane;
+}
+
+void ProgramBuilder::join_lanes() {
+  set_lane(0);
+  if (other_.last_kernel) before_next_.push_back(*other_.last_kernel);
+  before_next_.insert(before_next_.end(), other_.before_next.begin(), other_.before_next.end());
+  before_after_next_.insert(before_after_next_.end(), other_.before_after_next.begin(),
+                            other_.before_after_next.end());
+  other_ = Chain{};
 }
 
 }  // namespace ptsim::workload::internal

@@ -113,6 +113,13 @@ class StageBuilder {
     prologue();
     for (std::size_t i = 0; i < order.size(); ++i) {
       const auto& step = order[i];
+      // DualPipe's overlapped pair: this forward on lane 0, the backward
+      // after it on lane 1, both free to run at once (each one's
+      // communication under the other's kernels), joined afterwards.
+      const bool pair_forward = step.overlapped_with_next && i + 1 < order.size();
+      const bool pair_backward = i > 0 && order[i - 1].overlapped_with_next;
+      if (pair_forward) out_.fork_lane();
+      if (pair_backward) out_.set_lane(1);
       const auto mb = static_cast<std::int32_t>(step.microbatch);
       const auto chunk = static_cast<std::size_t>(step.chunk);
       const bool final = i == final_step[chunk];
@@ -122,6 +129,7 @@ class StageBuilder {
         case Pass::BackwardInput: backward(mb, chunk, false, true); break;
         case Pass::BackwardWeight: weight_gradients(mb, chunk, final); break;
       }
+      if (pair_backward) out_.join_lanes();
     }
     finish_step();
   }

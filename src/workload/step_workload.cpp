@@ -51,10 +51,13 @@ void label(taskgraph::Workload& w) {
                     "cp_send",          "cp_recv",
                     "ep",               "pp1_send_forward",
                     "pp1_recv_forward", "pp1_send_backward",
-                    "pp1_recv_backward"};
+                    "pp1_recv_backward", "compute1",
+                    "tp1",              "ep1"};
   // The embedding group exists because pipelining splits the tied input and
   // output embeddings over two stages: its traffic counts as pipeline traffic.
-  w.stream_dimension = {"", "tp", "dp", "pp", "pp", "pp", "pp", "pp", "cp", "cp", "ep", "pp", "pp", "pp", "pp"};
+  w.stream_dimension = {"",   "tp", "dp", "pp", "pp", "pp", "pp", "pp", "cp",
+                        "cp", "ep", "pp", "pp", "pp", "pp", "",   "tp", "ep"};
+  w.compute_stream_mask = (1u << streams::kCompute) | (1u << streams::kCompute1);
   w.category_names = {"forward", "backward", "recompute", "optimizer", "tp", "pp", "dp", "cp", "ep"};
   w.comm_slot_names = {"tp",
                        "dp",
@@ -72,7 +75,10 @@ void label(taskgraph::Workload& w) {
                        "pp1_forward_recv",
                        "pp1_backward_send",
                        "pp1_backward_recv",
-                       "amax"};
+                       "amax",
+                       "tp1",
+                       "ep1",
+                       "etp1"};
 }
 
 }  // namespace

@@ -155,3 +155,101 @@ TEST_CASE("Strategy files use the flags' keys and are checked strictly", "[confi
   CHECK_THROWS_WITH(config::load_strategy(write_strategy("type.json", R"({"gpus": "8"})")),
                     Catch::Contains("/gpus = \"8\" must be an integer"));
 }
+
+TEST_CASE("Issue 5's flags refuse their invalid combinations with the rule and the fix", "[config]") {
+  const auto gpt3 = test::shipped_model("gpt3-175b");
+  const auto moe = test::shipped_model("mixtral-8x7b");
+  const auto fails = [](const model::ModelSpec& m, const config::StrategyInput& s, const std::string& text) {
+    INFO(text);
+    CHECK_THROWS_WITH(config::resolve_run(m, s), Catch::Contains(text));
+  };
+  SECTION("vpp without pipeline parallelism") {
+    auto s = base();
+    s.pp = 1;
+    s.vpp = 2;
+    fails(gpt3, s, "--virtual-pipeline-model-parallel-size/--vpp = 2 needs pipeline parallelism");
+  }
+  SECTION("interleaved schedule without chunks, chunks with another schedule") {
+    auto s = base();
+    s.schedule = "interleaved";
+    fails(gpt3, s, "needs several model chunks per stage; give --virtual-pipeline-model-parallel-size");
+    s.schedule = "zb-h1";
+    s.vpp = 2;
+    fails(gpt3, s, "--schedule = zb-h1 cannot run vpp = 2 model chunks per stage");
+  }
+  SECTION("interleaved micro-batches not a multiple of pp") {
+    auto s = base();
+    s.vpp = 2;
+    s.global_batch_size = 16 * 12;  // 12 micro-batches over pp = 8
+    fails(gpt3, s, "gives 12 micro-batches, not a multiple of pp = 8");
+  }
+  SECTION("cp not splitting the sequence into 2·cp chunks") {
+    auto s = base();
+    s.cp = 3;
+    s.gpus = 8 * 8 * 3;
+    fails(gpt3, s, "--context-parallel-size/--cp = 3 must split seq_length = 2048 into 2·cp equal chunks");
+  }
+  SECTION("cp with unfused attention") {
+    auto s = base();
+    s.cp = 2;
+    s.attention_backend = "unfused";
+    fails(gpt3, s, "needs fused attention");
+  }
+  SECTION("ep on a dense model, ep not dividing the experts") {
+    auto s = base();
+    s.ep = 2;
+    fails(gpt3, s, "--expert-model-parallel-size/--ep = 2 needs a mixture-of-experts model");
+    config::StrategyInput m;
+    m.gpus = 48;
+    m.ep = 3;
+    m.global_batch_size = 48;
+    fails(moe, m, "--expert-model-parallel-size/--ep = 3 must divide num_moe_experts = 8");
+  }
+  SECTION("MoE with TP needs sequence parallelism") {
+    config::StrategyInput m;
+    m.gpus = 16;
+    m.tp = 2;
+    m.ep = 8;
+    m.global_batch_size = 16;
+    fails(moe, m, "with a mixture-of-experts model needs --sequence-parallel");
+  }
+  SECTION("sequence parallelism without TP") {
+    auto s = base();
+    s.tp = 1;
+    s.sequence_parallel = true;
+    fails(gpt3, s, "--sequence-parallel needs tensor parallelism");
+  }
+  SECTION("DualPipe with an odd pipeline or too few micro-batches") {
+    auto s = base();
+    s.schedule = "dualpipe";
+    s.pp = 3;
+    s.gpus = 8 * 3 * 4;
+    s.global_batch_size = 64;
+    fails(gpt3, s, "--pipeline-model-parallel-size/--pp = 3 must be even for --schedule dualpipe");
+    s.pp = 8;
+    s.gpus = 8 * 8 * 2;
+    s.global_batch_size = 2 * 14;  // 14 micro-batches < 2·pp
+    fails(gpt3, s, "DualPipe needs an even number, at least 2·pp = 16");
+  }
+  SECTION("recomputation details and ZeRO options that need their base") {
+    auto s = base();
+    s.recompute_num_layers = 2;
+    fails(gpt3, s, "--recompute-num-layers = 2 needs --recompute full");
+    s = base();
+    s.overlap_param_gather = true;
+    fails(gpt3, s, "--overlap-param-gather needs sharded parameters or optimizer states");
+    s = base();
+    s.zero = 2;
+    s.distributed_optimizer = true;
+    fails(gpt3, s, "--zero = 2 contradicts --use-distributed-optimizer");
+  }
+  SECTION("first and last stage layers leaving too few for the rest") {
+    auto s = base();
+    s.first_stage_layers = 60;
+    s.last_stage_layers = 40;
+    fails(gpt3, s, "makes the first and last stages take 100 layers, more than num_layers = 96");
+    s.first_stage_layers = 50;
+    s.last_stage_layers = 41;
+    fails(gpt3, s, "leaves 5 layers for the other 6 stages of num_layers = 96");
+  }
+}

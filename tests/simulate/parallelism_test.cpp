@@ -249,3 +249,42 @@ TEST_CASE("Per-rank parameters add up to the model's layer counts", "[workload][
     }
   }
 }
+
+namespace {
+
+model::ModelSpec tiny_moe(std::int64_t topk) {
+  const nlohmann::json j = {{"num_layers", 2},        {"hidden_size", 512},        {"num_attention_heads", 8},
+                            {"vocab_size", 1024},     {"seq_length", 256},         {"num_moe_experts", 8},
+                            {"moe_router_topk", topk}, {"moe_ffn_hidden_size", 1024}};
+  return config::parse_model(j, "tiny-moe", "tiny-moe");
+}
+
+}  // namespace
+
+TEST_CASE("MoE all-to-all moves 2·tokens·hidden·top-k·(ep−1)/ep bytes per direction", "[simulate][moe]") {
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  config::StrategyInput s;
+  s.gpus = 4;
+  s.ep = 4;
+  s.global_batch_size = 4;
+  const double tokens = 256, h = 512, k = 2, ep = 4, layers = 2;
+  const auto out = test::simulate(tiny_moe(2), hw, s);
+  // Dispatch and combine forward, and both again backward, per MoE layer.
+  const double per_direction = 2 * tokens * h * k * (ep - 1) / ep;
+  CHECK(out.result.communication.at("ep").bus_bytes == Approx(4 * layers * per_direction).epsilon(1e-12));
+}
+
+TEST_CASE("MoE model FLOPs grow with the experts each token runs", "[simulate][moe]") {
+  // Each routed token-expert pair costs fc1 and fc2 of 2·h·f FLOPs forward,
+  // three times that with backward: 12·h·f per token per layer per unit of top-k.
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  config::StrategyInput s;
+  s.gpus = 4;
+  s.ep = 4;
+  s.global_batch_size = 4;
+  std::vector<double> flops;
+  for (const std::int64_t k : {1, 2, 3}) flops.push_back(test::simulate(tiny_moe(k), hw, s).step.model_flops);
+  const double tokens = 4 * 256, h = 512, f = 1024, layers = 2;
+  CHECK(flops[1] - flops[0] == Approx(12 * h * f * tokens * layers).epsilon(1e-9));
+  CHECK(flops[2] - flops[1] == Approx(12 * h * f * tokens * layers).epsilon(1e-9));
+}

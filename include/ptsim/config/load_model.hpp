@@ -1,7 +1,8 @@
 // Model files → ModelSpec. Two formats, told apart by their keys: ptsim's own
 // object with Megatron-LM names (strict: unknown keys are errors), and a
-// Hugging Face config.json as published (Llama, Mistral, Qwen2, GPT-2,
-// GPT-NeoX, BERT), of which only the keys that shape training are read.
+// Hugging Face config.json as published (Llama, Mistral, Mixtral, Qwen2,
+// Qwen3, Qwen3-MoE, DeepSeek-V3, gpt-oss, GPT-2, GPT-NeoX, BERT), of which
+// only the keys that shape training are read.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>

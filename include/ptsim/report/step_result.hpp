@@ -46,6 +46,11 @@ struct StageMemory {
   std::uint64_t peak_bytes = 0;
   std::uint64_t static_bytes = 0;
   std::uint64_t activations_peak_bytes = 0;
+  /// Where the time of the stage's first simulated rank goes (a slow stage
+  /// shows here while the critical rank, often stage 0, only waits for it).
+  Breakdown breakdown;
+  /// Exposed communication of that rank by dimension.
+  std::map<std::string, double> exposed_s;
 };
 
 /// The parallel dimensions whose communication reports name, in print order.

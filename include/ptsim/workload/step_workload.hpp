@@ -35,7 +35,12 @@ inline constexpr std::uint8_t kPipeline1SendForward = 11;
 inline constexpr std::uint8_t kPipeline1RecvForward = 12;
 inline constexpr std::uint8_t kPipeline1SendBackward = 13;
 inline constexpr std::uint8_t kPipeline1RecvBackward = 14;
-inline constexpr std::uint8_t kCount = 15;
+// The second compute lane (DualPipe's backward overlapped with a forward) and
+// the communication it issues.
+inline constexpr std::uint8_t kCompute1 = 15;
+inline constexpr std::uint8_t kTensorParallel1 = 16;
+inline constexpr std::uint8_t kExpertParallel1 = 17;
+inline constexpr std::uint8_t kCount = 18;
 }  // namespace streams
 
 /// Communicator slots every program names (resolved per rank).
@@ -57,7 +62,12 @@ inline constexpr std::uint8_t kPipeline1ForwardRecv = 13;
 inline constexpr std::uint8_t kPipeline1BackwardSend = 14;
 inline constexpr std::uint8_t kPipeline1BackwardRecv = 15;
 inline constexpr std::uint8_t kAmax = 16;  // FP8 amax reduction: the stage's tp·cp·dp ranks
-inline constexpr std::uint8_t kCount = 17;
+// The second compute lane's collectives: the same groups as communicators of
+// their own, so that each communicator keeps one stream and one order.
+inline constexpr std::uint8_t kTensorParallel1 = 17;
+inline constexpr std::uint8_t kExpertParallel1 = 18;
+inline constexpr std::uint8_t kExpertTensorParallel1 = 19;
+inline constexpr std::uint8_t kCount = 20;
 }  // namespace slots
 
 /// Task categories, for the report's breakdown.

@@ -31,7 +31,7 @@ struct BlockSummary {
 
 class BlockRecorder {
  public:
-  explicit BlockRecorder(NameTable& names) : names_(&names) {}
+  explicit BlockRecorder(NameTable& names, int lane = 0) : names_(&names), lane_(lane) {}
 
   /// Starts a list of ops: OpSpec::after indexes ops emitted since.
   void begin_list() { list_.clear(); }
@@ -66,6 +66,7 @@ class BlockRecorder {
   void after_last_kernel(taskgraph::TaskId id);
 
   NameTable* names_;
+  int lane_;  // 1: the second compute lane's streams
   taskgraph::TaskGraph graph_;
   std::vector<taskgraph::TaskId> list_;
   std::optional<taskgraph::TaskId> first_kernel_, second_kernel_, last_kernel_;
@@ -83,14 +84,25 @@ class ProgramBuilder {
   /// the first time.
   template <typename Record>
   std::uint32_t block(const std::string& key, Record&& record) {
-    if (const auto it = keys_.find(key); it != keys_.end()) return it->second;
-    BlockRecorder recorder(*names_);
+    const std::string lane_key = lane_ == 0 ? key : key + "@lane1";
+    if (const auto it = keys_.find(lane_key); it != keys_.end()) return it->second;
+    BlockRecorder recorder(*names_, lane_);
     record(recorder);
     summaries_.push_back(recorder.summary());
     const std::uint32_t id = program_->add_block(std::move(recorder.graph()));
-    keys_.emplace(key, id);
+    keys_.emplace(lane_key, id);
     return id;
   }
+
+  // Two lanes of work that may run at once (DualPipe's overlapped forward
+  // and backward): blocks instantiated on lane 1 use the second compute lane's
+  // streams and their own chain of dependencies.
+  /// Starts lane 1 from here: its first kernel waits for lane 0's last one.
+  void fork_lane();
+  /// Instantiates on lane `lane` from now on.
+  void set_lane(int lane);
+  /// Back to lane 0 alone: its next kernel waits for lane 1's work too.
+  void join_lanes();
 
   /// Appends an instance of `block` and links it to the instances before it;
   /// returns the instance.
@@ -108,6 +120,13 @@ class ProgramBuilder {
   std::optional<taskgraph::TaskRef> last_kernel_;
   std::vector<taskgraph::TaskRef> before_next_, before_after_next_;
   std::vector<std::optional<taskgraph::TaskRef>> last_on_stream_;
+  // The inactive lane's chain (last kernel, pending dependencies).
+  struct Chain {
+    std::optional<taskgraph::TaskRef> last_kernel;
+    std::vector<taskgraph::TaskRef> before_next, before_after_next;
+  };
+  Chain other_;
+  int lane_ = 0;
 };
 
 }  // namespace ptsim::workload::internal
