@@ -20,11 +20,14 @@ namespace {
 
 using strategy::Axis;
 
-// One rank per pipeline stage: TP and DP coordinates zero.
+// The ranks symmetric mode simulates: TP and DP coordinates zero, every
+// pipeline stage and every CP coordinate (ring attention pairs the CP ranks
+// of a stage, so all of them run).
 std::vector<Rank> representatives(const strategy::RankLayout& layout) {
   std::vector<Rank> reps;
   for (std::int64_t s = 0; s < layout.size(Axis::Pp); ++s)
-    reps.push_back(layout.with_coordinate(0, Axis::Pp, s));
+    for (std::int64_t c = 0; c < layout.size(Axis::Cp); ++c)
+      reps.push_back(layout.with_coordinate(layout.with_coordinate(0, Axis::Pp, s), Axis::Cp, c));
   std::sort(reps.begin(), reps.end());
   return reps;
 }
@@ -58,10 +61,6 @@ GroupShape shape_of(const std::vector<Rank>& members, const hardware::Cluster& c
 // the first rank for which this fails, as a message, or "".
 std::string symmetric_mismatch(const taskgraph::Workload& w, const strategy::RankLayout& layout,
                                const hardware::Cluster& cluster) {
-  // Ring attention sends between ranks of one stage: the peers it pairs
-  // with are not simulated, so their transfers cannot be.
-  if (layout.size(Axis::Cp) > 1)
-    return "context parallelism's ring transfers pair ranks of the same pipeline stage";
   const auto slots = static_cast<std::uint8_t>(w.comm_slot_names.size());
   std::map<taskgraph::CommunicatorId, GroupShape> shapes;
   const auto shape = [&](taskgraph::CommunicatorId id) -> const GroupShape& {
@@ -70,8 +69,7 @@ std::string symmetric_mismatch(const taskgraph::Workload& w, const strategy::Ran
     return it->second;
   };
   for (Rank r = 0; r < w.world_size; ++r) {
-    const Rank rep =
-        layout.with_coordinate(layout.with_coordinate(layout.with_coordinate(r, Axis::Tp, 0), Axis::Cp, 0), Axis::Dp, 0);
+    const Rank rep = layout.with_coordinate(layout.with_coordinate(r, Axis::Tp, 0), Axis::Dp, 0);
     for (std::uint8_t s = 0; s < slots; ++s) {
       const auto mine = w.communicator(r, s);
       const auto theirs = w.communicator(rep, s);
@@ -159,7 +157,7 @@ Outcome simulate_step(const Request& request) {
                : Mode::Explicit;
   if (mode == Mode::Symmetric) {
     options.ranks = representatives(step.layout);
-    options.represents = static_cast<double>(request.parallel.tp * request.parallel.cp * request.parallel.dp);
+    options.represents = static_cast<double>(request.parallel.tp * request.parallel.dp);
   }
   engine::RunResult run = engine::Simulator(step.workload, cost).run(options);
   report::StepResult result = report::summarize(run, step, request.parallel, request.hardware);

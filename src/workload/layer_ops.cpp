@@ -371,10 +371,17 @@ class LayerBuilder {
     const bool swiglu = m_.activation == model::Activation::SwiGlu;
     const double T = Nsp_;                        // tokens entering this rank's router
     const double local_experts = E / ep;
-    double received = T * k * etp;                // routed tokens this rank's experts process
-    if (shape_.capacity_factor) received *= *shape_.capacity_factor;
+    const double routed = T * k * etp;            // routed tokens this rank's experts process
+    const double received = shape_.capacity_factor ? routed * *shape_.capacity_factor : routed;
     const double per_expert = std::max(1.0, std::round(received / local_experts));
     const double rows = per_expert * local_experts;
+    // Padding to capacity costs time but is no model work: the expert GEMMs'
+    // FLOPs count the routed tokens only.
+    const double useful = routed / (per_expert * local_experts);
+    const auto expert_gemm = [&](OpSpec op) {
+      op.flops *= useful;
+      return op;
+    };
     const double fc1_out = (swiglu ? 2 : 1) * fe / etp;
     const Dtype dt = shape_.gemm_dtype;
 
@@ -387,11 +394,11 @@ class LayerBuilder {
       fw_.push_back(collective_op("moe.dispatch.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
                                   T * k * h_ * 2 * etp));
     if (fp8_) fw_.push_back(memory_op("moe.experts.fc1.fp8_cast", rows * h_ * 4));
-    fw_.push_back(saving(matmul("moe.experts.fc1", per_expert, fc1_out, h_, local_experts, dt), 2 * rows * h_));
+    fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc1", per_expert, fc1_out, h_, local_experts, dt)), 2 * rows * h_));
     fw_.push_back(saving(memory_op(swiglu ? "moe.experts.swiglu" : "moe.experts.gelu", 2 * rows * (fc1_out + fe / etp)),
                          2 * rows * fc1_out));
     if (fp8_) fw_.push_back(memory_op("moe.experts.fc2.fp8_cast", rows * fe / etp * 4));
-    fw_.push_back(saving(matmul("moe.experts.fc2", per_expert, h_, fe / etp, local_experts, dt), 2 * rows * fe / etp));
+    fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc2", per_expert, h_, fe / etp, local_experts, dt)), 2 * rows * fe / etp));
     if (etp > 1)
       fw_.push_back(collective_op("moe.combine.reducescatter", CollectiveKind::ReduceScatter,
                                   CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
@@ -405,15 +412,15 @@ class LayerBuilder {
       bw.push_back(collective_op("moe.combine.bwd.allgather", CollectiveKind::AllGather,
                                  CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
     if (fp8_) bw.push_back(memory_op("moe.experts.fc2.grad_fp8_cast", rows * h_ * 4));
-    bw.push_back(matmul("moe.experts.fc2.dgrad", per_expert, fe / etp, h_, local_experts, dt));
-    bw.push_back(weight_grad(freeing(matmul("moe.experts.fc2.wgrad", fe / etp, h_, per_expert, local_experts, dt),
+    bw.push_back(expert_gemm(matmul("moe.experts.fc2.dgrad", per_expert, fe / etp, h_, local_experts, dt)));
+    bw.push_back(weight_grad(freeing(expert_gemm(matmul("moe.experts.fc2.wgrad", fe / etp, h_, per_expert, local_experts, dt)),
                                      2 * rows * fe / etp)));
     bw.push_back(freeing(memory_op(swiglu ? "moe.experts.swiglu.bwd" : "moe.experts.gelu.bwd",
                                    2 * rows * (2 * fc1_out + fe / etp)),
                          2 * rows * fc1_out));
     if (fp8_) bw.push_back(memory_op("moe.experts.fc1.grad_fp8_cast", rows * fc1_out * 4));
-    bw.push_back(matmul("moe.experts.fc1.dgrad", per_expert, h_, fc1_out, local_experts, dt));
-    bw.push_back(weight_grad(freeing(matmul("moe.experts.fc1.wgrad", h_, fc1_out, per_expert, local_experts, dt),
+    bw.push_back(expert_gemm(matmul("moe.experts.fc1.dgrad", per_expert, h_, fc1_out, local_experts, dt)));
+    bw.push_back(weight_grad(freeing(expert_gemm(matmul("moe.experts.fc1.wgrad", h_, fc1_out, per_expert, local_experts, dt)),
                                      2 * rows * h_)));
     if (etp > 1)
       bw.push_back(collective_op("moe.dispatch.bwd.reducescatter", CollectiveKind::ReduceScatter,

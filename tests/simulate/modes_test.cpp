@@ -86,3 +86,57 @@ TEST_CASE("A degraded NIC slows the traffic that crosses it", "[simulate][modes]
   CHECK(degraded.result.communication.at("dp").time_s > 2 * healthy.result.communication.at("dp").time_s);
   CHECK(degraded.result.step_time_s > healthy.result.step_time_s);
 }
+
+TEST_CASE("Symmetric mode agrees with explicit for issue 5's parallelisms", "[simulate][modes]") {
+  // Llama 3 8B over 128 H100s (16 nodes of the DGX H100 SuperPOD): context
+  // parallelism (symmetric mode runs every CP rank of the representatives),
+  // interleaving, zero bubble, DualPipe, ZeRO-3, FP8; and an MoE model.
+  const auto hw = test::shipped_hardware("dgx-h100-superpod");
+  const auto llama = test::shipped_model("llama3-8b");
+  const auto base = [] {
+    config::StrategyInput s;
+    s.gpus = 128;
+    s.tp = 4;
+    s.global_batch_size = 64;
+    return s;
+  };
+  std::vector<std::pair<std::string, config::StrategyInput>> cases;
+  auto cp = base();
+  cp.cp = 2;
+  cp.sequence_parallel = true;
+  cp.global_batch_size = 32;
+  cases.emplace_back("cp", cp);
+  for (const char* schedule : {"interleaved", "zb-h1", "dualpipe"}) {
+    auto s = base();
+    s.pp = 4;
+    s.schedule = schedule;
+    if (std::string(schedule) == "interleaved") s.vpp = 2;
+    cases.emplace_back(schedule, s);
+  }
+  auto zero3 = base();
+  zero3.zero = 3;
+  cases.emplace_back("zero3", zero3);
+  auto fp8 = base();
+  fp8.pp = 2;
+  fp8.precision = "fp8";
+  cases.emplace_back("fp8", fp8);
+  for (const auto& [name, s] : cases) {
+    INFO(name);
+    const auto e = test::simulate(llama, hw, s, simulate::Mode::Explicit);
+    const auto y = test::simulate(llama, hw, s, simulate::Mode::Symmetric);
+    CHECK(y.result.simulation.ranks_simulated < e.result.simulation.ranks_simulated);
+    CHECK(y.result.step_time_s == Approx(e.result.step_time_s).epsilon(0.01));
+    CHECK(static_cast<double>(y.result.memory.peak_bytes) ==
+          Approx(static_cast<double>(e.result.memory.peak_bytes)).epsilon(0.01));
+  }
+  config::StrategyInput moe;
+  moe.gpus = 128;
+  moe.pp = 4;
+  moe.ep = 8;
+  moe.global_batch_size = 64;
+  moe.seq_length = 4096;
+  const auto mixtral = test::shipped_model("mixtral-8x7b");
+  const auto e = test::simulate(mixtral, hw, moe, simulate::Mode::Explicit);
+  const auto y = test::simulate(mixtral, hw, moe, simulate::Mode::Symmetric);
+  CHECK(y.result.step_time_s == Approx(e.result.step_time_s).epsilon(0.01));
+}

@@ -288,3 +288,16 @@ TEST_CASE("MoE model FLOPs grow with the experts each token runs", "[simulate][m
   CHECK(flops[1] - flops[0] == Approx(12 * h * f * tokens * layers).epsilon(1e-9));
   CHECK(flops[2] - flops[1] == Approx(12 * h * f * tokens * layers).epsilon(1e-9));
 }
+
+TEST_CASE("A capacity factor pads expert work without adding model FLOPs", "[simulate][moe]") {
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  config::StrategyInput s;
+  s.gpus = 4;
+  s.ep = 4;
+  s.global_batch_size = 4;
+  const auto dropless = test::simulate(tiny_moe(2), hw, s);
+  s.moe_capacity_factor = 1.5;
+  const auto padded = test::simulate(tiny_moe(2), hw, s);
+  CHECK(padded.step.model_flops == Approx(dropless.step.model_flops).epsilon(1e-12));
+  CHECK(padded.result.breakdown.compute_s > dropless.result.breakdown.compute_s);
+}
