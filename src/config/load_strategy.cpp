@@ -62,6 +62,12 @@ const std::vector<StrategyField> kFields = {
      "with ZeRO ≥ 1: gather updated parameters under the next forward, bucket by bucket"},
     {"moe_capacity_factor", "moe_expert_capacity_factor", "", &S::moe_capacity_factor, 1, 1, {}, "F",
      "MoE: tokens an expert takes, as a multiple of its even share (default: dropless)"},
+    {"tp_comm_overlap", "tp_comm_overlap", "", &S::tp_comm_overlap, 1, 1, {}, "",
+     "with --sequence-parallel: pipeline TP all-gathers and reduce-scatters with their GEMMs "
+     "(Transformer Engine's userbuffers)"},
+    {"scatter_gather_pipeline", "scatter_gather_tensors_in_pipeline", "", &S::scatter_gather_pipeline, 1, 1, {}, "",
+     "without SP: each TP rank sends 1/t of a pipeline activation and the receivers all-gather it "
+     "(Megatron-LM 2021)"},
     {"rank_order", "rank_order", "", &S::rank_order, 1, 1, {}, "ORDER",
      "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)"},
     {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused"}, "NAME",
@@ -92,8 +98,13 @@ std::string StrategyInput::where(const std::string& field) const {
 }
 
 StrategyInput load_strategy(const std::string& path) {
-  const nlohmann::json object = internal::read_json_file(path);
-  internal::ObjectReader in(object, path);
+  return parse_strategy(internal::read_json_file(path), path);
+}
+
+StrategyInput parse_strategy(const nlohmann::json& object, const std::string& where, const std::string& path) {
+  if (!object.is_object())
+    throw ConfigError(fmt::format("{}: {} must be a JSON object of strategy keys", where, path.empty() ? "the document" : path));
+  internal::ObjectReader in(object, where, path);
   StrategyInput s;
   std::string accepted;
   for (const auto& f : kFields) {

@@ -217,6 +217,8 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   }
   c.overlap_grad_reduce = s.overlap_grad_reduce.value_or(false);
   c.overlap_param_gather = s.overlap_param_gather.value_or(false);
+  c.tp_comm_overlap = s.tp_comm_overlap.value_or(false);
+  c.scatter_gather_pipeline = s.scatter_gather_pipeline.value_or(false);
   if (c.overlap_param_gather && c.zero_stage == 0)
     check.fail_flag("overlap_param_gather", "needs sharded parameters or optimizer states",
                     "add --use-distributed-optimizer or --zero 1|2|3");
@@ -306,6 +308,9 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
                fmt::format("must divide the {} tokens of a sequence on one CP rank under sequence parallelism",
                            m.seq_length / c.cp),
                "choose a sequence length or tp that divide");
+  if (s.tp_comm_overlap.value_or(false) && !c.sequence_parallel)
+    check.fail_flag("tp_comm_overlap", "needs --sequence-parallel (its all-gathers and reduce-scatters are what it overlaps)",
+                    "add --sequence-parallel or drop --tp-comm-overlap");
   if (m.is_moe() && c.tp > 1 && !c.sequence_parallel)
     check.fail("tp", c.tp, "with a mixture-of-experts model needs --sequence-parallel (as Megatron-Core requires)",
                "add --sequence-parallel");

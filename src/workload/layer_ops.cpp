@@ -97,9 +97,11 @@ class LayerBuilder {
   // The TP region's entry for an input of width `width` that column-parallel
   // linears consume: all-gathered under SP (forward); its gradient reduced in
   // backward by the last column-parallel linear's dgrad (see column()).
+  // With TP communication overlap the gather runs in chunks beside the GEMM
+  // that consumes it (async: the op after that GEMM waits).
   void enter_tp_region(const std::string& prefix) {
     if (sp_) fw_.push_back(collective_op(prefix + ".allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
-                                         2 * N_ * h_));
+                                         2 * N_ * h_, shape_.tp_comm_overlap));
   }
 
   // Column-parallel linear of `in` → `out_total` (split t ways). `saved` is the
@@ -135,14 +137,20 @@ class LayerBuilder {
   void row(const std::string& name, double rows, double in_total, double out) {
     const double in = in_total / t_;
     cast(name, rows, in);
+    const int before_gemm = static_cast<int>(fw_.size()) - 1;
     fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), 2 * rows * in));
-    if (tp_)
-      fw_.push_back(collective_op(name + (sp_ ? ".reducescatter" : ".allreduce"),
-                                  sp_ ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
-                                  CommGroup::TensorParallel, 2 * N_ * out));
+    if (tp_) {
+      OpSpec reduce = collective_op(name + (sp_ ? ".reducescatter" : ".allreduce"),
+                                    sp_ ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
+                                    CommGroup::TensorParallel, 2 * N_ * out);
+      // Pipelined with the GEMM under TP communication overlap: each chunk
+      // is reduced while the next is computed, so it starts with the GEMM.
+      if (shape_.tp_comm_overlap && before_gemm >= 0) reduce.after = before_gemm;
+      fw_.push_back(reduce);
+    }
     std::vector<OpSpec> bw;
     if (sp_) bw.push_back(collective_op(name + ".grad_allgather", CollectiveKind::AllGather,
-                                        CommGroup::TensorParallel, 2 * N_ * out));
+                                        CommGroup::TensorParallel, 2 * N_ * out, shape_.tp_comm_overlap));
     cast_grad(name, rows, out, bw);
     bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, shape_.gemm_dtype));
     bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), 2 * rows * in)));

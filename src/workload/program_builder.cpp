@@ -140,6 +140,7 @@ TaskId BlockRecorder::emit_recv(std::uint8_t stream, std::uint8_t slot, std::uin
   task.bytes = bytes;
   task.name = names_->intern(name);
   const TaskId id = add(task);
+  list_.push_back(id);
   before_next_.push_back(id);
   return id;
 }
@@ -155,6 +156,7 @@ TaskId BlockRecorder::emit_send(std::uint8_t stream, std::uint8_t slot, std::uin
   task.bytes = bytes;
   task.name = names_->intern(name);
   const TaskId id = add(task);
+  list_.push_back(id);
   after_last_kernel(id);
   return id;
 }

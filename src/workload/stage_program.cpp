@@ -91,6 +91,7 @@ class StageBuilder {
     shape_.tp = c_.tp;
     shape_.cp = c_.cp;
     shape_.sequence_parallel = c_.sequence_parallel;
+    shape_.tp_comm_overlap = c_.tp_comm_overlap;
     shape_.flash_attention = c_.attention == strategy::AttentionBackend::Flash;
     shape_.gemm_dtype = c_.precision;
     shape_.ep = c_.ep;
@@ -263,13 +264,24 @@ class StageBuilder {
                           which == 2 ? "bwd_weight." : "bwd.", categories::kBackward, false);
   }
 
+  // A pipeline send or receive of one activation (or its gradient). With
+  // Megatron-LM 2021's scatter-gather (no SP, TP > 1) each TP rank moves
+  // 1/t of it and the receivers all-gather the pieces over TP.
   std::uint32_t transfer_block(const std::string& name, bool send, std::uint8_t stream, std::uint8_t slot) {
+    const bool scatter = c_.scatter_gather_pipeline && !c_.sequence_parallel && c_.tp > 1;
+    const std::uint64_t bytes = scatter ? activation_bytes_ / static_cast<std::uint64_t>(c_.tp) : activation_bytes_;
     return out_.block(name, [&](BlockRecorder& b) {
+      b.begin_list();
       if (send) {
-        b.emit_send(stream, slot, activation_bytes_, name);
-      } else {
-        b.emit_recv(stream, slot, activation_bytes_, name);
+        b.emit_send(stream, slot, bytes, name);
+        return;
       }
+      b.emit_recv(stream, slot, bytes, name);
+      if (!scatter) return;
+      OpSpec gather = collective_op(name + ".allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
+                                    static_cast<double>(activation_bytes_));
+      gather.after = 0;  // the received piece
+      b.emit(gather, b.names_of({gather}, "")[0], categories::kPipelineParallel, 0, 0);
     });
   }
 

@@ -301,3 +301,41 @@ TEST_CASE("A capacity factor pads expert work without adding model FLOPs", "[sim
   CHECK(padded.step.model_flops == Approx(dropless.step.model_flops).epsilon(1e-12));
   CHECK(padded.result.breakdown.compute_s > dropless.result.breakdown.compute_s);
 }
+
+TEST_CASE("Megatron-LM 2021's scatter-gather sends 1/t of each activation between stages", "[simulate][pipeline]") {
+  const auto hw = test::shipped_hardware("a100-sxm4-80gb");
+  config::StrategyInput s;
+  s.gpus = 16;
+  s.tp = 8;
+  s.pp = 2;
+  s.global_batch_size = 4;
+  // Untied embeddings: the only pipeline traffic is the sends.
+  const nlohmann::json j = {{"num_layers", 8},   {"hidden_size", 1024}, {"num_attention_heads", 16},
+                            {"vocab_size", 128}, {"seq_length", 512},   {"tie_embeddings", false}};
+  const auto model = config::parse_model(j, "untied", "untied");
+  const auto plain = test::simulate(model, hw, s);
+  s.scatter_gather_pipeline = true;
+  const auto scattered = test::simulate(model, hw, s);
+  // Pipeline bus bytes shrink by t; the pieces are all-gathered over TP.
+  CHECK(scattered.result.communication.at("pp").bus_bytes ==
+        Approx(plain.result.communication.at("pp").bus_bytes / 8).epsilon(1e-9));
+  CHECK(scattered.result.communication.at("tp").bus_bytes > plain.result.communication.at("tp").bus_bytes);
+}
+
+TEST_CASE("TP communication overlap hides sequence parallelism's gathers and scatters", "[simulate][tp]") {
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  config::StrategyInput s;
+  s.gpus = 8;
+  s.tp = 8;
+  s.sequence_parallel = true;
+  s.global_batch_size = 1;
+  const auto model = test::shipped_model("llama3-8b");
+  const auto plain = test::simulate(model, hw, s);
+  s.tp_comm_overlap = true;
+  const auto overlapped = test::simulate(model, hw, s);
+  CHECK(overlapped.result.communication.at("tp").exposed_s < 0.5 * plain.result.communication.at("tp").exposed_s);
+  CHECK(overlapped.result.step_time_s < plain.result.step_time_s);
+  // Same traffic, only hidden.
+  CHECK(overlapped.result.communication.at("tp").bus_bytes ==
+        Approx(plain.result.communication.at("tp").bus_bytes).epsilon(1e-12));
+}

@@ -7,6 +7,8 @@
 // file reader, the flag parser and merge all walk that table.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -41,6 +43,8 @@ struct StrategyInput {
   std::optional<bool> distributed_optimizer;
   std::optional<bool> overlap_grad_reduce;
   std::optional<bool> overlap_param_gather;
+  std::optional<bool> tp_comm_overlap;
+  std::optional<bool> scatter_gather_pipeline;
   std::optional<double> moe_capacity_factor;
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp
   std::optional<std::string> attention_backend;  // flash | unfused
@@ -78,6 +82,10 @@ std::span<const StrategyField> strategy_fields();
 
 /// Reads a strategy file: an object whose keys are strategy_fields()' keys or aliases.
 StrategyInput load_strategy(const std::string& path);
+
+/// Parses a strategy object already read; `where` names the file and
+/// `path` the object's JSON pointer in it (for messages).
+StrategyInput parse_strategy(const nlohmann::json& object, const std::string& where, const std::string& path = "");
 
 /// Values set in `overrides` replace those of `base` (flags override a file).
 StrategyInput merge(StrategyInput base, const StrategyInput& overrides);

@@ -66,6 +66,13 @@ struct ParallelConfig {
   int zero_stage = 0;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  /// Transformer Engine's TP communication overlap: the all-gather before a
+  /// column-parallel GEMM and the reduce-scatter after a row-parallel one run
+  /// in chunks beside the GEMM (needs sequence parallelism).
+  bool tp_comm_overlap = false;
+  /// Megatron-LM 2021's pipeline sends without SP: each TP rank sends 1/t of
+  /// the activation; the receiving TP group all-gathers it over NVLink.
+  bool scatter_gather_pipeline = false;
   /// MoE token capacity per expert as a multiple of an even share; empty: dropless.
   std::optional<double> moe_capacity_factor;
   AttentionBackend attention = AttentionBackend::Flash;

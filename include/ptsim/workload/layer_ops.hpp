@@ -25,6 +25,7 @@ struct MicroShape {
   std::int64_t tp = 1;           // t
   std::int64_t cp = 1;           // the sequence is split over cp ranks (ring attention)
   bool sequence_parallel = false;
+  bool tp_comm_overlap = false;  // SP's gathers and scatters pipelined with their GEMMs
   bool flash_attention = true;   // fused attention kernels; false: Megatron's unfused path
   Dtype gemm_dtype = Dtype::Bf16;  // inputs of the layers' linear GEMMs (fp8 under FP8 training)
   std::int64_t ep = 1;           // expert parallelism
