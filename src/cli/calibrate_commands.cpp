@@ -64,6 +64,18 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
   return vm;
 }
 
+// Third-party tables publish times without ptsim's result checks: counted
+// only when asked, and said so.
+void accept_unverified(hardware::MeasurementSet& set, std::ostream& out) {
+  std::size_t n = 0;
+  for (auto& k : set.kernels)
+    if (!k.verified) {
+      k.verified = true;
+      ++n;
+    }
+  if (n > 0) fmt::print(out, "note: using {} measurements whose results ptsim did not check (--include-unverified)\n", n);
+}
+
 void require(const std::string& value, const char* flag, const char* command) {
   if (value.empty()) throw ConfigError(fmt::format("ptsim {}: {} is required; see --help", command, flag));
 }
@@ -78,6 +90,7 @@ int run_calibrate(const std::vector<std::string>& args, std::ostream& out) {
       ("hw", po::value(&hw)->value_name("PROFILE"), "the hardware profile to calibrate")
       ("output,o", po::value(&output)->value_name("OUT"), "the calibrated profile to write")
       ("fit-attention", "fit the attention efficiencies to the measured kernel too")
+      ("include-unverified", "use measurements whose results were not checked (third-party tables)")
       ("help,h", "show this help");
   const po::variables_map vm = parse(args, options, "calibrate");
   if (vm.count("help")) {
@@ -89,7 +102,8 @@ int run_calibrate(const std::vector<std::string>& args, std::ostream& out) {
   require(measurements, "--measurements FILE", "calibrate");
   require(hw, "--hw PROFILE", "calibrate");
   require(output, "-o OUT", "calibrate");
-  const auto set = config::load_measurements(measurements);
+  auto set = config::load_measurements(measurements);
+  if (vm.count("include-unverified")) accept_unverified(set, out);
   const auto profile = config::load_hardware(hw);
   const bool fit_attention = vm.count("fit-attention") != 0;
   const hardware::Calibration c = calibrate::fit(set, profile, {.attention = fit_attention});
@@ -130,6 +144,7 @@ int run_check_kernels(const std::vector<std::string>& args, std::ostream& out) {
       ("json", po::value(&json)->value_name("FILE"), "write the check as JSON")
       ("max-median-error", po::value(&bound)->value_name("PCT"), "fail (exit 4) above this median |error| %")
       ("all", "check every kernel, not only those calibration holds out")
+      ("include-unverified", "check measurements whose results were not checked (third-party tables)")
       ("help,h", "show this help");
   const po::variables_map vm = parse(args, options, "check-kernels");
   if (vm.count("help")) {
@@ -142,7 +157,8 @@ int run_check_kernels(const std::vector<std::string>& args, std::ostream& out) {
   require(hw, "--hw PROFILE", "check-kernels");
   if (vm.count("max-median-error") && !(bound >= 0))
     throw ConfigError(fmt::format("--max-median-error = {} must be a percentage ≥ 0", bound));
-  const auto set = config::load_measurements(measurements);
+  auto set = config::load_measurements(measurements);
+  if (vm.count("include-unverified")) accept_unverified(set, out);
   const auto profile = config::load_hardware(hw);
   const auto report = calibrate::check(set, profile, vm.count("all") > 0);
 
