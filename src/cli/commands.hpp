@@ -14,5 +14,6 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out);
 int run_kernels(const std::vector<std::string>& args, std::ostream& out);
 int run_calibrate(const std::vector<std::string>& args, std::ostream& out);
 int run_check_kernels(const std::vector<std::string>& args, std::ostream& out);
+int run_validate(const std::vector<std::string>& args, std::ostream& out);
 
 }  // namespace ptsim::cli

@@ -22,6 +22,7 @@ Commands:
   kernels      list the distinct kernels a step runs, with counts and predicted times
   calibrate    fit a hardware profile's compute model to measured kernel times
   check-kernels  compare a profile's kernel predictions with measured times
+  validate     simulate published training runs and compare with their measured step times
 
 Example:
   ptsim simulate --model configs/models/gpt3-175b.json --hw hw_profiles/a100-sxm4-80gb.json \
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
     if (args[0] == "kernels") return ptsim::cli::run_kernels(rest, std::cout);
     if (args[0] == "calibrate") return ptsim::cli::run_calibrate(rest, std::cout);
     if (args[0] == "check-kernels") return ptsim::cli::run_check_kernels(rest, std::cout);
+    if (args[0] == "validate") return ptsim::cli::run_validate(rest, std::cout);
     fmt::print(stderr, "ptsim: unknown command '{}'; run ptsim --help for the commands\n", args[0]);
     return 2;
   } catch (const ptsim::ConfigError& e) {

@@ -1,0 +1,26 @@
+// What the framework of a published run's source ran beyond the fields of a
+// run file (schema "ptsim-software/1", validation/software.json): strategy
+// settings per family of run ids, each with the evidence for it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ptsim/config/strategy_input.hpp"
+
+namespace ptsim::config {
+
+struct SoftwareProfile {
+  std::string runs;       // applies to runs whose id starts with this
+  std::string framework;  // what ran, for people
+  StrategyInput settings;
+  std::vector<std::string> evidence;
+};
+
+/// Reads a software file; throws ConfigError naming the file and the key.
+std::vector<SoftwareProfile> load_software(const std::string& path);
+
+/// The profile for a run id (the longest matching prefix), or nullptr.
+const SoftwareProfile* software_for(const std::vector<SoftwareProfile>& profiles, const std::string& run_id);
+
+}  // namespace ptsim::config

@@ -1,0 +1,145 @@
+// `ptsim validate`: published runs → simulations → a table of predicted
+// against measured step times, and a summary a CI job can bound.
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <boost/program_options.hpp>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.hpp"
+#include "output_file.hpp"
+#include "ptsim/common/error.hpp"
+#include "ptsim/config/load_runs.hpp"
+#include "ptsim/config/load_software.hpp"
+#include "ptsim/validate/validate.hpp"
+
+namespace ptsim::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kUsage = R"(Usage: ptsim validate --runs FILE [--hw-dir DIR] [--software FILE] [--json FILE] [--max-median-error PCT]
+
+Simulates every published run in FILE (schema ptsim-runs/1, as in
+shared/validation/README.md) and prints measured against predicted step time,
+the error, the values ptsim had to choose for fields the source left null
+(the fastest that fits in memory), and the largest part of the step. The
+software each source ran (attention kernels, overlap settings) comes from
+--software (default validation/software.json), with its evidence. Exits with
+4 when the median absolute error exceeds --max-median-error, and with 3 when
+a run cannot be simulated.
+
+Example:
+  ptsim validate --runs ../shared/validation/published_runs.json --max-median-error 6
+
+)";
+
+std::string choices_text(const validate::RunCheck& r) {
+  std::string out;
+  for (const auto& [field, value] : r.chosen) out += fmt::format("{}{}={}", out.empty() ? "" : " ", field, value);
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
+int run_validate(const std::vector<std::string>& args, std::ostream& out) {
+  std::string runs_path, hw_dir = "hw_profiles", software_path = "validation/software.json", json;
+  double bound = -1;
+  po::options_description options("Options");
+  options.add_options()
+      ("runs", po::value(&runs_path)->value_name("FILE"), "published runs (ptsim-runs/1)")
+      ("hw-dir", po::value(&hw_dir)->value_name("DIR"), "where hardware profiles are found by name (default hw_profiles)")
+      ("software", po::value(&software_path)->value_name("FILE"),
+       "what each source's framework ran (default validation/software.json)")
+      ("json", po::value(&json)->value_name("FILE"), "write the table and summary as JSON")
+      ("max-median-error", po::value(&bound)->value_name("PCT"), "fail (exit 4) above this median |error| %")
+      ("quiet,q", "no progress on standard error")
+      ("help,h", "show this help");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(options).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw ConfigError(fmt::format("ptsim validate: {}; see ptsim validate --help", e.what()));
+  }
+  if (vm.count("help")) {
+    std::ostringstream text;
+    text << options;
+    fmt::print(out, "{}{}", kUsage, text.str());
+    return 0;
+  }
+  if (runs_path.empty()) throw ConfigError("ptsim validate: --runs FILE is required; see --help");
+  if (!std::filesystem::is_directory(hw_dir))
+    throw ConfigError(fmt::format("ptsim validate: --hw-dir {} is not a directory", hw_dir));
+  const config::PublishedRuns runs = config::load_runs(runs_path);
+  const auto software = config::load_software(software_path);
+  const bool quiet = vm.count("quiet") > 0;
+  const validate::Report report =
+      validate::validate_runs(runs, hw_dir, software, [&](std::size_t i, std::size_t n, const std::string& id) {
+        if (!quiet) fmt::print(stderr, "[{}/{}] {}\n", i + 1, n, id);
+      });
+
+  fmt::print(out, "{:<38} {:>10} {:>10} {:>8}  {:<26} {}\n", "run", "measured", "predicted", "error", "largest part",
+             "chosen");
+  for (const auto& r : report.runs) {
+    if (!r.predicted_s) {
+      fmt::print(out, "{:<38} {:>9.3f}s {:>10} {:>8}  cannot simulate: {}\n", r.id, r.measured_s, "-", "-", r.failure);
+      continue;
+    }
+    fmt::print(out, "{:<38} {:>9.3f}s {:>9.3f}s {:>+7.1f}%  {:<26} {}{}\n", r.id, r.measured_s, *r.predicted_s,
+               r.error_pct, r.dominant, choices_text(r), r.fits ? "" : "  (DOES NOT FIT in memory)");
+  }
+  const auto& s = report.summary;
+  fmt::print(out, "summary: {} runs, median |error| {:.1f}%, mean {:.1f}%, max {:.1f}%{}\n", s.count,
+             s.median_abs_error_pct, s.mean_abs_error_pct, s.max_abs_error_pct,
+             report.failures ? fmt::format(" ({} could not be simulated)", report.failures) : "");
+
+  if (!json.empty()) {
+    nlohmann::ordered_json j;
+    j["schema_version"] = 1;
+    j["runs_file"] = runs_path;
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const auto& r : report.runs) {
+      nlohmann::ordered_json row;
+      row["id"] = r.id;
+      row["measured_step_time_s"] = r.measured_s;
+      if (r.predicted_s) {
+        row["predicted_step_time_s"] = *r.predicted_s;
+        row["error_pct"] = r.error_pct;
+        row["dominant"] = r.dominant;
+        row["fits"] = r.fits;
+      } else {
+        row["predicted_step_time_s"] = nullptr;
+        row["error_pct"] = nullptr;
+        row["failure"] = r.failure;
+      }
+      row["chosen"] = r.chosen;
+      row["assumed"] = r.assumed;
+      row["simulated_candidates"] = r.simulated;
+      rows.push_back(row);
+    }
+    j["runs"] = rows;
+    j["summary"] = {{"count", s.count},
+                    {"median_abs_error_pct", s.median_abs_error_pct},
+                    {"mean_abs_error_pct", s.mean_abs_error_pct},
+                    {"max_abs_error_pct", s.max_abs_error_pct},
+                    {"failures", report.failures}};
+    write_output_file(json, {runs_path, software_path}, [&](std::ostream& o) { o << j.dump(2) << '\n'; });
+  }
+  if (report.failures > 0) {
+    fmt::print(stderr, "ptsim validate: {} run(s) could not be simulated (see the table)\n", report.failures);
+    return 3;
+  }
+  if (bound >= 0 && s.median_abs_error_pct > bound) {
+    fmt::print(stderr, "ptsim validate: median |error| {:.1f}% exceeds --max-median-error {}\n", s.median_abs_error_pct,
+               bound);
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace ptsim::cli

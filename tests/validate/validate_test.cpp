@@ -1,0 +1,128 @@
+// Published runs, the software profiles of their sources, the choice of
+// unpublished values, and the validation table.
+#include <fstream>
+
+#include "ptsim/common/error.hpp"
+#include "ptsim/config/load_runs.hpp"
+#include "ptsim/config/load_software.hpp"
+#include "ptsim/plan/search.hpp"
+#include "ptsim/validate/validate.hpp"
+#include "test_support.hpp"
+
+using namespace ptsim;
+
+namespace {
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = test::scratch_path(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char* kTinyRun = R"({"schema": "ptsim-runs/1", "runs": [
+  {"id": "tiny-a", "source": "test", "hardware": "a100-sxm4-80gb", "num_gpus": 8,
+   "model": {"name": "tiny", "num_layers": 4, "hidden_size": 1024, "num_attention_heads": 16,
+             "vocab_size": 1024, "seq_length": 512},
+   "parallel": {"tp": 2, "pp": 2, "dp": 2, "cp": 1, "ep": 1, "vpp": null, "sequence_parallel": false,
+                "recompute": "none", "zero": 0, "schedule": "1f1b"},
+   "batch": {"global_batch_size": 16, "micro_batch_size": null},
+   "precision": "bf16", "measured": {"step_time_s": 0.05, "derived_from": "made up for the test"}}]})";
+
+}  // namespace
+
+TEST_CASE("The shipped published runs load, with their unpublished fields named", "[validate]") {
+  const auto runs = config::load_runs(test::source_path("validation/published_runs.json"));
+  REQUIRE(runs.runs.size() == 25);
+  const auto& first = runs.runs.front();
+  CHECK(first.id == "narayanan21-t1-gpt-1.7b");
+  CHECK(first.model.num_layers == 24);
+  CHECK(*first.strategy.gpus == 32);
+  CHECK(first.measured_step_time_s == Approx(3.528));
+  const auto open = first.unpublished;
+  CHECK(std::find(open.begin(), open.end(), "micro_batch_size") != open.end());
+  CHECK(std::find(open.begin(), open.end(), "vpp") != open.end());
+  CHECK(std::find(open.begin(), open.end(), "tp") == open.end());
+}
+
+TEST_CASE("Malformed run and software files are refused with the key", "[validate]") {
+  CHECK_THROWS_WITH(config::load_runs(write("r1.json", R"({"schema": "x", "runs": []})")),
+                    Catch::Contains("expected \"ptsim-runs/1\""));
+  std::string bad = kTinyRun;
+  bad.replace(bad.find("\"precision\""), 11, "\"precisionn\"");
+  CHECK_THROWS_WITH(config::load_runs(write("r2.json", bad)), Catch::Contains("unknown key 'precisionn' in /runs/0"));
+  CHECK_THROWS_WITH(config::load_software(write("s1.json", R"({"schema": "ptsim-software/1", "sources": [
+                      {"runs": "x-", "framework": "f", "settings": {"attention_backend": "fast"}, "evidence": ["e"]}]})")),
+                    Catch::Contains("/sources/0/settings/attention_backend"));
+}
+
+TEST_CASE("Software profiles fill what a run did not publish, by the longest id prefix", "[validate]") {
+  const auto sw = config::load_software(test::source_path("validation/software.json"));
+  const auto* n = config::software_for(sw, "narayanan21-t1-gpt-1.7b");
+  REQUIRE(n != nullptr);
+  CHECK(*n->settings.attention_backend == "unfused");
+  CHECK(config::software_for(sw, "someone-else") == nullptr);
+}
+
+TEST_CASE("Candidates cover the open fields and the search takes the fastest that fits", "[validate][plan]") {
+  const auto m = test::shipped_model("gpt3-175b");
+  config::StrategyInput s;
+  s.gpus = 512;
+  s.tp = 8;
+  s.pp = 8;
+  s.global_batch_size = 512;  // 64 sequences per replica
+  s.schedule = "interleaved";
+  const auto c = plan::candidates(m, s, {"micro_batch_size", "vpp", "recompute"});
+  // micro-batch 1..16 (5) × vpp dividing 12 layers per stage up to 8: 2, 3, 4, 6 (4) × recompute (3).
+  CHECK(c.size() == 5 * 4 * 3);
+  CHECK(c.front().level == 0);
+  CHECK(c.back().level == 2);
+  CHECK_THROWS_WITH(plan::candidates(m, s, {"tp"}), Catch::Contains("tp is not published and ptsim does not choose it"));
+
+  // GPT-3 175B on 64 GPUs with TP 8 and PP 8 does not fit without
+  // recomputation at micro-batch 4, and fits with full recomputation.
+  config::StrategyInput small;
+  small.gpus = 64;
+  small.tp = 8;
+  small.pp = 8;
+  small.global_batch_size = 32;
+  small.micro_batch_size = 4;
+  const auto hw = test::shipped_hardware("a100-sxm4-80gb");
+  const auto r = plan::fastest_fitting(m, hw, plan::candidates(m, small, {"recompute"}));
+  REQUIRE(r.best);
+  CHECK(r.fits);
+  CHECK(r.best->candidate.chosen.at("recompute") != "none");
+  CHECK(r.best->result.memory.fits);
+}
+
+TEST_CASE("Validation compares the simulated step with the measured one", "[validate]") {
+  const auto runs = config::load_runs(write("tiny-runs.json", kTinyRun));
+  const auto report = validate::validate_runs(runs, test::source_path("hw_profiles"), {});
+  REQUIRE(report.runs.size() == 1);
+  const auto& r = report.runs[0];
+  REQUIRE(r.predicted_s);
+  CHECK(r.error_pct == Approx((*r.predicted_s - 0.05) / 0.05 * 100));
+  CHECK(r.chosen.count("micro_batch_size") == 1);
+  CHECK(report.summary.count == 1);
+  CHECK(report.summary.median_abs_error_pct == Approx(std::abs(r.error_pct)));
+  // A missing profile is a failure with the reason, not a crash.
+  std::string other = kTinyRun;
+  other.replace(other.find("a100-sxm4-80gb"), 14, "no-such-gpu-xx");
+  const auto failed = validate::validate_runs(config::load_runs(write("tiny-runs2.json", other)),
+                                              test::source_path("hw_profiles"), {});
+  CHECK(failed.failures == 1);
+  CHECK_THAT(failed.runs[0].failure, Catch::Contains("hardware profile 'no-such-gpu-xx' not found"));
+}
+
+TEST_CASE("Summary statistics of absolute errors", "[validate]") {
+  std::vector<validate::RunCheck> rows(4);
+  const double errors[] = {-10, 2, 4, 30};
+  for (std::size_t i = 0; i < 4; ++i) {
+    rows[i].predicted_s = 1;
+    rows[i].error_pct = errors[i];
+  }
+  const auto s = validate::summarize(rows);
+  CHECK(s.count == 4);
+  CHECK(s.median_abs_error_pct == Approx(7));
+  CHECK(s.mean_abs_error_pct == Approx(11.5));
+  CHECK(s.max_abs_error_pct == Approx(30));
+}
