@@ -23,6 +23,8 @@ Commands:
   calibrate    fit a hardware profile's compute model to measured kernel times
   check-kernels  compare a profile's kernel predictions with measured times
   validate     simulate published training runs and compare with their measured step times
+  plan         search the strategies for a model on N GPUs and rank them
+  merge        merge the outputs of a sharded plan search
 
 Example:
   ptsim simulate --model configs/models/gpt3-175b.json --hw hw_profiles/a100-sxm4-80gb.json \
@@ -52,6 +54,8 @@ int main(int argc, char** argv) {
     if (args[0] == "calibrate") return ptsim::cli::run_calibrate(rest, std::cout);
     if (args[0] == "check-kernels") return ptsim::cli::run_check_kernels(rest, std::cout);
     if (args[0] == "validate") return ptsim::cli::run_validate(rest, std::cout);
+    if (args[0] == "plan") return ptsim::cli::run_plan(rest, std::cout);
+    if (args[0] == "merge") return ptsim::cli::run_merge(rest, std::cout);
     fmt::print(stderr, "ptsim: unknown command '{}'; run ptsim --help for the commands\n", args[0]);
     return 2;
   } catch (const ptsim::ConfigError& e) {

@@ -73,9 +73,7 @@ po::options_description strategy_options() {
   return strategy;
 }
 
-LoadedRun load_run(const RunInputs& inputs, const po::variables_map& vm, const std::string& command) {
-  if (inputs.model.empty()) throw ConfigError(fmt::format("{}: --model FILE is required; see --help", command));
-  if (inputs.hw.empty()) throw ConfigError(fmt::format("{}: --hw FILE is required; see --help", command));
+config::StrategyInput strategy_input(const RunInputs& inputs, const po::variables_map& vm) {
   config::StrategyInput flags;
   for (const auto& f : config::strategy_fields()) {
     const auto used = given(vm, flag_name(f), f.alias);
@@ -100,8 +98,13 @@ LoadedRun load_run(const RunInputs& inputs, const po::variables_map& vm, const s
         },
         f.member);
   }
-  const config::StrategyInput input =
-      inputs.strategy.empty() ? flags : config::merge(config::load_strategy(inputs.strategy), flags);
+  return inputs.strategy.empty() ? flags : config::merge(config::load_strategy(inputs.strategy), flags);
+}
+
+LoadedRun load_run(const RunInputs& inputs, const po::variables_map& vm, const std::string& command) {
+  if (inputs.model.empty()) throw ConfigError(fmt::format("{}: --model FILE is required; see --help", command));
+  if (inputs.hw.empty()) throw ConfigError(fmt::format("{}: --hw FILE is required; see --help", command));
+  const config::StrategyInput input = strategy_input(inputs, vm);
   LoadedRun run;
   const model::ModelSpec model = config::load_model(inputs.model);
   run.hardware = config::load_hardware(inputs.hw);

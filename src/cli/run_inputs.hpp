@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 #include <string>
 
+#include "ptsim/config/strategy_input.hpp"
 #include "ptsim/hardware/hardware_profile.hpp"
 #include "ptsim/model/model_spec.hpp"
 #include "ptsim/strategy/parallel_config.hpp"
@@ -27,6 +28,9 @@ struct LoadedRun {
   hardware::HardwareProfile hardware;
   strategy::ParallelConfig parallel;
 };
+
+/// The strategy flags given (over the --strategy file's values), unchecked.
+config::StrategyInput strategy_input(const RunInputs& inputs, const boost::program_options::variables_map& vm);
 
 /// Loads and cross-checks the inputs; `command` names the command in errors.
 LoadedRun load_run(const RunInputs& inputs, const boost::program_options::variables_map& vm,

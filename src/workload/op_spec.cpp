@@ -54,6 +54,21 @@ OpSpec attention_op(std::string name, double batch_heads, double seq_q, double s
   return op;
 }
 
+taskgraph::Task kernel_task(const OpSpec& op) {
+  taskgraph::Task task;
+  task.kind = taskgraph::TaskKind::Compute;
+  task.compute = op.kind == OpKind::Matmul      ? taskgraph::ComputeKind::Matmul
+                 : op.kind == OpKind::Attention ? taskgraph::ComputeKind::Attention
+                                                : taskgraph::ComputeKind::MemoryBound;
+  task.kernel = op.kernel;
+  task.dtype = op.dtype;
+  task.shape = op.shape;
+  task.flags = op.flags;
+  task.flops = op.flops;
+  task.bytes = op.bytes;
+  return task;
+}
+
 OpSpec collective_op(std::string name, taskgraph::CollectiveKind kind, CommGroup group, double bytes,
                      bool async) {
   OpSpec op;

@@ -103,15 +103,14 @@ TaskId BlockRecorder::emit(const OpSpec& op, std::uint32_t name, std::uint8_t ca
     if (op.kind != OpKind::Send && !op.detached) (op.async ? before_after_next_ : before_next_).push_back(id);
     return id;
   }
-  task.kind = TaskKind::Compute;
-  task.compute = op.kind == OpKind::Matmul      ? taskgraph::ComputeKind::Matmul
-                 : op.kind == OpKind::Attention ? taskgraph::ComputeKind::Attention
-                                                : taskgraph::ComputeKind::MemoryBound;
-  task.kernel = op.kernel;
-  task.dtype = op.dtype;
-  task.shape = op.shape;
-  task.flags = op.flags;
-  task.flops = op.flops;
+  const Task kernel = kernel_task(op);
+  task.kind = kernel.kind;
+  task.compute = kernel.compute;
+  task.kernel = kernel.kernel;
+  task.dtype = kernel.dtype;
+  task.shape = kernel.shape;
+  task.flags = kernel.flags;
+  task.flops = kernel.flops;
   task.stream = streams::kCompute;
   task.category = category;
   const TaskId id = add(task);

@@ -24,25 +24,6 @@ std::int64_t bucket_parameters(const strategy::ParallelConfig& config) {
   return std::max(config.ddp_bucket_parameters, 1'000'000 * config.dp);
 }
 
-// The parameters a rank of `stage` holds: its chunks' layers, the embedding
-// on the first virtual stage, the output layer on the last.
-RankParameters stage_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
-                                const std::vector<strategy::LayerRange>& chunks, std::int64_t stage) {
-  RankParameters p;
-  bool embedding = false, output = false;
-  const std::int64_t last = c.schedule == strategy::ScheduleKind::Interleaved ? c.pp * c.vpp - 1 : c.pp - 1;
-  for (std::size_t k = 0; k < chunks.size(); ++k) {
-    for (std::int64_t l = 0; l < chunks[k].count; ++l) p += layer_parameters_per_rank(m, c, chunks[k].first + l);
-    const std::int64_t v = strategy::virtual_stage(c.schedule, stage, c.pp, static_cast<std::int64_t>(k));
-    embedding = embedding || v == 0;
-    output = output || v == last;
-  }
-  if (embedding) p.dense += embedding_parameters_per_rank(m, c.tp);
-  // A tied head needs its own copy unless the embedding is on the same rank.
-  if (output) p.dense += output_parameters_per_rank(m, c.tp, !embedding);
-  return p;
-}
-
 void label(taskgraph::Workload& w) {
   w.stream_names = {"compute",          "tp",
                     "dp",               "pp_send_forward",
@@ -83,6 +64,35 @@ void label(taskgraph::Workload& w) {
 
 }  // namespace
 
+// The parameters a rank of `stage` holds: its chunks' layers, the embedding
+// on the first virtual stage, the output layer on the last.
+RankParameters stage_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage) {
+  const auto chunks = strategy::stage_chunks(c, stage);
+  RankParameters p;
+  bool embedding = false, output = false;
+  const std::int64_t last = c.schedule == strategy::ScheduleKind::Interleaved ? c.pp * c.vpp - 1 : c.pp - 1;
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    for (std::int64_t l = 0; l < chunks[k].count; ++l) p += layer_parameters_per_rank(m, c, chunks[k].first + l);
+    const std::int64_t v = strategy::virtual_stage(c.schedule, stage, c.pp, static_cast<std::int64_t>(k));
+    embedding = embedding || v == 0;
+    output = output || v == last;
+  }
+  if (embedding) p.dense += embedding_parameters_per_rank(m, c.tp);
+  // A tied head needs its own copy unless the embedding is on the same rank.
+  if (output) p.dense += output_parameters_per_rank(m, c.tp, !embedding);
+  return p;
+}
+
+
+StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::ParallelConfig& c, std::int64_t stage) {
+  const RankParameters p = stage_parameters(model, c, stage);
+  const std::int64_t mirror = c.schedule == strategy::ScheduleKind::DualPipe ? 2 : 1;
+  const StaticMemory dense = static_memory(p.dense, c.zero_stage, c.gradient_group() * mirror);
+  const StaticMemory experts = static_memory(p.expert, c.zero_stage, c.expert_dp() * mirror);
+  return {dense.parameters + experts.parameters, dense.params_bytes + experts.params_bytes,
+          dense.grads_bytes + experts.grads_bytes, dense.optimizer_bytes + experts.optimizer_bytes};
+}
+
 StepWorkload build_step_workload(const model::ModelSpec& model,
                                  const strategy::ParallelConfig& config) {
   StepWorkload step{.workload = {},
@@ -119,19 +129,14 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
     ctx.chunks = strategy::stage_chunks(config, s);
     ctx.num_microbatches = step.num_microbatches;
     ctx.micro_batch_size = config.micro_batch_size;
-    ctx.stage_parameters = stage_parameters(step.model, config, ctx.chunks, s);
+    ctx.stage_parameters = stage_parameters(step.model, config, s);
     ctx.ddp_bucket_parameters = bucket_parameters(config);
     ctx.embedding_group = embedding_group;
     ctx.dense_group = dense_group;
     ctx.expert_group = expert_group;
     internal::build_stage_program(ctx, names, w.programs[static_cast<std::size_t>(s)]);
     step.stage_chunks.push_back(ctx.chunks);
-    const StaticMemory dense = static_memory(ctx.stage_parameters.dense, config.zero_stage, dense_group);
-    const StaticMemory experts = static_memory(ctx.stage_parameters.expert, config.zero_stage, expert_group);
-    step.stage_static_memory.push_back({dense.parameters + experts.parameters,
-                                        dense.params_bytes + experts.params_bytes,
-                                        dense.grads_bytes + experts.grads_bytes,
-                                        dense.optimizer_bytes + experts.optimizer_bytes});
+    step.stage_static_memory.push_back(stage_static_memory(step.model, config, s));
     w.program_base_memory_bytes.push_back(step.stage_static_memory.back().total_bytes());
   }
   w.op_names = names.take();

@@ -89,6 +89,10 @@ OpSpec memory_op(std::string name, double bytes,
 /// chip); `kv_heads_ratio` = key/value heads over query heads.
 OpSpec attention_op(std::string name, double batch_heads, double seq_q, double seq_kv, double head_dim,
                     double v_head_dim, double kv_heads_ratio, bool causal, bool backward);
+/// The compute task of a kernel op (kind, class, shape, flags, dtype, FLOP,
+/// bytes); streams, names and memory are the builder's.
+taskgraph::Task kernel_task(const OpSpec& op);
+
 /// A collective of `kind` over `group`, `bytes` in nccl-tests' convention.
 OpSpec collective_op(std::string name, taskgraph::CollectiveKind kind, CommGroup group, double bytes,
                      bool async = false);

@@ -100,6 +100,16 @@ struct StepWorkload {
 /// (--make-vocab-size-divisible-by 128, times the TP size).
 std::int64_t padded_vocab_size(std::int64_t vocab_size, std::int64_t tp);
 
+/// Parameters a rank of `stage` holds: its chunks' layers, the embedding on
+/// the first virtual stage, the output layer on the last. `model`'s
+/// vocabulary must already be padded (padded_vocab_size).
+RankParameters stage_parameters(const model::ModelSpec& model, const strategy::ParallelConfig& config,
+                                std::int64_t stage);
+
+/// The static memory of a rank of `stage` under the config's ZeRO stage.
+StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::ParallelConfig& config,
+                                 std::int64_t stage);
+
 /// Builds the step. The inputs must already be validated (config/validate).
 StepWorkload build_step_workload(const model::ModelSpec& model,
                                  const strategy::ParallelConfig& config);

@@ -1,0 +1,204 @@
+// `ptsim plan` (strategy search) and `ptsim merge` (shard results into one).
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.hpp"
+#include "output_file.hpp"
+#include "plan_output.hpp"
+#include "ptsim/common/error.hpp"
+#include "ptsim/config/load_hardware.hpp"
+#include "ptsim/config/load_model.hpp"
+#include "ptsim/plan/planner.hpp"
+#include "run_inputs.hpp"
+
+namespace ptsim::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kPlanUsage = R"(Usage: ptsim plan --model FILE --hw FILE --gpus N --global-batch-size B [options]
+
+Searches every valid strategy — tp, pp, dp, cp, ep, interleaving, micro-batch
+size, schedule, recomputation, sequence parallelism, ZeRO stage — keeps those
+that fit in memory and ranks them by simulated step time. Strategy flags given
+(e.g. --tp 8, --precision fp8) pin that choice; the rest is searched.
+Candidates are bounded first (static memory plus the activations their
+schedule must hold; a lower bound on step time) and simulated in bound order
+on every core until no bound can beat the K-th best: the ranking equals
+exhaustive simulation's.
+
+Examples:
+  ptsim plan --model configs/models/gpt3-175b.json --hw hw_profiles/dgx-a100-superpod.json \
+      --gpus 1024 --global-batch-size 1536 --top 5
+  ptsim plan --model configs/models/llama3-70b.json --hw hw_profiles/dgx-h100-superpod.json \
+      --gpus 512 --global-batch-size 512 --seq-length 8192 --json plan.json --csv plan.csv
+  ptsim plan ... --shard 0/4 --json part0.json   # then: ptsim merge part*.json --json plan.json
+
+)";
+
+constexpr const char* kMergeUsage = R"(Usage: ptsim merge FILE... [--top K] [--json OUT] [--csv OUT]
+
+Merges the JSON outputs of a sharded search (ptsim plan --shard I/N) into the
+ranking the unsharded search gives: the best K of the union, ties broken by
+enumeration order, counts summed.
+
+Example:
+  ptsim merge part0.json part1.json part2.json part3.json --top 10 --json plan.json
+
+)";
+
+plan::Shard parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  plan::Shard s;
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("no slash");
+    std::size_t used = 0;
+    s.index = std::stoll(text.substr(0, slash), &used);
+    if (used != slash) throw std::invalid_argument("trailing");
+    const std::string count = text.substr(slash + 1);
+    s.count = std::stoll(count, &used);
+    if (used != count.size()) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    throw ConfigError(fmt::format("--shard {}: expected I/N, e.g. 0/4 (shard I of N, 0 ≤ I < N)", text));
+  }
+  if (s.count < 1 || s.index < 0 || s.index >= s.count)
+    throw ConfigError(fmt::format("--shard {}: shard {} of {} does not exist; use 0 ≤ I < N", text, s.index, s.count));
+  return s;
+}
+
+// A progress bar on a terminal, nothing otherwise.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool on) : on_(on && isatty(STDERR_FILENO) != 0) {}
+  void update(std::size_t done, std::size_t total, double elapsed) {
+    if (!on_ || total == 0) return;
+    const double f = static_cast<double>(done) / static_cast<double>(total);
+    const int width = 30, filled = static_cast<int>(f * width);
+    const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : 0;
+    fmt::print(stderr, "\r[{}{}] {}/{} simulated, {:.1f} s, at most {:.0f} s left ", std::string(filled, '='),
+               std::string(width - filled, ' '), done, total, elapsed, eta);
+  }
+  ~ProgressBar() {
+    if (on_) fmt::print(stderr, "\r{:80}\r", "");
+  }
+
+ private:
+  bool on_;
+};
+
+}  // namespace
+
+int run_plan(const std::vector<std::string>& args, std::ostream& out) {
+  RunInputs inputs;
+  std::string json, csv, objective = "time", shard_text;
+  std::size_t top = 10;
+  unsigned threads = 0;
+  double price = 0;
+  po::options_description search("Search and outputs");
+  search.add_options()
+      ("top", po::value(&top)->value_name("K"), "candidates to rank (default 10)")
+      ("objective", po::value(&objective)->value_name("time|cost"), "rank by step time (default) or cost")
+      ("price-per-gpu-hour", po::value(&price)->value_name("USD"), "for --objective cost and the cost column")
+      ("threads", po::value(&threads)->value_name("N"), "simulation threads (default: every core)")
+      ("shard", po::value(&shard_text)->value_name("I/N"), "search only part I of N (merge the parts with ptsim merge)")
+      ("json", po::value(&json)->value_name("FILE"), "write the ranking as JSON")
+      ("csv", po::value(&csv)->value_name("FILE"), "write the ranking as CSV")
+      ("quiet,q", "no progress bar")
+      ("help,h", "show this help");
+  po::options_description options;
+  options.add(input_options(inputs)).add(strategy_options()).add(search);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(options).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw ConfigError(fmt::format("ptsim plan: {}; see ptsim plan --help", e.what()));
+  }
+  if (vm.count("help")) {
+    std::ostringstream text;
+    text << options;
+    fmt::print(out, "{}{}", kPlanUsage, text.str());
+    return 0;
+  }
+  if (inputs.model.empty() || inputs.hw.empty())
+    throw ConfigError("ptsim plan: --model FILE and --hw FILE are required; see --help");
+  if (objective != "time" && objective != "cost")
+    throw ConfigError(fmt::format("--objective = {} is not an objective; use time or cost", objective));
+  if (top < 1 || top > 100000) throw ConfigError(fmt::format("--top = {} must lie in [1, 100000]", top));
+  plan::PlanRequest request;
+  request.model = config::load_model(inputs.model);
+  request.hardware = config::load_hardware(inputs.hw);
+  request.fixed = strategy_input(inputs, vm);
+  if (!request.fixed.gpus) throw ConfigError("ptsim plan: --gpus N is required; see --help");
+  if (!request.fixed.global_batch_size) throw ConfigError("ptsim plan: --global-batch-size B is required; see --help");
+  request.gpus = *request.fixed.gpus;
+  request.global_batch_size = *request.fixed.global_batch_size;
+  request.seq_length = request.fixed.seq_length;
+  request.top = top;
+  request.objective = objective == "cost" ? plan::Objective::Cost : plan::Objective::Time;
+  if (request.objective == plan::Objective::Cost && !(price > 0))
+    throw ConfigError("--objective cost needs --price-per-gpu-hour USD > 0");
+  request.price_per_gpu_hour = price;
+  request.threads = threads;
+  if (!shard_text.empty()) request.shard = parse_shard(shard_text);
+
+  plan::PlanResult result;
+  {
+    ProgressBar bar(vm.count("quiet") == 0);
+    result = plan::plan(request, [&](std::size_t d, std::size_t n, double t) { bar.update(d, n, t); });
+  }
+  print_plan(result, request, out);
+  const std::vector<std::string> read = {inputs.model, inputs.hw, inputs.strategy};
+  if (!json.empty()) write_output_file(json, read, [&](std::ostream& o) { o << plan_json(result, request).dump(2) << '\n'; });
+  if (!csv.empty()) write_output_file(csv, read, [&](std::ostream& o) { o << plan_csv(plan_json(result, request)); });
+  if (result.best.empty()) {
+    fmt::print(stderr, "ptsim plan: no strategy fits in memory on {} GPUs; try more GPUs or a smaller batch\n",
+               request.gpus);
+    return 3;
+  }
+  return 0;
+}
+
+int run_merge(const std::vector<std::string>& args, std::ostream& out) {
+  std::vector<std::string> files;
+  std::string json, csv;
+  std::size_t top = 0;
+  po::options_description options("Options");
+  options.add_options()
+      ("files", po::value(&files)->multitoken(), "shard outputs of ptsim plan --json")
+      ("top", po::value(&top)->value_name("K"), "candidates to keep (default: the shards' K)")
+      ("json", po::value(&json)->value_name("FILE"), "write the merged ranking as JSON")
+      ("csv", po::value(&csv)->value_name("FILE"), "write the merged ranking as CSV")
+      ("help,h", "show this help");
+  po::positional_options_description positional;
+  positional.add("files", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw ConfigError(fmt::format("ptsim merge: {}; see ptsim merge --help", e.what()));
+  }
+  if (vm.count("help")) {
+    std::ostringstream text;
+    text << options;
+    fmt::print(out, "{}{}", kMergeUsage, text.str());
+    return 0;
+  }
+  if (files.empty()) throw ConfigError("ptsim merge: give the shard files to merge; see --help");
+  const nlohmann::ordered_json merged = merge_plan_files(files, top);
+  fmt::print(out, "{}", plan_table(merged));
+  if (!json.empty()) write_output_file(json, files, [&](std::ostream& o) { o << merged.dump(2) << '\n'; });
+  if (!csv.empty()) write_output_file(csv, files, [&](std::ostream& o) { o << plan_csv(merged); });
+  return 0;
+}
+
+}  // namespace ptsim::cli

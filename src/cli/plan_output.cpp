@@ -1,0 +1,185 @@
+// Plan outputs (see plan_output.hpp).
+#include "plan_output.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <variant>
+
+#include "ptsim/common/error.hpp"
+
+namespace ptsim::cli {
+
+namespace {
+
+nlohmann::ordered_json strategy_json(const config::StrategyInput& s) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& f : config::strategy_fields())
+    std::visit(
+        [&](auto member) {
+          if (s.*member) j[f.key] = *(s.*member);
+        },
+        f.member);
+  return j;
+}
+
+double objective_value(const nlohmann::ordered_json& c, const std::string& objective) {
+  return objective == "cost" ? c.at("cost_usd").get<double>() : c.at("step_time_s").get<double>();
+}
+
+std::string memory_text(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024)); }
+
+}  // namespace
+
+nlohmann::ordered_json plan_json(const plan::PlanResult& result, const plan::PlanRequest& request) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = 1;
+  j["model"] = request.model.name;
+  j["hardware"] = request.hardware.name;
+  j["gpus"] = request.gpus;
+  j["global_batch_size"] = request.global_batch_size;
+  j["seq_length"] = request.seq_length.value_or(request.model.seq_length);
+  j["objective"] = request.objective == plan::Objective::Cost ? "cost" : "time";
+  j["top"] = request.top;
+  j["shard"] = {{"index", request.shard.index}, {"count", request.shard.count}};
+  j["searched"] = result.searched;
+  j["invalid"] = result.invalid;
+  j["pruned"] = result.pruned_memory + result.pruned_bound;
+  j["pruned_memory"] = result.pruned_memory;
+  j["pruned_bound"] = result.pruned_bound;
+  j["simulated"] = result.simulated;
+  j["did_not_fit"] = result.did_not_fit;
+  j["wall_s"] = result.wall_s;
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < result.best.size(); ++i) {
+    const auto& c = result.best[i];
+    const auto& r = c.result;
+    nlohmann::ordered_json exposed = nlohmann::ordered_json::object();
+    for (const auto& [dim, d] : r.communication)
+      if (d.exposed_s > 0) exposed[dim] = d.exposed_s;
+    list.push_back({{"rank", i + 1},
+                    {"index", c.index},
+                    {"label", c.label},
+                    {"strategy", strategy_json(c.strategy)},
+                    {"step_time_s", r.step_time_s},
+                    {"mfu", r.throughput.mfu},
+                    {"tokens_per_s", r.throughput.tokens_per_s},
+                    {"peak_memory_bytes", r.memory.peak_bytes},
+                    {"fits", r.memory.fits},
+                    {"cost_usd", c.cost},
+                    {"lower_bound_s", c.lower_bound_s},
+                    {"breakdown_s",
+                     {{"compute", r.breakdown.compute_s},
+                      {"exposed_communication", r.breakdown.exposed_communication_s},
+                      {"pipeline_bubble", r.breakdown.pipeline_bubble_s},
+                      {"optimizer", r.breakdown.optimizer_s}}},
+                    {"exposed_communication_s", exposed}});
+  }
+  j["candidates"] = list;
+  return j;
+}
+
+std::string plan_table(const nlohmann::ordered_json& plan) {
+  std::string out = fmt::format(
+      "{} on {} GPUs ({}), global batch {}, sequence {}: searched {} strategies, {} invalid, {} pruned (memory {}, "
+      "bound {}), simulated {} ({} over memory) in {:.2f} s\n",
+      plan.at("model").get<std::string>(), plan.at("gpus").get<std::int64_t>(), plan.at("hardware").get<std::string>(),
+      plan.at("global_batch_size").get<std::int64_t>(), plan.at("seq_length").get<std::int64_t>(),
+      plan.at("searched").get<std::size_t>(), plan.at("invalid").get<std::size_t>(), plan.at("pruned").get<std::size_t>(),
+      plan.at("pruned_memory").get<std::size_t>(), plan.at("pruned_bound").get<std::size_t>(),
+      plan.at("simulated").get<std::size_t>(), plan.at("did_not_fit").get<std::size_t>(), plan.at("wall_s").get<double>());
+  out += fmt::format("{:>4} {:>10} {:>6} {:>10} {:>9} {:>9} {:>9} {:>8}  {}\n", "rank", "step", "MFU", "memory",
+                     "compute", "bubble", "exposed", "optim", "strategy");
+  for (const auto& c : plan.at("candidates")) {
+    const auto& b = c.at("breakdown_s");
+    out += fmt::format("{:>4} {:>9.3f}s {:>5.1f}% {:>10} {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>7.3f}s  {}\n",
+                       c.at("rank").get<std::size_t>(), c.at("step_time_s").get<double>(),
+                       100 * c.at("mfu").get<double>(), memory_text(c.at("peak_memory_bytes").get<double>()),
+                       b.at("compute").get<double>(), b.at("pipeline_bubble").get<double>(),
+                       b.at("exposed_communication").get<double>(), b.at("optimizer").get<double>(),
+                       c.at("label").get<std::string>());
+  }
+  return out;
+}
+
+void print_plan(const plan::PlanResult& result, const plan::PlanRequest& request, std::ostream& out) {
+  out << plan_table(plan_json(result, request));
+}
+
+std::string plan_csv(const nlohmann::ordered_json& plan) {
+  std::string out =
+      "rank,step_time_s,mfu,peak_memory_bytes,compute_s,pipeline_bubble_s,exposed_communication_s,optimizer_s,"
+      "cost_usd,tp,pp,dp,cp,ep,micro_batch_size,schedule,vpp,recompute,sequence_parallel,zero\n";
+  for (const auto& c : plan.at("candidates")) {
+    const auto& s = c.at("strategy");
+    const auto get = [&](const char* key, const std::string& fallback) {
+      if (!s.contains(key)) return fallback;
+      const auto& v = s.at(key);
+      return v.is_string() ? v.get<std::string>() : v.dump();
+    };
+    const auto& b = c.at("breakdown_s");
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", c.at("rank").get<std::size_t>(),
+                       c.at("step_time_s").get<double>(), c.at("mfu").get<double>(),
+                       c.at("peak_memory_bytes").get<std::uint64_t>(), b.at("compute").get<double>(),
+                       b.at("pipeline_bubble").get<double>(), b.at("exposed_communication").get<double>(),
+                       b.at("optimizer").get<double>(), c.at("cost_usd").get<double>(),
+                       get("tensor_model_parallel_size", "1"), get("pipeline_model_parallel_size", "1"),
+                       get("data_parallel_size", "1"), get("context_parallel_size", "1"),
+                       get("expert_model_parallel_size", "1"), get("micro_batch_size", "1"), get("schedule", "1f1b"),
+                       get("virtual_pipeline_model_parallel_size", "1"), get("recompute", "none"),
+                       get("sequence_parallel", "false"), get("zero", "0"));
+  }
+  return out;
+}
+
+nlohmann::ordered_json merge_plan_files(const std::vector<std::string>& files, std::size_t top) {
+  nlohmann::ordered_json merged;
+  std::vector<nlohmann::ordered_json> candidates;
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    if (!in) throw ConfigError(fmt::format("{}: cannot open the shard file", file));
+    nlohmann::ordered_json j;
+    try {
+      j = nlohmann::ordered_json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw ConfigError(fmt::format("{}: not valid JSON ({})", file, e.what()));
+    }
+    if (!j.is_object() || !j.contains("candidates") || !j.contains("shard"))
+      throw ConfigError(fmt::format("{}: not the JSON of ptsim plan --json (no candidates or shard)", file));
+    if (merged.is_null()) {
+      merged = j;
+      merged["searched"] = merged["invalid"] = merged["pruned"] = merged["pruned_memory"] = merged["pruned_bound"] =
+          merged["simulated"] = merged["did_not_fit"] = 0;
+      merged["wall_s"] = 0.0;
+    } else {
+      for (const char* key : {"model", "hardware", "gpus", "global_batch_size", "seq_length", "objective"})
+        if (j.at(key) != merged.at(key))
+          throw ConfigError(fmt::format("{}: {} = {} differs from the first shard's {}; merge shards of one search",
+                                        file, key, j.at(key).dump(), merged.at(key).dump()));
+    }
+    for (const char* key : {"searched", "invalid", "pruned", "pruned_memory", "pruned_bound", "simulated", "did_not_fit"})
+      merged[key] = merged[key].get<std::size_t>() + j.at(key).get<std::size_t>();
+    merged["wall_s"] = std::max(merged["wall_s"].get<double>(), j.at("wall_s").get<double>());
+    for (const auto& c : j.at("candidates")) candidates.push_back(c);
+  }
+  const std::string objective = merged.at("objective").get<std::string>();
+  std::sort(candidates.begin(), candidates.end(), [&](const auto& a, const auto& b) {
+    const double x = objective_value(a, objective), y = objective_value(b, objective);
+    if (x != y) return x < y;
+    return a.at("index").template get<std::size_t>() < b.at("index").template get<std::size_t>();
+  });
+  if (top == 0) top = merged.at("top").get<std::size_t>();
+  if (candidates.size() > top) candidates.resize(top);
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    candidates[i]["rank"] = i + 1;
+    list.push_back(candidates[i]);
+  }
+  merged["candidates"] = list;
+  merged["top"] = top;
+  merged["shard"] = {{"index", 0}, {"count", 1}};
+  return merged;
+}
+
+}  // namespace ptsim::cli

@@ -1,0 +1,168 @@
+// Lower bounds on step time and peak memory (see internal/bounds.hpp).
+#include "internal/bounds.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "ptsim/cost/compute_cost.hpp"
+#include "ptsim/strategy/pipeline_schedule.hpp"
+#include "ptsim/strategy/stage_partition.hpp"
+#include "ptsim/workload/boundary_ops.hpp"
+#include "ptsim/workload/layer_ops.hpp"
+#include "ptsim/workload/step_workload.hpp"
+
+namespace ptsim::plan::internal {
+
+namespace {
+
+workload::MicroShape shape_of(const model::ModelSpec& m, const strategy::ParallelConfig& c) {
+  workload::MicroShape s;
+  s.micro_batch = c.micro_batch_size;
+  s.seq_length = m.seq_length;
+  s.tp = c.tp;
+  s.cp = c.cp;
+  s.sequence_parallel = c.sequence_parallel;
+  s.tp_comm_overlap = c.tp_comm_overlap;
+  s.flash_attention = c.attention == strategy::AttentionBackend::Flash;
+  s.gemm_dtype = c.precision;
+  s.ep = c.ep;
+  s.expert_tp = c.expert_tp;
+  s.capacity_factor = c.moe_capacity_factor;
+  return s;
+}
+
+bool is_kernel(const workload::OpSpec& op) {
+  return op.kind == workload::OpKind::Matmul || op.kind == workload::OpKind::MemoryBound ||
+         op.kind == workload::OpKind::Attention;
+}
+
+std::string shape_key(const workload::MicroShape& s) {
+  return fmt::format("b{} s{} t{} c{} sp{} o{} f{} d{} e{} et{} cf{}", s.micro_batch, s.seq_length, s.tp, s.cp,
+                     s.sequence_parallel, s.tp_comm_overlap, s.flash_attention, static_cast<int>(s.gemm_dtype), s.ep,
+                     s.expert_tp, s.capacity_factor.value_or(0));
+}
+
+}  // namespace
+
+const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                       std::int64_t index) {
+  const auto shape = shape_of(m, c);
+  const std::string key = "layer " + workload::layer_kind_key(m, index) + " " + shape_key(shape);
+  {
+    const std::lock_guard lock(mutex_);
+    if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
+  }
+  const workload::BlockOps ops = workload::transformer_layer_ops(m, shape, index);
+  LayerCost cost;
+  for (std::size_t i = 0; i < ops.forward.size(); ++i) {
+    const auto& op = ops.forward[i];
+    if (is_kernel(op)) cost.forward_s += cost::compute_seconds(hw_, workload::kernel_task(op));
+    cost.saved += static_cast<double>(op.saved_bytes);
+    if (i == 0) cost.saved_checkpoint = static_cast<double>(op.saved_bytes);
+    cost.saved_selective +=
+        static_cast<double>(op.core_attention ? op.selective_saved_bytes : op.saved_bytes);
+  }
+  for (const auto& op : ops.backward)
+    if (is_kernel(op)) cost.backward_s += cost::compute_seconds(hw_, workload::kernel_task(op));
+  const std::lock_guard lock(mutex_);
+  return memo_.emplace(key, cost).first->second;
+}
+
+const Bounds::LayerCost& Bounds::boundary(const model::ModelSpec& m, const strategy::ParallelConfig& c, bool output) {
+  const auto shape = shape_of(m, c);
+  const std::string key = fmt::format("{} v{} {}", output ? "output" : "embedding", m.vocab_size, shape_key(shape));
+  {
+    const std::lock_guard lock(mutex_);
+    if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
+  }
+  const workload::BlockOps ops = output ? workload::output_ops(m, shape) : workload::embedding_ops(m, shape);
+  LayerCost cost;
+  for (const auto& op : ops.forward) {
+    if (is_kernel(op)) cost.forward_s += cost::compute_seconds(hw_, workload::kernel_task(op));
+    cost.saved += static_cast<double>(op.saved_bytes);
+  }
+  for (const auto& op : ops.backward)
+    if (is_kernel(op)) cost.backward_s += cost::compute_seconds(hw_, workload::kernel_task(op));
+  cost.saved_checkpoint = cost.saved_selective = cost.saved;
+  const std::lock_guard lock(mutex_);
+  return memo_.emplace(key, cost).first->second;
+}
+
+Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::ParallelConfig& c) {
+  model::ModelSpec m = model;
+  m.vocab_size = workload::padded_vocab_size(model.vocab_size, c.tp);
+  using strategy::ScheduleKind;
+  const std::int64_t micro = c.num_microbatches();
+  const std::int64_t chunks = strategy::chunks_per_stage(c);
+  const std::int64_t total_virtual = c.schedule == ScheduleKind::Interleaved ? c.pp * c.vpp : c.pp;
+  const bool full = c.recompute == strategy::RecomputeKind::Full;
+  const bool selective = c.recompute == strategy::RecomputeKind::Selective;
+  // Chunk activations (one micro-batch through one model chunk) a stage
+  // holds at once, at least: the forwards each schedule runs on stage s
+  // before its first backward.
+  const auto in_flight = [&](std::int64_t stage) -> double {
+    const std::int64_t p = c.pp;
+    std::int64_t n = 1;
+    switch (c.schedule) {
+      case ScheduleKind::OneFOneB:
+      case ScheduleKind::ZbH1: n = std::min(p - stage, micro); break;
+      case ScheduleKind::ZbH2: n = std::min(2 * (p - 1 - stage) + 1, micro); break;
+      case ScheduleKind::GPipe:
+      case ScheduleKind::Naive: n = micro; break;
+      case ScheduleKind::Interleaved:  // Megatron's warm-up, plus the first steady forward
+        n = std::min((p - stage - 1) * 2 + (c.vpp - 1) * p + 1, micro * c.vpp);
+        break;
+      case ScheduleKind::DualPipe: n = std::min(p, micro); break;  // chunk forwards before the first backward
+    }
+    return static_cast<double>(n);
+  };
+  // Per stage: kernel time of one micro-batch (forward, backward and
+  // recomputation of all its chunks).
+  std::vector<double> per_micro(static_cast<std::size_t>(c.pp), 0.0);
+  double memory = 0;
+  for (std::int64_t stage = 0; stage < c.pp; ++stage) {
+    const auto ranges = strategy::stage_chunks(c, stage);
+    double work = 0, saved = 0;
+    for (std::size_t k = 0; k < ranges.size(); ++k) {
+      for (std::int64_t l = 0; l < ranges[k].count; ++l) {
+        const std::int64_t index = ranges[k].first + l;
+        const LayerCost& lc = layer(m, c, index);
+        const bool recomputed = full && (c.recompute_num_layers == 0 || l < c.recompute_num_layers);
+        work += lc.forward_s + lc.backward_s + (recomputed ? lc.forward_s : 0);
+        saved += recomputed ? lc.saved_checkpoint : selective ? lc.saved_selective : lc.saved;
+      }
+      const std::int64_t v = strategy::virtual_stage(c.schedule, stage, c.pp, static_cast<std::int64_t>(k));
+      if (v == 0) {
+        const LayerCost& e = boundary(m, c, false);
+        work += e.forward_s + e.backward_s;
+        saved += e.saved;
+      }
+      if (v == total_virtual - 1) {
+        const LayerCost& o = boundary(m, c, true);
+        work += o.forward_s + o.backward_s;
+        saved += o.saved;
+      }
+    }
+    per_micro[static_cast<std::size_t>(stage)] = work;
+    const double activations = saved / static_cast<double>(chunks) * in_flight(stage);
+    memory = std::max(memory, static_cast<double>(workload::stage_static_memory(m, c, stage).total_bytes()) +
+                                  activations);
+  }
+  // DualPipe runs half the micro-batches through each of its two chunks.
+  const double runs = c.schedule == ScheduleKind::DualPipe ? static_cast<double>(micro) / 2 : static_cast<double>(micro);
+  // A stage's first kernel waits for the first micro-batch's forward through
+  // the stages before it, and the last micro-batch's backward must pass them
+  // after its last kernel: step ≥ m·T_b + Σ_{s<b} T_s (one chunk per stage).
+  const bool chain = chunks == 1 && (c.schedule == ScheduleKind::OneFOneB || c.schedule == ScheduleKind::GPipe ||
+                                     c.schedule == ScheduleKind::Naive);
+  double time = 0, before = 0;
+  for (const double t : per_micro) {
+    time = std::max(time, runs * t + (chain ? before : 0.0));
+    before += t;
+  }
+  return {time, memory};
+}
+
+}  // namespace ptsim::plan::internal

@@ -1,0 +1,47 @@
+// Cheap bounds on a strategy, for pruning before simulation. Private to plan/.
+//   time    ≥ the busiest stage's kernels over all micro-batches (priced by
+//             the cost model, without the slowdown communication adds), plus
+//             the pipeline fill 1F1B-like schedules cannot avoid;
+//   memory  ≥ the static memory of a stage plus the activations its schedule
+//             must hold at once (1F1B: p − s micro-batches on stage s).
+// Both are true lower bounds: pruning on them never drops a candidate that
+// exhaustive simulation would have ranked.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "ptsim/hardware/hardware_profile.hpp"
+#include "ptsim/model/model_spec.hpp"
+#include "ptsim/strategy/parallel_config.hpp"
+
+namespace ptsim::plan::internal {
+
+struct Estimate {
+  double time_s = 0;
+  double memory_bytes = 0;
+};
+
+class Bounds {
+ public:
+  explicit Bounds(const hardware::HardwareProfile& hw) : hw_(hw) {}
+
+  /// `model` as resolved for the run (sequence length applied, vocabulary unpadded).
+  Estimate estimate(const model::ModelSpec& model, const strategy::ParallelConfig& c);
+
+ private:
+  struct LayerCost {
+    double forward_s = 0, backward_s = 0;
+    double saved = 0, saved_checkpoint = 0, saved_selective = 0;
+  };
+  const LayerCost& layer(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t index);
+  const LayerCost& boundary(const model::ModelSpec& m, const strategy::ParallelConfig& c, bool output);
+
+  const hardware::HardwareProfile& hw_;
+  std::mutex mutex_;  // the memo is shared by the planner's threads
+  std::map<std::string, LayerCost> memo_;
+};
+
+}  // namespace ptsim::plan::internal

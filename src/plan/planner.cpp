@@ -1,0 +1,266 @@
+// Strategy search (see planner.hpp).
+#include "ptsim/plan/planner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "internal/bounds.hpp"
+#include "ptsim/common/error.hpp"
+#include "ptsim/config/resolve_run.hpp"
+#include "ptsim/simulate/simulate_step.hpp"
+
+namespace ptsim::plan {
+
+namespace {
+
+std::vector<std::int64_t> powers_of_two_up_to(std::int64_t n) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t x = 1; x <= n; x *= 2) v.push_back(x);
+  return v;
+}
+
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> d;
+  for (std::int64_t i = 1; i <= n; ++i)
+    if (n % i == 0) d.push_back(i);
+  return d;
+}
+
+bool divides(std::int64_t a, std::int64_t b) { return a > 0 && b % a == 0; }
+
+// The ordering key of a finished candidate: objective, then enumeration index.
+bool better(const PlannedStrategy& a, const PlannedStrategy& b, Objective o) {
+  const double x = o == Objective::Cost ? a.cost : a.result.step_time_s;
+  const double y = o == Objective::Cost ? b.cost : b.result.step_time_s;
+  if (x != y) return x < y;
+  return a.index < b.index;
+}
+
+}  // namespace
+
+std::string describe(const config::StrategyInput& s) {
+  std::string out = fmt::format("tp={} pp={} dp={}", s.tp.value_or(1), s.pp.value_or(1), s.dp.value_or(1));
+  if (s.cp.value_or(1) > 1) out += fmt::format(" cp={}", *s.cp);
+  if (s.ep.value_or(1) > 1) out += fmt::format(" ep={}", *s.ep);
+  out += fmt::format(" mbs={} {}", s.micro_batch_size.value_or(1), s.schedule.value_or("1f1b"));
+  if (s.vpp.value_or(1) > 1) out += fmt::format(" vpp={}", *s.vpp);
+  out += fmt::format(" recompute={}", s.recompute.value_or("none"));
+  if (s.sequence_parallel.value_or(false)) out += " sp";
+  out += fmt::format(" zero={}", s.zero.value_or(0));
+  return out;
+}
+
+std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
+  const model::ModelSpec& m = r.model;
+  const std::int64_t n = r.gpus;
+  const std::int64_t seq = r.seq_length.value_or(m.seq_length);
+  const std::int64_t domain = r.hardware.nvlink.domain_gpus;
+  const bool flash = r.fixed.attention_backend.value_or("flash") == "flash";
+  std::vector<config::StrategyInput> out;
+  std::size_t index = 0;
+  const auto emit = [&](config::StrategyInput s) {
+    if (static_cast<std::int64_t>(index++ % static_cast<std::size_t>(r.shard.count)) == r.shard.index)
+      out.push_back(std::move(s));
+  };
+  // Tensor parallelism inside an NVLink domain, as practitioners keep it.
+  for (const std::int64_t tp : powers_of_two_up_to(std::min(n, domain))) {
+    if (r.fixed.tp && *r.fixed.tp != tp) continue;
+    if (!divides(tp, m.num_attention_heads) || (!m.multi_latent_attention && !divides(tp, m.num_query_groups)))
+      continue;
+    if ((!m.is_moe() || m.first_dense_layers > 0) && !divides(tp, m.ffn_hidden_size)) continue;
+    for (const std::int64_t cp : powers_of_two_up_to(16)) {
+      if (r.fixed.cp ? *r.fixed.cp != cp : (cp > 1 && seq < 8192)) continue;  // CP pays off on long sequences
+      if (cp > 1 && seq % (2 * cp) != 0) continue;
+      if (n % (tp * cp) != 0) continue;
+      for (const std::int64_t pp : divisors(n / (tp * cp))) {
+        if (r.fixed.pp && *r.fixed.pp != pp) continue;
+        if (pp > m.num_layers) break;
+        const std::int64_t dp = n / (tp * cp * pp);
+        if (r.global_batch_size % dp != 0) continue;
+        const std::int64_t per_replica = r.global_batch_size / dp;
+        std::vector<std::int64_t> eps{1};
+        if (m.is_moe()) {
+          eps.clear();
+          for (const std::int64_t ep : divisors(m.num_moe_experts))
+            if ((tp * cp * dp) % (tp * ep) == 0 && (!r.fixed.ep || *r.fixed.ep == ep)) eps.push_back(ep);
+        }
+        for (const std::int64_t ep : eps)
+          for (const std::int64_t mbs : powers_of_two_up_to(std::min<std::int64_t>(16, per_replica))) {
+            if (r.fixed.micro_batch_size && *r.fixed.micro_batch_size != mbs) continue;
+            if (per_replica % mbs != 0) continue;
+            const std::int64_t micro = per_replica / mbs;
+            // Schedules (and interleaving depths) this pipeline can run.
+            std::vector<std::pair<std::string, std::int64_t>> schedules{{"1f1b", 1}};
+            if (pp > 1) {
+              if (m.num_layers % pp == 0 && micro % pp == 0)
+                for (std::int64_t v = 2; v <= 8; ++v)
+                  if ((m.num_layers / pp) % v == 0) schedules.emplace_back("interleaved", v);
+              schedules.emplace_back("zb-h1", 1);
+              if (pp % 2 == 0 && micro % 2 == 0 && micro >= 2 * pp) schedules.emplace_back("dualpipe", 1);
+            }
+            for (const auto& [schedule, vpp] : schedules) {
+              if (r.fixed.schedule && *r.fixed.schedule != schedule) continue;
+              for (const char* recompute : {"none", "selective", "full"}) {
+                if (std::string(recompute) == "selective" && flash) continue;  // nothing to rerun
+                if (r.fixed.recompute && *r.fixed.recompute != recompute) continue;
+                for (const bool sp : {true, false}) {
+                  if (sp && tp == 1) continue;
+                  if (!sp && m.is_moe() && tp > 1) continue;
+                  if (r.fixed.sequence_parallel && *r.fixed.sequence_parallel != sp) continue;
+                  for (const std::int64_t zero : {0, 1, 2, 3}) {
+                    if (zero >= 2 && pp > 1) continue;  // sharded gradients/parameters: every micro-batch
+                    if (r.fixed.zero ? *r.fixed.zero != zero : zero >= 2) continue;
+                    config::StrategyInput s = r.fixed;
+                    s.gpus = n;
+                    s.tp = tp;
+                    s.cp = cp;
+                    s.pp = pp;
+                    s.dp = dp;
+                    if (m.is_moe()) s.ep = ep;
+                    s.micro_batch_size = mbs;
+                    s.global_batch_size = r.global_batch_size;
+                    if (r.seq_length) s.seq_length = *r.seq_length;
+                    s.schedule = schedule;
+                    if (vpp > 1) {
+                      s.vpp = vpp;
+                    } else {
+                      s.vpp.reset();
+                    }
+                    s.recompute = recompute;
+                    s.sequence_parallel = sp;
+                    s.zero = zero;
+                    // Megatron's overlap settings, as a practitioner turns them on.
+                    s.overlap_grad_reduce = s.overlap_grad_reduce.value_or(true);
+                    if (zero >= 1 && zero <= 2) s.overlap_param_gather = s.overlap_param_gather.value_or(true);
+                    emit(std::move(s));
+                  }
+                }
+              }
+            }
+          }
+      }
+    }
+  }
+  return out;
+}
+
+PlanResult plan(const PlanRequest& r, const Progress& progress) {
+  if (r.shard.count < 1 || r.shard.index < 0 || r.shard.index >= r.shard.count)
+    throw ConfigError(fmt::format("shard {}/{} does not exist; give --shard I/N with 0 ≤ I < N", r.shard.index,
+                                  r.shard.count));
+  const auto started = std::chrono::steady_clock::now();
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  PlanResult result;
+  const auto space = enumerate(r);
+  result.searched = space.size();
+
+  // Resolve and bound every candidate; drop what cannot fit.
+  internal::Bounds bounds(r.hardware);
+  std::vector<PlannedStrategy> todo;
+  const double capacity = r.hardware.gpu.memory_bytes;
+  for (std::size_t i = 0; i < space.size(); ++i) {
+    config::ResolvedRun run;
+    try {
+      run = config::resolve_run(r.model, space[i]);
+    } catch (const ConfigError&) {
+      ++result.invalid;
+      continue;
+    }
+    const internal::Estimate e = bounds.estimate(run.model, run.parallel);
+    if (e.memory_bytes > capacity) {
+      ++result.pruned_memory;
+      continue;
+    }
+    PlannedStrategy c;
+    c.strategy = space[i];
+    c.label = describe(space[i]);
+    c.index = i * static_cast<std::size_t>(r.shard.count) + static_cast<std::size_t>(r.shard.index);
+    c.lower_bound_s = e.time_s;
+    c.parallel = run.parallel;
+    todo.push_back(std::move(c));
+  }
+  std::stable_sort(todo.begin(), todo.end(),
+                   [](const PlannedStrategy& a, const PlannedStrategy& b) { return a.lower_bound_s < b.lower_bound_s; });
+
+  // Simulate in bound order; stop a candidate once its bound cannot beat the K-th best.
+  std::mutex mutex;
+  std::vector<PlannedStrategy> best;  // sorted, at most top
+  std::atomic<std::size_t> next{0}, done{0};
+  std::size_t simulated = 0, pruned = 0, over = 0;
+  const double gpus = static_cast<double>(r.gpus);
+  const auto kth_time = [&]() -> double {
+    return best.size() < r.top ? 1e300 : best.back().result.step_time_s;
+  };
+  const auto worker = [&] {
+    for (;;) {
+      const std::size_t i = next++;
+      if (i >= todo.size()) return;
+      PlannedStrategy c = todo[i];
+      {
+        const std::lock_guard lock(mutex);
+        // Cost is time × a constant at a fixed GPU count: one bound serves both.
+        if (c.lower_bound_s > kth_time()) {
+          ++pruned;
+          continue;
+        }
+      }
+      simulate::Request request{r.model, r.hardware, c.parallel, simulate::Mode::Auto, {}, {}};
+      const config::ResolvedRun run = config::resolve_run(r.model, c.strategy);
+      request.model = run.model;
+      const simulate::Outcome outcome = simulate::simulate_step(request);
+      c.result = outcome.result;
+      c.cost = c.result.step_time_s * gpus * r.price_per_gpu_hour / 3600;
+      const std::lock_guard lock(mutex);
+      ++simulated;
+      if (!c.result.memory.fits) {
+        ++over;
+      } else {
+        const auto at = std::upper_bound(best.begin(), best.end(), c,
+                                         [&](const PlannedStrategy& a, const PlannedStrategy& b) { return better(a, b, r.objective); });
+        best.insert(at, std::move(c));
+        if (best.size() > r.top) best.pop_back();
+      }
+      if (progress) progress(++done, todo.size(), elapsed());
+    }
+  };
+  const unsigned threads = r.threads > 0 ? r.threads : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+
+  result.best = std::move(best);
+  result.simulated = simulated;
+  result.pruned_bound = pruned;
+  result.did_not_fit = over;
+  result.wall_s = elapsed();
+  return result;
+}
+
+PlanResult merge(const std::vector<PlanResult>& shards, std::size_t top) {
+  PlanResult out;
+  Objective objective = Objective::Time;
+  for (const auto& s : shards) {
+    out.searched += s.searched;
+    out.invalid += s.invalid;
+    out.pruned_memory += s.pruned_memory;
+    out.pruned_bound += s.pruned_bound;
+    out.simulated += s.simulated;
+    out.did_not_fit += s.did_not_fit;
+    out.wall_s = std::max(out.wall_s, s.wall_s);
+    for (const auto& c : s.best) out.best.push_back(c);
+  }
+  std::sort(out.best.begin(), out.best.end(),
+            [&](const PlannedStrategy& a, const PlannedStrategy& b) { return better(a, b, objective); });
+  if (out.best.size() > top) out.best.resize(top);
+  return out;
+}
+
+}  // namespace ptsim::plan

@@ -1,0 +1,119 @@
+// The strategy planner against brute force, across shards and thread counts,
+// and against Megatron-LM's published choice for GPT-3 175B.
+#include <nlohmann/json.hpp>
+
+#include "ptsim/common/error.hpp"
+#include "ptsim/config/resolve_run.hpp"
+#include "ptsim/plan/planner.hpp"
+#include "test_support.hpp"
+
+using namespace ptsim;
+
+namespace {
+
+plan::PlanRequest small_request(std::size_t top) {
+  const nlohmann::json j = {{"num_layers", 8}, {"hidden_size", 2048}, {"num_attention_heads", 16},
+                            {"vocab_size", 32000}, {"seq_length", 1024}};
+  plan::PlanRequest r;
+  r.model = config::parse_model(j, "small", "small");
+  r.hardware = test::shipped_hardware("a100-sxm4-80gb");
+  r.hardware.gpu.memory_bytes = 8.0 * (1ull << 30);  // a small GPU, so that memory decides
+  r.gpus = 8;
+  r.global_batch_size = 16;
+  r.top = top;
+  return r;
+}
+
+std::vector<std::string> labels(const plan::PlanResult& r) {
+  std::vector<std::string> out;
+  for (const auto& c : r.best) out.push_back(c.label);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("The planner's ranking equals brute-force simulation of every strategy", "[plan]") {
+  const auto request = small_request(1000);
+  const auto result = plan::plan(request);
+  // Brute force: every enumerated strategy simulated, those that fit ranked.
+  std::vector<std::pair<double, std::string>> all;
+  std::size_t fit = 0;
+  for (const auto& s : plan::enumerate(request)) {
+    config::ResolvedRun run;
+    try {
+      run = config::resolve_run(request.model, s);
+    } catch (const ConfigError&) {
+      continue;
+    }
+    const auto out = simulate::simulate_step({run.model, request.hardware, run.parallel, simulate::Mode::Auto, {}, {}});
+    if (!out.result.memory.fits) continue;
+    ++fit;
+    all.emplace_back(out.result.step_time_s, plan::describe(s));
+  }
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  REQUIRE(fit > 10);
+  REQUIRE(result.best.size() == fit);  // top large enough to hold every fitting one
+  for (std::size_t i = 0; i < fit; ++i) {
+    INFO(i);
+    CHECK(result.best[i].result.step_time_s == Approx(all[i].first).epsilon(1e-12));
+  }
+  CHECK(result.best.front().label == all.front().second);
+  // The bounds pruned something and nothing proposed exceeds the memory.
+  CHECK(result.pruned_memory > 0);
+  for (const auto& c : result.best) CHECK(c.result.memory.fits);
+}
+
+TEST_CASE("Pruning by bound keeps the exhaustive top K", "[plan]") {
+  auto request = small_request(3);
+  const auto pruned = plan::plan(request);
+  request.top = 1000;
+  const auto exhaustive = plan::plan(request);
+  REQUIRE(pruned.best.size() == 3);
+  CHECK(pruned.pruned_bound > 0);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(pruned.best[i].label == exhaustive.best[i].label);
+}
+
+TEST_CASE("Sharded searches merge into the unsharded ranking, at any thread count", "[plan]") {
+  auto request = small_request(5);
+  request.threads = 1;
+  const auto whole = plan::plan(request);
+  std::vector<plan::PlanResult> parts;
+  std::size_t searched = 0;
+  for (std::int64_t i = 0; i < 3; ++i) {
+    auto part = request;
+    part.shard = {i, 3};
+    parts.push_back(plan::plan(part));
+    searched += parts.back().searched;
+  }
+  CHECK(searched == whole.searched);
+  CHECK(labels(plan::merge(parts, 5)) == labels(whole));
+  for (const unsigned threads : {2u, 4u}) {
+    request.threads = threads;
+    CHECK(labels(plan::plan(request)) == labels(whole));
+  }
+}
+
+TEST_CASE("For GPT-3 175B on 1024 A100s the plan beats Megatron-LM's published choice", "[plan][slow]") {
+  // Narayanan et al. 2021 trained it with TP 8, PP 8 and the interleaved schedule.
+  plan::PlanRequest request;
+  request.model = test::shipped_model("gpt3-175b");
+  request.hardware = test::shipped_hardware("dgx-a100-superpod");
+  request.gpus = 1024;
+  request.global_batch_size = 1536;
+  request.top = 1;
+  const auto best = plan::plan(request);
+  REQUIRE(best.best.size() == 1);
+  double megatron = 1e300;
+  for (const std::int64_t v : {2, 3, 4, 6}) {
+    config::StrategyInput s;
+    s.gpus = 1024;
+    s.tp = 8;
+    s.pp = 8;
+    s.global_batch_size = 1536;
+    s.vpp = v;
+    s.recompute = "full";
+    const auto out = test::simulate(request.model, request.hardware, s, simulate::Mode::Auto);
+    megatron = std::min(megatron, out.result.step_time_s);
+  }
+  CHECK(best.best.front().result.step_time_s <= megatron);
+}
