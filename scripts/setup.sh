@@ -10,7 +10,8 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 packages=(g++ cmake ninja-build libboost-graph-dev libboost-program-options-dev
-          nlohmann-json3-dev libfmt-dev catch2 libopenblas-dev python3)
+          nlohmann-json3-dev libfmt-dev catch2 libopenblas-dev python3 openmpi-bin libopenmpi-dev
+          python3-matplotlib chromium)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -28,5 +29,6 @@ build_dir="${PTSIM_BUILD_DIR:-$root/build}"
 cmake -S "$root" -B "$build_dir" -G Ninja \
   -DCMAKE_BUILD_TYPE="${PTSIM_BUILD_TYPE:-Release}" \
   -DPTSIM_WERROR="${PTSIM_WERROR:-OFF}" \
-  -DPTSIM_SANITIZE="${PTSIM_SANITIZE:-OFF}" > /dev/null
+  -DPTSIM_SANITIZE="${PTSIM_SANITIZE:-OFF}" \
+  -DPTSIM_WITH_MPI=ON > /dev/null
 cmake --build "$build_dir" -j "$(nproc)"

@@ -17,5 +17,7 @@ int run_check_kernels(const std::vector<std::string>& args, std::ostream& out);
 int run_validate(const std::vector<std::string>& args, std::ostream& out);
 int run_plan(const std::vector<std::string>& args, std::ostream& out);
 int run_merge(const std::vector<std::string>& args, std::ostream& out);
+int run_report(const std::vector<std::string>& args, std::ostream& out);
+int run_sweep(const std::vector<std::string>& args, std::ostream& out);
 
 }  // namespace ptsim::cli

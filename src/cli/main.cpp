@@ -25,6 +25,8 @@ Commands:
   validate     simulate published training runs and compare with their measured step times
   plan         search the strategies for a model on N GPUs and rank them
   merge        merge the outputs of a sharded plan search
+  sweep        the best strategy over a grid of hardware what-ifs and GPU counts
+  report       capacity planning: time, GPU-hours, cost and energy to train T tokens, with plots
 
 Example:
   ptsim simulate --model configs/models/gpt3-175b.json --hw hw_profiles/a100-sxm4-80gb.json \
@@ -56,6 +58,8 @@ int main(int argc, char** argv) {
     if (args[0] == "validate") return ptsim::cli::run_validate(rest, std::cout);
     if (args[0] == "plan") return ptsim::cli::run_plan(rest, std::cout);
     if (args[0] == "merge") return ptsim::cli::run_merge(rest, std::cout);
+    if (args[0] == "sweep") return ptsim::cli::run_sweep(rest, std::cout);
+    if (args[0] == "report") return ptsim::cli::run_report(rest, std::cout);
     fmt::print(stderr, "ptsim: unknown command '{}'; run ptsim --help for the commands\n", args[0]);
     return 2;
   } catch (const ptsim::ConfigError& e) {

@@ -134,17 +134,28 @@ std::string plan_csv(const nlohmann::ordered_json& plan) {
 }
 
 nlohmann::ordered_json merge_plan_files(const std::vector<std::string>& files, std::size_t top) {
-  nlohmann::ordered_json merged;
-  std::vector<nlohmann::ordered_json> candidates;
+  std::vector<nlohmann::ordered_json> plans;
   for (const auto& file : files) {
     std::ifstream in(file);
     if (!in) throw ConfigError(fmt::format("{}: cannot open the shard file", file));
-    nlohmann::ordered_json j;
     try {
-      j = nlohmann::ordered_json::parse(in);
+      plans.push_back(nlohmann::ordered_json::parse(in));
     } catch (const nlohmann::json::exception& e) {
       throw ConfigError(fmt::format("{}: not valid JSON ({})", file, e.what()));
     }
+  }
+  return merge_plan_files(plans, files, top);
+}
+
+nlohmann::ordered_json merge_plan_files(const std::vector<nlohmann::ordered_json>& plans,
+                                        const std::vector<std::string>& sources, std::size_t top) {
+  PTSIM_ASSERT(plans.size() == sources.size(), "merge_plan_files: one source name per plan");
+  if (plans.empty()) throw ConfigError("no shard outputs to merge; give at least one");
+  nlohmann::ordered_json merged;
+  std::vector<nlohmann::ordered_json> candidates;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const auto& j = plans[i];
+    const auto& file = sources[i];
     if (!j.is_object() || !j.contains("candidates") || !j.contains("shard"))
       throw ConfigError(fmt::format("{}: not the JSON of ptsim plan --json (no candidates or shard)", file));
     if (merged.is_null()) {

@@ -17,5 +17,9 @@ void print_plan(const plan::PlanResult& result, const plan::PlanRequest& request
 
 /// The best `top` (0: the shards' own) of several shard outputs, as one plan.
 nlohmann::ordered_json merge_plan_files(const std::vector<std::string>& files, std::size_t top);
+/// The same for shard outputs already parsed (gathered over MPI, say);
+/// `sources[i]` names `plans[i]` in errors.
+nlohmann::ordered_json merge_plan_files(const std::vector<nlohmann::ordered_json>& plans,
+                                        const std::vector<std::string>& sources, std::size_t top);
 
 }  // namespace ptsim::cli

@@ -4,30 +4,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "test_support.hpp"
+#include "cli/run_binary.hpp"
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using Result = ptsim::test::BinaryResult;
+using ptsim::test::slurp;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-Result run(const std::string& args) {
-  const std::string out = ptsim::test::scratch_path("cli.out");
-  const std::string err = ptsim::test::scratch_path("cli.err");
-  const std::string cmd = std::string(PTSIM_BINARY) + " " + args + " >" + out + " 2>" + err;
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-}
+Result run(const std::string& args) { return ptsim::test::run_ptsim(args); }
 
 std::string tiny_run() {
   return "simulate --model " + ptsim::test::source_path("configs/models/tiny.json") + " --hw " +
