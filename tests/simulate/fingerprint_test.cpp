@@ -1,0 +1,153 @@
+// Bit-identity guard for performance work: a set of runs that between them
+// touch every engine path (pipelines of each schedule, TP/SP, CP, EP, ZeRO,
+// recomputation, contention on oversubscribed pod links, stragglers and
+// degraded links, symmetric mode) and their recorded results — the
+// completion-sequence fingerprint, the makespan in nanoseconds, the tasks run,
+// the peak memory and a hash of the whole JSON report (wall time and event
+// count left out: both are allowed to change when the engine gets faster).
+//
+// The recorded values in tests/data/fingerprints.json were written by the
+// engine as it stood before the speed work of issue 8 (commit c720292 plus
+// this test). They are not expectations about the model — other tests hold the
+// numbers to closed forms — but a promise that optimisations change nothing.
+// To re-record after a deliberate change of results:
+//   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "ptsim/report/json_report.hpp"
+#include "test_support.hpp"
+
+using namespace ptsim;
+
+namespace {
+
+struct Case {
+  std::string name;
+  std::string model;
+  hardware::HardwareProfile hardware;
+  config::StrategyInput strategy;
+  simulate::Mode mode = simulate::Mode::Explicit;
+  std::vector<simulate::Degradation> degradations;
+};
+
+config::StrategyInput strategy(std::int64_t gpus, std::int64_t tp, std::int64_t pp, std::int64_t gbs,
+                               std::int64_t mbs = 1) {
+  config::StrategyInput s;
+  s.gpus = gpus;
+  s.tp = tp;
+  s.pp = pp;
+  s.global_batch_size = gbs;
+  s.micro_batch_size = mbs;
+  return s;
+}
+
+std::vector<Case> cases() {
+  const auto a100 = test::shipped_hardware("a100-sxm4-80gb");
+  const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
+  const auto superpod = test::shipped_hardware("dgx-a100-superpod");
+  // Meta's RoCE cluster shape, with pods of 32 GPUs so that a small job
+  // crosses oversubscribed pod links.
+  auto roce = test::shipped_hardware("h100-roce-llama3");
+  roce.fabric.pod_gpus = 32;
+
+  std::vector<Case> c;
+  const auto add = [&c](std::string name, std::string model, const hardware::HardwareProfile& hw,
+                        const config::StrategyInput& s, simulate::Mode mode = simulate::Mode::Explicit,
+                        std::vector<simulate::Degradation> degradations = {}) {
+    c.push_back({std::move(name), std::move(model), hw, s, mode, std::move(degradations)});
+  };
+  add("tiny 1f1b tp2 pp4 dp4", "tiny", a100, strategy(32, 2, 4, 32, 2));
+  add("tiny 1f1b symmetric", "tiny", a100, strategy(32, 2, 4, 32, 2), simulate::Mode::Symmetric);
+  auto gpipe = strategy(8, 1, 4, 16, 2);
+  gpipe.schedule = "gpipe";
+  add("tiny gpipe", "tiny", h100, gpipe);
+  auto naive = strategy(4, 1, 4, 8, 8);
+  naive.schedule = "naive";
+  add("tiny naive", "tiny", h100, naive);
+  auto interleaved = strategy(16, 2, 4, 32);
+  interleaved.vpp = 2;
+  add("llama2-7b interleaved", "llama2-7b", h100, interleaved);
+  for (const char* schedule : {"zb-h1", "zb-h2", "dualpipe"}) {
+    auto s = strategy(16, 2, 4, 16);
+    s.schedule = schedule;
+    add(std::string("llama2-7b ") + schedule, "llama2-7b", h100, s);
+  }
+  auto cp = strategy(32, 4, 2, 16);
+  cp.cp = 2;
+  cp.sequence_parallel = true;
+  cp.seq_length = 8192;
+  add("llama3-8b cp2 sp", "llama3-8b", superpod, cp);
+  auto zero3 = strategy(64, 2, 1, 64);
+  zero3.zero = 3;
+  zero3.recompute = "full";
+  add("gpt-1.7b zero3 recompute", "narayanan21-gpt-1.7b", superpod, zero3);
+  auto selective = strategy(64, 4, 2, 64, 2);
+  selective.recompute = "selective";
+  selective.zero = 1;
+  selective.precision = "fp8";
+  add("gpt-7.5b selective fp8 zero1", "narayanan21-gpt-7.5b", h100, selective);
+  auto moe = strategy(64, 1, 2, 32);
+  moe.ep = 8;
+  moe.seq_length = 2048;
+  add("mixtral ep8", "mixtral-8x7b", h100, moe);
+  add("llama3-8b pods 1:7", "llama3-8b", roce, strategy(128, 8, 2, 64));
+  add("llama3-8b pods 1:7 symmetric", "llama3-8b", roce, strategy(128, 8, 2, 64),
+               simulate::Mode::Symmetric);
+  using Kind = simulate::Degradation::Kind;
+  add("llama3-8b degraded", "llama3-8b", roce, strategy(128, 8, 2, 64), simulate::Mode::Explicit,
+               {{Kind::Gpu, 17, 1.3}, {Kind::Nic, 40, 4}, {Kind::Nvlink, 3, 2}, {Kind::Pod, 1, 2}});
+  return c;
+}
+
+// FNV-1a: a hash with a fixed definition, unlike std::hash.
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char ch : s) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+nlohmann::json observe(const Case& k) {
+  const config::ResolvedRun run = config::resolve_run(test::shipped_model(k.model), k.strategy);
+  const simulate::Request request{run.model, k.hardware, run.parallel, k.mode, {}, k.degradations};
+  const simulate::Outcome out = simulate::simulate_step(request);
+  std::ostringstream json;
+  report::write_json(out.result, json);
+  const std::string stable = std::regex_replace(
+      json.str(), std::regex("\"(wall_s|events)\": [0-9.e+-]+"), "\"$1\": 0");
+  // Hex strings: JSON numbers are doubles to most readers, and 64-bit hashes
+  // do not fit.
+  return {{"fingerprint", fmt::format("{:016x}", out.run.fingerprint)},
+          {"makespan_ns", out.run.makespan.ns()},
+          {"tasks", out.run.tasks},
+          {"peak_memory_bytes", out.result.memory.peak_bytes},
+          {"report_hash", fmt::format("{:016x}", fnv1a(stable))}};
+}
+
+}  // namespace
+
+TEST_CASE("Simulations stay bit-identical to the recorded fingerprints", "[simulate][fingerprint]") {
+  if (const char* out_path = std::getenv("PTSIM_WRITE_FINGERPRINTS")) {
+    nlohmann::json all = nlohmann::json::object();
+    for (const Case& k : cases()) all[k.name] = observe(k);
+    std::ofstream(out_path) << all.dump(2) << "\n";
+    WARN("wrote " << out_path);
+    return;
+  }
+  std::ifstream in(test::data_path("fingerprints.json"));
+  REQUIRE(in);
+  const nlohmann::json recorded = nlohmann::json::parse(in);
+  for (const Case& k : cases()) {
+    INFO(k.name);
+    REQUIRE(recorded.contains(k.name));
+    CHECK(observe(k).dump() == recorded.at(k.name).dump());
+  }
+}
