@@ -246,7 +246,7 @@ class Run {
       queue_.push({end, 0, t, 0, x.version, kBatchDone});
       network_.changed().clear();  // only its own flows, each alone on its links
     }
-    reschedule_flows();
+    reschedule_flows(now);
     if (x.flows_left == 0) end_phase(t, now);
   }
 
@@ -254,18 +254,21 @@ class Run {
   void batch_done(std::uint32_t t, Time now) {
     for (const auto f : transfers_[t].flows) network_.remove(f, now);
     transfers_[t].flows_left = 0;
-    reschedule_flows();
+    reschedule_flows(now);
     end_phase(t, now);
   }
 
   // Another flow changed the rate of one of t's batched flows: from now on
-  // each of its flows has its own finish event.
-  void unbatch(std::uint32_t t) {
+  // each of its flows has its own finish event. A flow of the phase that has
+  // already delivered its bytes ends now: its finish time lies in the past,
+  // and time must not run backwards.
+  void unbatch(std::uint32_t t, Time now) {
     TransferState& x = transfers_[t];
     x.batched = false;
     ++x.version;
     for (const auto f : x.flows)
-      if (network_.active(f)) queue_.push({network_.finish_time(f), 0, f, 0, network_.version(f), kFlowDone});
+      if (network_.active(f))
+        queue_.push({std::max(now, network_.finish_time(f)), 0, f, 0, network_.version(f), kFlowDone});
   }
 
   // A phase's flows are done: its latency, then the next phase.
@@ -278,7 +281,7 @@ class Run {
     }
   }
 
-  void reschedule_flows() {
+  void reschedule_flows(Time now) {
     // Unbatching pushes events itself, and may run while we walk the list.
     auto& changed = network_.changed();
     for (std::size_t i = 0; i < changed.size(); ++i) {
@@ -286,7 +289,7 @@ class Run {
       if (!network_.active(f)) continue;
       const std::uint32_t t = network_.owner(f);
       if (transfers_[t].batched) {
-        unbatch(t);
+        unbatch(t, now);
         continue;
       }
       queue_.push({network_.finish_time(f), 0, f, 0, network_.version(f), kFlowDone});
@@ -297,7 +300,7 @@ class Run {
   void flow_done(internal::FlowId f, Time now) {
     const std::uint32_t t = network_.owner(f);
     network_.remove(f, now);
-    reschedule_flows();
+    reschedule_flows(now);
     if (--transfers_[t].flows_left == 0) end_phase(t, now);
   }
 
