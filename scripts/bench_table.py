@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Runs ptsim's end-to-end benchmark cases and prints one table of medians.
+
+Called by scripts/bench.sh (which builds first); see there for usage. Each run
+is a fresh process: its peak RSS comes from wait4()'s rusage of that child
+alone, its wall time from a monotonic clock around it, and events and the
+simulation's own wall time from the --json it writes.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+GPT3 = ["--model", "configs/models/gpt3-175b.json", "--hw", "hw_profiles/dgx-a100-superpod.json",
+        "--gpus", "1024", "--tp", "8", "--pp", "8", "--global-batch-size", "1536",
+        "--micro-batch-size", "1", "--schedule", "1f1b"]
+# 126 layers over 16 stages: 7 on the first and last (which also hold the
+# embedding and the LM head), 8 on each of the 14 between.
+LLAMA405 = ["--model", "configs/models/llama3-405b.json", "--hw", "hw_profiles/h100-roce-llama3.json",
+            "--gpus", "16384", "--tp", "8", "--pp", "16", "--seq-length", "8192",
+            "--global-batch-size", "2048", "--micro-batch-size", "1", "--schedule", "1f1b",
+            "--decoder-first-pipeline-num-layers", "7", "--decoder-last-pipeline-num-layers", "7"]
+PLAN_GPT3 = ["--model", "configs/models/gpt3-175b.json", "--hw", "hw_profiles/dgx-a100-superpod.json",
+             "--gpus", "1024", "--global-batch-size", "1536", "--top", "5"]
+PLAN_LLAMA70 = ["--model", "configs/models/llama3-70b.json", "--hw", "hw_profiles/dgx-h100-superpod.json",
+                "--gpus", "512", "--global-batch-size", "512", "--seq-length", "8192", "--top", "5"]
+
+# (name, subcommand, arguments, target wall s, target RSS GiB, runs are plans)
+CASES = [
+    ("gpt3-175b 1024 explicit", "simulate", GPT3 + ["--mode", "explicit"], 2.0, 1.0, False),
+    ("gpt3-175b 1024 symmetric", "simulate", GPT3 + ["--mode", "symmetric"], 0.020, None, False),
+    ("llama3-405b 16384 explicit", "simulate", LLAMA405 + ["--mode", "explicit"], 30.0, 8.0, False),
+    ("llama3-405b 16384 symmetric", "simulate", LLAMA405 + ["--mode", "symmetric"], 0.050, None, False),
+    ("plan gpt3-175b 1024", "plan", PLAN_GPT3, 10.0, None, True),
+    ("plan llama3-70b 512", "plan", PLAN_LLAMA70, None, None, True),
+]
+
+
+def run_once(ptsim, subcommand, args, workdir):
+    out_json = os.path.join(workdir, "out.json")
+    cmd = [ptsim, subcommand] + args + ["--json", out_json]
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    stderr = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if proc.returncode != 0:
+        sys.exit(f"bench: `{' '.join(cmd)}` failed with exit code {proc.returncode}:\n{stderr}")
+    with open(out_json) as f:
+        result = json.load(f)
+    sim = result.get("simulation", {})
+    return {
+        "wall_s": wall,
+        "sim_wall_s": sim.get("wall_s"),
+        "events": sim.get("events"),
+        "rss_bytes": usage.ru_maxrss * 1024,  # Linux reports KiB
+        "step_time_s": result.get("step_time_s"),
+        "fingerprint": sim.get("fingerprint"),
+    }
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt_time(s):
+    if s is None:
+        return "—"
+    return f"{s * 1000:.1f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--ptsim", required=True)
+    ap.add_argument("--repeats", type=int, default=3, help="runs per simulate case (default 3)")
+    ap.add_argument("--plan-repeats", type=int, default=1, help="runs per plan case (default 1)")
+    ap.add_argument("--only", default="", help="run only cases whose name contains this text")
+    ap.add_argument("--json", help="also write every run's figures to this file")
+    ap.add_argument("--micro-bench", help="Google Benchmark binary to run after the table")
+    opts = ap.parse_args()
+    if opts.repeats < 1 or opts.plan_repeats < 1:
+        sys.exit("bench: --repeats and --plan-repeats must be at least 1")
+
+    cases = [c for c in CASES if opts.only in c[0]]
+    if not cases:
+        sys.exit(f"bench: no case name contains '{opts.only}'; cases: " + ", ".join(c[0] for c in CASES))
+    rows, record = [], {}
+    with tempfile.TemporaryDirectory(prefix="ptsim-bench-") as workdir:
+        for name, sub, args, target_wall, target_rss, is_plan in cases:
+            n = opts.plan_repeats if is_plan else opts.repeats
+            runs = []
+            for i in range(n):
+                print(f"  {name}: run {i + 1}/{n}", file=sys.stderr, flush=True)
+                runs.append(run_once(opts.ptsim, sub, args, workdir))
+            record[name] = runs
+            wall = median([r["wall_s"] for r in runs])
+            sim_wall = median([r["sim_wall_s"] for r in runs])
+            events = median([r["events"] for r in runs])
+            rss = median([r["rss_bytes"] for r in runs])
+            rate = events / sim_wall if events and sim_wall else None
+            measured_wall = wall if is_plan or target_wall is None or target_wall >= 1 else sim_wall
+            ok_wall = target_wall is None or measured_wall <= target_wall
+            ok_rss = target_rss is None or rss <= target_rss * 2**30
+            target = []
+            if target_wall is not None:
+                target.append(f"{'≤' if ok_wall else 'MISS ≤'}{fmt_time(target_wall)}")
+            if target_rss is not None:
+                target.append(f"{'≤' if ok_rss else 'MISS ≤'}{target_rss:g} GiB")
+            rows.append([name, str(n), fmt_time(wall), fmt_time(sim_wall),
+                         f"{events:,.0f}" if events else "—",
+                         f"{rate / 1e6:.2f} M/s" if rate else "—",
+                         f"{rss / 2**20:,.0f} MiB", ", ".join(target) or "—"])
+
+    header = ["case", "runs", "wall", "sim wall", "events", "events/s", "peak RSS", "target"]
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+    print(f"ptsim bench — {os.cpu_count()} CPUs, medians over the runs; symmetric targets apply to sim wall")
+    print(line(header))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print(line(r))
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(record, f, indent=2)
+    if opts.micro_bench:
+        print()
+        subprocess.run([opts.micro_bench, "--benchmark_repetitions=3",
+                        "--benchmark_report_aggregates_only=true"], check=True)
+
+
+if __name__ == "__main__":
+    main()
