@@ -5,8 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
-#include <set>
+#include <optional>
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/cost/cost_model.hpp"
@@ -45,14 +44,25 @@ struct GroupShape {
 };
 
 GroupShape shape_of(const std::vector<Rank>& members, const hardware::Cluster& c) {
-  std::map<std::int64_t, std::size_t> per_domain;
-  std::set<std::int64_t> pods;
+  // Domains and pods are rank ranges, so a sorted member list meets each in one run.
+  std::vector<std::int64_t> domains, pods;
+  domains.reserve(members.size());
+  pods.reserve(members.size());
   for (const Rank r : members) {
-    ++per_domain[c.domain_of(r)];
-    pods.insert(c.pod_of(r));
+    domains.push_back(c.domain_of(r));
+    pods.push_back(c.pod_of(r));
   }
-  GroupShape g{members.size(), per_domain.size(), 0, pods.size()};
-  for (const auto& [domain, count] : per_domain) g.most_per_domain = std::max(g.most_per_domain, count);
+  std::sort(domains.begin(), domains.end());
+  std::sort(pods.begin(), pods.end());
+  GroupShape g{members.size(), 0, 0, 0};
+  for (std::size_t i = 0; i < domains.size();) {
+    std::size_t j = i;
+    while (j < domains.size() && domains[j] == domains[i]) ++j;
+    ++g.domains;
+    g.most_per_domain = std::max(g.most_per_domain, j - i);
+    i = j;
+  }
+  g.pods = static_cast<std::size_t>(std::unique(pods.begin(), pods.end()) - pods.begin());
   return g;
 }
 
@@ -62,11 +72,10 @@ GroupShape shape_of(const std::vector<Rank>& members, const hardware::Cluster& c
 std::string symmetric_mismatch(const taskgraph::Workload& w, const strategy::RankLayout& layout,
                                const hardware::Cluster& cluster) {
   const auto slots = static_cast<std::uint8_t>(w.comm_slot_names.size());
-  std::map<taskgraph::CommunicatorId, GroupShape> shapes;
+  std::vector<std::optional<GroupShape>> shapes(w.communicators.size());
   const auto shape = [&](taskgraph::CommunicatorId id) -> const GroupShape& {
-    auto it = shapes.find(id);
-    if (it == shapes.end()) it = shapes.emplace(id, shape_of(w.communicators[id].members, cluster)).first;
-    return it->second;
+    if (!shapes[id]) shapes[id] = shape_of(w.communicators[id].members, cluster);
+    return *shapes[id];
   };
   for (Rank r = 0; r < w.world_size; ++r) {
     const Rank rep = layout.with_coordinate(layout.with_coordinate(r, Axis::Tp, 0), Axis::Dp, 0);

@@ -2,7 +2,6 @@
 #include "internal/communicators.hpp"
 
 #include <algorithm>
-#include <map>
 
 #include "ptsim/workload/step_workload.hpp"
 
@@ -27,16 +26,21 @@ class Builder {
     w_.communicator_of[static_cast<std::size_t>(rank) * w_.comm_slot_names.size() + slot] = id;
   }
 
-  // One communicator per distinct group (`group_of` each rank), reached through `slot`.
-  template <typename GroupOf>
-  void add_groups(std::int64_t world, std::uint8_t slot, GroupOf group_of) {
-    std::map<std::vector<Rank>, CommunicatorId> seen;
+  // One communicator per distinct group, reached through `slot`: ranks with
+  // the same `leader_of` share a group, whose members `group_of` lists once
+  // (not per rank: DP groups of hundreds of ranks times thousands of ranks).
+  // Communicators are numbered in the order of their first member.
+  template <typename LeaderOf, typename GroupOf>
+  void add_groups(std::int64_t world, std::uint8_t slot, LeaderOf leader_of, GroupOf group_of) {
+    constexpr CommunicatorId kUnseen = taskgraph::kNoCommunicator - 1;
+    std::vector<CommunicatorId> by_leader(static_cast<std::size_t>(world), kUnseen);
     for (Rank r = 0; r < world; ++r) {
-      std::vector<Rank> members = group_of(r);
-      if (members.size() < 2) continue;
-      auto it = seen.find(members);
-      if (it == seen.end()) it = seen.emplace(members, add(members)).first;
-      assign(r, slot, it->second);
+      CommunicatorId& id = by_leader[static_cast<std::size_t>(leader_of(r))];
+      if (id == kUnseen) {
+        std::vector<Rank> members = group_of(r);
+        id = members.size() < 2 ? taskgraph::kNoCommunicator : add(std::move(members));
+      }
+      if (id != taskgraph::kNoCommunicator) assign(r, slot, id);
     }
   }
 
@@ -88,19 +92,42 @@ void add_communicators(const strategy::ParallelConfig& config, const strategy::R
     return all;
   };
 
-  b.add_groups(world, slots::kTensorParallel, [&](Rank r) { return dense.group(r, Axis::Tp); });
-  if (dualpipe) b.add_groups(world, slots::kTensorParallel1, [&](Rank r) { return dense.group(r, Axis::Tp); });
+  // Group leaders: the member with coordinate 0 along the group's axes (the
+  // lowest rank of the group); with DualPipe's mirror, the lower of the two.
+  const auto zeroed = [](const strategy::RankLayout& layout, Rank r, std::initializer_list<Axis> axes) {
+    for (const Axis a : axes) r = layout.with_coordinate(r, a, 0);
+    return r;
+  };
+  const auto mirrored_leader = [&](const strategy::RankLayout& layout, Rank r,
+                                   std::initializer_list<Axis> axes) {
+    const Rank lead = zeroed(layout, r, axes);
+    if (!dualpipe) return lead;
+    // The mirror as with_mirror finds it: on the dense layout.
+    const Rank mirror = dense.with_coordinate(r, Axis::Pp, pp - 1 - dense.coordinate(r, Axis::Pp));
+    return std::min(lead, zeroed(layout, mirror, axes));
+  };
+  const auto tp_leader = [&](Rank r) { return zeroed(dense, r, {Axis::Tp}); };
+  const auto tp_group = [&](Rank r) { return dense.group(r, Axis::Tp); };
+  b.add_groups(world, slots::kTensorParallel, tp_leader, tp_group);
+  if (dualpipe) b.add_groups(world, slots::kTensorParallel1, tp_leader, tp_group);
   b.add_groups(world, slots::kDataParallel,
+               [&](Rank r) { return mirrored_leader(dense, r, {Axis::Cp, Axis::Dp}); },
                [&](Rank r) { return with_mirror(group_along(dense, r, {Axis::Cp, Axis::Dp})); });
   if (config.precision == Dtype::Fp8)
-    b.add_groups(world, slots::kAmax, [&](Rank r) { return group_along(dense, r, {Axis::Tp, Axis::Cp, Axis::Dp}); });
+    b.add_groups(world, slots::kAmax, [&](Rank r) { return zeroed(dense, r, {Axis::Tp, Axis::Cp, Axis::Dp}); },
+                 [&](Rank r) { return group_along(dense, r, {Axis::Tp, Axis::Cp, Axis::Dp}); });
   if (expert != nullptr) {
-    b.add_groups(world, slots::kExpertParallel, [&](Rank r) { return expert->group(r, Axis::Ep); });
-    b.add_groups(world, slots::kExpertTensorParallel, [&](Rank r) { return expert->group(r, Axis::Tp); });
-    b.add_groups(world, slots::kExpertDataParallel, [&](Rank r) { return with_mirror(expert->group(r, Axis::Dp)); });
+    const auto ep_leader = [&](Rank r) { return zeroed(*expert, r, {Axis::Ep}); };
+    const auto ep_group = [&](Rank r) { return expert->group(r, Axis::Ep); };
+    const auto etp_leader = [&](Rank r) { return zeroed(*expert, r, {Axis::Tp}); };
+    const auto etp_group = [&](Rank r) { return expert->group(r, Axis::Tp); };
+    b.add_groups(world, slots::kExpertParallel, ep_leader, ep_group);
+    b.add_groups(world, slots::kExpertTensorParallel, etp_leader, etp_group);
+    b.add_groups(world, slots::kExpertDataParallel, [&](Rank r) { return mirrored_leader(*expert, r, {Axis::Dp}); },
+                 [&](Rank r) { return with_mirror(expert->group(r, Axis::Dp)); });
     if (dualpipe) {
-      b.add_groups(world, slots::kExpertParallel1, [&](Rank r) { return expert->group(r, Axis::Ep); });
-      b.add_groups(world, slots::kExpertTensorParallel1, [&](Rank r) { return expert->group(r, Axis::Tp); });
+      b.add_groups(world, slots::kExpertParallel1, ep_leader, ep_group);
+      b.add_groups(world, slots::kExpertTensorParallel1, etp_leader, etp_group);
     }
   }
   // The CP ring: each rank sends to the next rank of its CP group.
