@@ -1,58 +1,56 @@
-// The future event set (see event_queue.hpp): a 4-ary min-heap on (time,
-// sequence). Four children per node halve the depth of a binary heap, and a
-// node's children share a cache line or two, which is what pop spends its
-// time on when thousands of ranks keep events in flight.
+// The future event set as a radix heap (see event_queue.hpp).
 #include "ptsim/engine/event_queue.hpp"
+
+#include <fmt/format.h>
+
+#include <bit>
 
 #include "ptsim/common/error.hpp"
 
 namespace ptsim::engine {
 
 namespace {
-
-constexpr std::size_t kArity = 4;
-
-bool earlier(const Event& a, const Event& b) {
-  if (a.at != b.at) return a.at < b.at;
-  return a.sequence < b.sequence;
-}
-
+std::uint64_t key_of(const Event& e) { return static_cast<std::uint64_t>(e.at.ns()); }
 }  // namespace
 
-void EventQueue::push(Event event) {
-  event.sequence = next_sequence_++;
-  std::size_t i = heap_.size();
-  heap_.push_back(event);
-  while (i > 0) {
-    const std::size_t parent = (i - 1) / kArity;
-    if (!earlier(event, heap_[parent])) break;
-    heap_[i] = heap_[parent];
-    i = parent;
+int EventQueue::bucket_of(std::uint64_t key) const {
+  return key == last_ ? 0 : 64 - std::countl_zero(key ^ last_);
+}
+
+void EventQueue::push(const Event& event) {
+  PTSIM_ASSERT(event.at.ns() >= 0 && key_of(event) >= last_,
+               fmt::format("event at {} ns pushed after time {} ns was reached", event.at.ns(), last_));
+  const int b = bucket_of(key_of(event));
+  buckets_[static_cast<std::size_t>(b)].push_back(event);
+  if (b > 0) occupied_ |= std::uint64_t{1} << (b - 1);
+  ++size_;
+  ++pushed_;
+}
+
+void EventQueue::refill() {
+  auto& zero = buckets_[0];
+  zero.clear();
+  front_ = 0;
+  const int b = std::countr_zero(occupied_) + 1;
+  auto& source = buckets_[static_cast<std::size_t>(b)];
+  std::uint64_t least = key_of(source.front());
+  for (const Event& e : source) least = std::min(least, key_of(e));
+  last_ = least;
+  // Every bucket below b is empty, so each event lands behind none older than itself.
+  for (const Event& e : source) {
+    const int to = bucket_of(key_of(e));
+    buckets_[static_cast<std::size_t>(to)].push_back(e);
+    if (to > 0) occupied_ |= std::uint64_t{1} << (to - 1);
   }
-  heap_[i] = event;
+  source.clear();
+  occupied_ &= ~(std::uint64_t{1} << (b - 1));
 }
 
 Event EventQueue::pop() {
-  PTSIM_ASSERT(!heap_.empty(), "pop from an empty event queue");
-  const Event top = heap_.front();
-  const Event last = heap_.back();
-  heap_.pop_back();
-  const std::size_t n = heap_.size();
-  if (n == 0) return top;
-  std::size_t i = 0;
-  while (true) {
-    const std::size_t first = i * kArity + 1;
-    if (first >= n) break;
-    std::size_t best = first;
-    const std::size_t end = first + kArity < n ? first + kArity : n;
-    for (std::size_t c = first + 1; c < end; ++c)
-      if (earlier(heap_[c], heap_[best])) best = c;
-    if (!earlier(heap_[best], last)) break;
-    heap_[i] = heap_[best];
-    i = best;
-  }
-  heap_[i] = last;
-  return top;
+  PTSIM_ASSERT(size_ > 0, "pop from an empty event queue");
+  if (front_ == buckets_[0].size()) refill();
+  --size_;
+  return buckets_[0][front_++];
 }
 
 }  // namespace ptsim::engine

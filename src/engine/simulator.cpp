@@ -8,9 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <map>
 #include <memory>
-#include <tuple>
 
 #include "internal/blocked_report.hpp"
 #include "internal/compiled_program.hpp"
@@ -62,7 +60,8 @@ class Run {
   Run(const taskgraph::Workload& w, const cost::CostModel& cost, const RunOptions& options)
       : w_(w), cost_(cost), options_(options), state_(w, cost, options),
         network_(capacities(cost.cluster()), sharing(cost.cluster())),
-        slowdown_(cost.compute_slowdown_with_communication()), compute_mask_(w.compute_stream_mask) {}
+        slowdown_(cost.compute_slowdown_with_communication()), compute_mask_(w.compute_stream_mask),
+        plans_(w.communicators.size()) {}
 
   RunResult execute() {
     for (std::uint32_t local = 0; local < state_.ranks.size(); ++local)
@@ -71,8 +70,7 @@ class Run {
       const Event e = queue_.pop();
       switch (e.kind) {
         case kKernelDone:
-          if (state_.stream(e.target, state_.ranks[e.target].program->task(e.task).stream).version != e.version)
-            continue;
+          if (state_.stream(e.target, e.stream).version != e.version) continue;
           ++result_.events;
           finish_task(e.target, e.task, e.at);
           break;
@@ -112,7 +110,7 @@ class Run {
       arrive(local, s, t, now);
       return;
     }
-    stream.work_left_ns = static_cast<double>(p.block_of(t).compute_duration[p.local(t)].ns()) * r.gpu_factor;
+    stream.work_left_ns = static_cast<double>(p.duration_ns[t]) * r.gpu_factor;
     stream.last = now;
     begin(local, s, task, now);  // prices it and the kernels it shares the GPU with
   }
@@ -121,7 +119,7 @@ class Run {
     auto& stream = state_.stream(local, s);
     ++stream.version;
     const auto ns = static_cast<std::int64_t>(std::ceil(stream.work_left_ns / stream.speed - 1e-6));
-    queue_.push({now + Time::nanoseconds(ns), 0, local, t, stream.version, kKernelDone});
+    queue_.push({now + Time::nanoseconds(ns), local, t, stream.version, kKernelDone, s});
   }
 
   // A stream starting or stopping changes the speed of the rank's running
@@ -140,7 +138,11 @@ class Run {
     const bool comm_before = (before & ~compute_mask_) != 0, comm_after = (r.busy_mask & ~compute_mask_) != 0;
     if (!compute_stream && (comm_before == comm_after || slowdown_ == 1)) return;
     const double base = comm_after ? 1 / slowdown_ : 1;
-    const auto sharing = static_cast<double>(std::popcount(r.busy_mask & compute_mask_));
+    // Kernighan's count: a call to libgcc's popcount without -mpopcnt, and
+    // the mask has a bit or two.
+    int running = 0;
+    for (std::uint32_t m = r.busy_mask & compute_mask_; m != 0; m &= m - 1) ++running;
+    const auto sharing = static_cast<double>(running);
     for (std::uint32_t m = compute_mask_; m != 0; m &= m - 1) {
       const auto c = static_cast<std::uint8_t>(std::countr_zero(m));
       auto& kernel = state_.stream(local, c);
@@ -192,13 +194,15 @@ class Run {
     start_transfer(id, task, now);
   }
 
+  // Plans are cached per communicator; one sees only a few distinct
+  // (collective, size) pairs, so a short scan finds them.
   const cost::TransferPlan* plan_for(taskgraph::CommunicatorId id, const Task& task) {
-    const auto key = std::make_tuple(id, task.collective, task.bytes);
-    auto it = plans_.find(key);
-    if (it == plans_.end())
-      it = plans_.emplace(key, std::make_unique<cost::TransferPlan>(
-                                   cost_.communication_plan(task, w_.communicators[id]))).first;
-    return it->second.get();
+    auto& cached = plans_[id];
+    for (const PlanEntry& e : cached)
+      if (e.collective == task.collective && e.bytes == task.bytes) return e.plan.get();
+    cached.push_back({task.collective, task.bytes,
+                      std::make_unique<cost::TransferPlan>(cost_.communication_plan(task, w_.communicators[id]))});
+    return cached.back().plan.get();
   }
 
   void start_transfer(taskgraph::CommunicatorId id, const Task& task, Time now) {
@@ -243,7 +247,7 @@ class Run {
       Time end = now;
       for (const auto f : x.flows) end = std::max(end, network_.finish_time(f));
       ++x.version;
-      queue_.push({end, 0, t, 0, x.version, kBatchDone});
+      queue_.push({end, t, 0, x.version, kBatchDone});
       network_.changed().clear();  // only its own flows, each alone on its links
     }
     reschedule_flows(now);
@@ -268,7 +272,7 @@ class Run {
     ++x.version;
     for (const auto f : x.flows)
       if (network_.active(f))
-        queue_.push({std::max(now, network_.finish_time(f)), 0, f, 0, network_.version(f), kFlowDone});
+        queue_.push({std::max(now, network_.finish_time(f)), f, 0, network_.version(f), kFlowDone});
   }
 
   // A phase's flows are done: its latency, then the next phase.
@@ -277,7 +281,7 @@ class Run {
     if (latency == Time{}) {
       next_phase(t, now);
     } else {
-      queue_.push({now + latency, 0, t, 0, 0, kPhaseDone});
+      queue_.push({now + latency, t, 0, 0, kPhaseDone});
     }
   }
 
@@ -292,7 +296,7 @@ class Run {
         unbatch(t, now);
         continue;
       }
-      queue_.push({network_.finish_time(f), 0, f, 0, network_.version(f), kFlowDone});
+      queue_.push({network_.finish_time(f), f, 0, network_.version(f), kFlowDone});
     }
     changed.clear();
   }
@@ -373,9 +377,12 @@ class Run {
   RunResult result_;
   std::vector<TransferState> transfers_;
   std::vector<std::uint32_t> free_transfers_;
-  std::map<std::tuple<taskgraph::CommunicatorId, taskgraph::CollectiveKind, std::uint64_t>,
-           std::unique_ptr<cost::TransferPlan>>
-      plans_;
+  struct PlanEntry {
+    taskgraph::CollectiveKind collective;
+    std::uint64_t bytes;
+    std::unique_ptr<cost::TransferPlan> plan;
+  };
+  std::vector<std::vector<PlanEntry>> plans_;  // by communicator
 };
 
 }  // namespace

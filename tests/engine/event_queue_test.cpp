@@ -1,18 +1,65 @@
 // The future event set pops in (time, insertion) order.
 #include "ptsim/engine/event_queue.hpp"
 
+#include <random>
+#include <set>
+
 #include "test_support.hpp"
 
 using namespace ptsim;
 
 TEST_CASE("Events at equal times pop in insertion order", "[engine]") {
   engine::EventQueue q;
-  q.push({Time::nanoseconds(5), 0, 1, 0, 0, 0});
-  q.push({Time::nanoseconds(3), 0, 2, 0, 0, 0});
-  q.push({Time::nanoseconds(5), 0, 3, 0, 0, 0});
-  q.push({Time::nanoseconds(5), 0, 4, 0, 0, 0});
-  q.push({Time::nanoseconds(1), 0, 5, 0, 0, 0});
+  q.push({Time::nanoseconds(5), 1, 0, 0, 0});
+  q.push({Time::nanoseconds(3), 2, 0, 0, 0});
+  q.push({Time::nanoseconds(5), 3, 0, 0, 0});
+  q.push({Time::nanoseconds(5), 4, 0, 0, 0});
+  q.push({Time::nanoseconds(1), 5, 0, 0, 0});
   std::vector<std::uint32_t> order;
   while (!q.empty()) order.push_back(q.pop().target);
   CHECK(order == std::vector<std::uint32_t>{5, 2, 1, 3, 4});
+}
+
+TEST_CASE("Interleaved pushes and pops follow (time, insertion) order over a wide range of times",
+          "[engine]") {
+  // Reference: a multiset ordered by (time, push number). Times span 1 ns to
+  // 2^40 ns and repeat often, so every bucket of the radix heap is used and
+  // ties are common.
+  std::mt19937_64 rng(2026);
+  engine::EventQueue q;
+  std::set<std::pair<std::int64_t, std::uint32_t>> reference;
+  std::uint32_t next = 0;
+  std::int64_t now = 0;
+  for (int round = 0; round < 20000; ++round) {
+    const int pushes = static_cast<int>(rng() % 4);
+    for (int i = 0; i < pushes; ++i) {
+      const int scale = static_cast<int>(rng() % 41);
+      const std::int64_t delay = rng() % 3 == 0 ? 0 : static_cast<std::int64_t>(rng() % (std::uint64_t{1} << scale));
+      q.push({Time::nanoseconds(now + delay), next, 0, 0, 0});
+      reference.insert({now + delay, next});
+      ++next;
+    }
+    if (!reference.empty() && rng() % 2 == 0) {
+      const engine::Event e = q.pop();
+      const auto expected = *reference.begin();
+      reference.erase(reference.begin());
+      REQUIRE(e.at.ns() == expected.first);
+      REQUIRE(e.target == expected.second);
+      now = e.at.ns();
+    }
+  }
+  while (!reference.empty()) {
+    REQUIRE(q.pop().target == reference.begin()->second);
+    reference.erase(reference.begin());
+  }
+  CHECK(q.empty());
+}
+
+TEST_CASE("An event pushed before the time already reached is an internal error", "[engine]") {
+  engine::EventQueue q;
+  q.push({Time::nanoseconds(10), 1, 0, 0, 0});
+  q.pop();
+  CHECK_THROWS(q.push({Time::nanoseconds(9), 2, 0, 0, 0}));
+  q.push({Time::nanoseconds(10), 3, 0, 0, 0});
+  CHECK(q.pop().target == 3);
 }

@@ -1,8 +1,17 @@
-// EventQueue: the future event set — a 4-ary heap ordered by (time, insertion
-// sequence), so that events at equal times pop in the order they were pushed
-// and every run is deterministic (ns-3's EventKey, OMNeT++'s insertCount).
+// EventQueue: the future event set, ordered by (time, insertion order), so
+// that events at equal times pop in the order they were pushed and every run
+// is deterministic (ns-3's EventKey, OMNeT++'s insertCount).
+//
+// A radix heap (Ahuja, Mehlhorn, Orlin & Tarjan 1990): simulated time never
+// runs backwards, so every pushed time is at least the last popped one, and
+// an event can sit in the bucket of the highest bit in which its time differs
+// from that last time. Push is an append; pop rescans only the lowest
+// non-empty bucket, and an event moves down at most 64 times over its life.
+// Every bucket stays in insertion order (a bucket is refilled only while
+// empty, and appends come later), so equal times pop first-in first-out.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -12,25 +21,37 @@ namespace ptsim::engine {
 
 struct Event {
   Time at;
-  std::uint64_t sequence = 0;  // assigned by the queue
-  std::uint32_t target = 0;    // what finishes: a rank slot, a flow, a transfer
-  std::uint32_t task = 0;      // the task that finishes (rank events)
-  std::uint32_t version = 0;   // stale when its target has moved on since
-  std::uint8_t kind = 0;       // interpreted by the simulator
+  std::uint32_t target = 0;   // what finishes: a rank slot, a flow, a transfer
+  std::uint32_t task = 0;     // the task that finishes (rank events)
+  std::uint32_t version = 0;  // stale when its target has moved on since
+  std::uint8_t kind = 0;      // interpreted by the simulator
+  std::uint8_t stream = 0;    // interpreted by the simulator
 };
 
 class EventQueue {
  public:
-  void push(Event event);
+  /// `event.at` must be non-negative and not before the time of the last
+  /// event popped: the caller's clock never runs backwards.
+  void push(const Event& event);
   /// Removes and returns the earliest event; the queue must not be empty.
   Event pop();
-  bool empty() const { return heap_.empty(); }
-  std::size_t size() const { return heap_.size(); }
-  std::uint64_t pushed() const { return next_sequence_; }
+  bool empty() const { return size_ == 0; }
+  std::size_t size() const { return size_; }
+  std::uint64_t pushed() const { return pushed_; }
 
  private:
-  std::vector<Event> heap_;
-  std::uint64_t next_sequence_ = 0;
+  static constexpr int kBuckets = 65;  // 0: times equal to last_; b ≥ 1: highest differing bit b − 1
+
+  int bucket_of(std::uint64_t key) const;
+  /// Bucket 0 is drained: moves the lowest non-empty bucket down, its minimum into bucket 0.
+  void refill();
+
+  std::array<std::vector<Event>, kBuckets> buckets_;
+  std::uint64_t occupied_ = 0;  // bit b − 1: bucket b ≥ 1 is not empty
+  std::size_t front_ = 0;       // bucket 0 pops from here (first in, first out)
+  std::uint64_t last_ = 0;      // time of the last popped event, in ns
+  std::size_t size_ = 0;
+  std::uint64_t pushed_ = 0;
 };
 
 }  // namespace ptsim::engine

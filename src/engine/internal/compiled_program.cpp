@@ -44,7 +44,6 @@ CompiledBlock compile_block(const taskgraph::TaskGraph& graph, std::uint32_t id,
   const std::size_t n = graph.size();
   b.tasks.reserve(n);
   b.compute_duration.resize(n);
-  b.position.resize(n);
   b.stream_tasks.resize(num_streams);
   for (TaskId t = 0; t < n; ++t) {
     const taskgraph::Task& task = graph.task(t);
@@ -69,7 +68,6 @@ CompiledBlock compile_block(const taskgraph::TaskGraph& graph, std::uint32_t id,
       uses_slot[task.comm_slot] = true;
     }
     auto& stream = b.stream_tasks[task.stream];
-    b.position[t] = static_cast<std::uint32_t>(stream.size());
     stream.push_back(t);
     b.pred_begin.push_back(static_cast<std::uint32_t>(b.preds.size()));
     graph.for_each_predecessor(t, [&](TaskId pred) { b.preds.push_back(pred); });
@@ -95,38 +93,56 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
 
   const auto& instances = program.instances();
   const auto n = static_cast<std::uint32_t>(instances.size());
+  const std::size_t total = program.num_tasks();
   p.instance_block.reserve(n);
   p.offset.reserve(n + 1);
-  p.stream_instances.resize(num_streams);
-  p.instance_of.resize(program.num_tasks());
+  p.instance_of.resize(total);
+  p.tasks.resize(total);
+  p.duration_ns.resize(total);
+  p.stream_order.resize(num_streams);
+  // Dependency counts per global task: the block's own, then the links.
+  std::vector<std::uint32_t> preds(total + 1, 0), succs(total + 1, 0);
   for (std::uint32_t i = 0; i < n; ++i) {
     p.instance_block.push_back(instances[i].block);
-    p.offset.push_back(program.offset(i));
+    const TaskId base = program.offset(i);
+    p.offset.push_back(base);
     const CompiledBlock& b = p.blocks[instances[i].block];
-    std::fill(p.instance_of.begin() + program.offset(i),
-              p.instance_of.begin() + program.offset(i) + static_cast<TaskId>(b.tasks.size()), i);
+    for (TaskId t = 0; t < b.tasks.size(); ++t) {
+      p.instance_of[base + t] = i;
+      p.tasks[base + t] = &b.tasks[t];
+      p.duration_ns[base + t] = b.compute_duration[t].ns();
+      preds[base + t + 1] = b.pred_begin[t + 1] - b.pred_begin[t];
+      succs[base + t + 1] = b.succ_begin[t + 1] - b.succ_begin[t];
+    }
     for (std::size_t s = 0; s < num_streams; ++s)
-      if (!b.stream_tasks[s].empty()) p.stream_instances[s].push_back(i);
+      for (const TaskId t : b.stream_tasks[s]) p.stream_order[s].push_back(base + t);
   }
-  p.offset.push_back(static_cast<TaskId>(program.num_tasks()));
-
-  // Links, grouped by the instance at each end (counting sort).
-  std::vector<std::uint32_t> preds(n + 1, 0), succs(n + 1, 0);
+  p.offset.push_back(static_cast<TaskId>(total));
   for (const auto& link : program.links()) {
-    ++preds[link.after.instance + 1];
-    ++succs[link.before.instance + 1];
+    ++preds[program.global(link.after) + 1];
+    ++succs[program.global(link.before) + 1];
   }
+  for (std::size_t t = 0; t < total; ++t) {
+    preds[t + 1] += preds[t];
+    succs[t + 1] += succs[t];
+  }
+  p.pred_begin = preds;
+  p.succ_begin = succs;
+  p.preds.resize(preds[total]);
+  p.succs.resize(succs[total]);
+  // preds/succs now serve as fill cursors.
   for (std::uint32_t i = 0; i < n; ++i) {
-    preds[i + 1] += preds[i];
-    succs[i + 1] += succs[i];
+    const TaskId base = program.offset(i);
+    const CompiledBlock& b = p.blocks[instances[i].block];
+    for (TaskId t = 0; t < b.tasks.size(); ++t) {
+      for (std::uint32_t k = b.pred_begin[t]; k < b.pred_begin[t + 1]; ++k) p.preds[preds[base + t]++] = base + b.preds[k];
+      for (std::uint32_t k = b.succ_begin[t]; k < b.succ_begin[t + 1]; ++k) p.succs[succs[base + t]++] = base + b.succs[k];
+    }
   }
-  p.cross_pred_begin = preds;
-  p.cross_succ_begin = succs;
-  p.cross_preds.resize(program.links().size());
-  p.cross_succs.resize(program.links().size());
   for (const auto& link : program.links()) {
-    p.cross_preds[preds[link.after.instance]++] = {link.after.task, program.global(link.before)};
-    p.cross_succs[succs[link.before.instance]++] = {link.before.task, program.global(link.after)};
+    const TaskId before = program.global(link.before), after = program.global(link.after);
+    p.preds[preds[after]++] = before;
+    p.succs[succs[before]++] = after;
   }
   return p;
 }

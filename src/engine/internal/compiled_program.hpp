@@ -1,8 +1,8 @@
-// CompiledProgram: a Program flattened for the simulation loop — each block's
-// tasks in a contiguous array with CSR dependencies, each stream's issue
-// order, every compute task's duration asked of the cost model once per
-// block (not per instance), and the links between instances indexed by
-// instance. Private to engine/.
+// CompiledProgram: a Program flattened for the simulation loop — every
+// compute task's duration asked of the cost model once per block (not per
+// instance), then per global task its template, duration and dependencies
+// (links between instances included) in flat arrays, and each stream's issue
+// order as one array of global ids. Private to engine/.
 #pragma once
 
 #include <cstdint>
@@ -22,51 +22,36 @@ struct CompiledBlock {
   std::vector<std::uint32_t> pred_begin, preds;  // local ids
   std::vector<std::uint32_t> succ_begin, succs;
   std::vector<std::vector<TaskId>> stream_tasks;  // issue order per stream, local ids
-  std::vector<std::uint32_t> position;            // index of each task within its stream
 };
 
-/// One end of a link seen from an instance: its own task and the other end.
-struct CrossLink {
-  TaskId local = 0;   // the task of this instance
-  TaskId global = 0;  // the task at the other end
-};
-
+/// Flat, per global task: what the simulation loop reads on every event,
+/// one index away. Blocks keep the task templates; instances number them.
 struct CompiledProgram {
   std::vector<CompiledBlock> blocks;
   std::vector<std::uint32_t> instance_block;
-  std::vector<TaskId> offset;               // per instance; back() = number of tasks
-  std::vector<std::uint32_t> instance_of;   // per global task
-  std::vector<std::uint32_t> cross_pred_begin;  // per instance, into cross_preds
-  std::vector<CrossLink> cross_preds;           // (task here, task it waits for)
-  std::vector<std::uint32_t> cross_succ_begin;
-  std::vector<CrossLink> cross_succs;           // (task here, task waiting for it)
-  std::vector<std::vector<std::uint32_t>> stream_instances;  // instances with tasks on each stream
+  std::vector<TaskId> offset;              // per instance; back() = number of tasks
+  std::vector<std::uint32_t> instance_of;  // per global task
+  std::vector<const taskgraph::Task*> tasks;  // per global task, into blocks
+  std::vector<std::int64_t> duration_ns;      // per global task; zero for communication
+  // Dependencies over global ids, links between instances included (CSR).
+  // Each task's successors list its block's first, then links in program order.
+  std::vector<std::uint32_t> pred_begin, preds;
+  std::vector<std::uint32_t> succ_begin, succs;
+  std::vector<std::vector<TaskId>> stream_order;  // per stream: its tasks in issue order
   std::vector<bool> uses_slot;  // communicator slots some task of the program uses
 
   std::size_t num_tasks() const { return offset.back(); }
-  const CompiledBlock& block_of(TaskId global) const { return blocks[instance_block[instance_of[global]]]; }
-  TaskId local(TaskId global) const { return global - offset[instance_of[global]]; }
-  const taskgraph::Task& task(TaskId global) const { return block_of(global).tasks[local(global)]; }
+  const taskgraph::Task& task(TaskId global) const { return *tasks[global]; }
 
   /// Calls f(global id) for every task `global` waits for.
   template <typename F>
   void for_each_pred(TaskId global, F&& f) const {
-    const std::uint32_t i = instance_of[global];
-    const CompiledBlock& b = blocks[instance_block[i]];
-    const TaskId t = global - offset[i];
-    for (std::uint32_t k = b.pred_begin[t]; k < b.pred_begin[t + 1]; ++k) f(offset[i] + b.preds[k]);
-    for (std::uint32_t k = cross_pred_begin[i]; k < cross_pred_begin[i + 1]; ++k)
-      if (cross_preds[k].local == t) f(cross_preds[k].global);
+    for (std::uint32_t k = pred_begin[global]; k < pred_begin[global + 1]; ++k) f(preds[k]);
   }
   /// Calls f(global id) for every task that waits for `global`.
   template <typename F>
   void for_each_succ(TaskId global, F&& f) const {
-    const std::uint32_t i = instance_of[global];
-    const CompiledBlock& b = blocks[instance_block[i]];
-    const TaskId t = global - offset[i];
-    for (std::uint32_t k = b.succ_begin[t]; k < b.succ_begin[t + 1]; ++k) f(offset[i] + b.succs[k]);
-    for (std::uint32_t k = cross_succ_begin[i]; k < cross_succ_begin[i + 1]; ++k)
-      if (cross_succs[k].local == t) f(cross_succs[k].global);
+    for (std::uint32_t k = succ_begin[global]; k < succ_begin[global + 1]; ++k) f(succs[k]);
   }
 };
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "ptsim/common/error.hpp"
@@ -27,6 +28,9 @@ FlowNetwork::FlowNetwork(std::vector<double> capacity, std::vector<bool> shared)
   }
   residual_.resize(capacity.size());
   unfrozen_weight_.resize(capacity.size());
+  link_pos_.resize(capacity.size());
+  dirty_mark_.resize(capacity.size());
+  stamp_.resize(capacity.size());
 }
 
 void FlowNetwork::settle(Flow& f, Time now) {
@@ -150,49 +154,80 @@ void FlowNetwork::rebalance(std::span<const hardware::LinkId> seeds, Time now) {
       unfrozen_weight_[f.links[j]] += weight_on(f, links_[f.links[j]]);
   }
 
+  // Progressive filling. Each round the tightest constraint wins: the link
+  // with the least fair share left (the first such link of comp_links_ on a
+  // tie), unless a flow's own cap is lower still (the first such flow of
+  // comp_flows_). A lazy min-heap keyed (share, position) finds the link and a
+  // sorted list the cap, so a round costs a logarithm, not a scan of the
+  // component: components of thousands of flows meet on oversubscribed pod
+  // links. The rounds and their floating-point operations are those of a
+  // plain scan, so the rates are bit for bit the same.
+  share_heap_.clear();
+  for (std::uint32_t i = 0; i < comp_links_.size(); ++i) {
+    const auto l = comp_links_[i];
+    link_pos_[l] = i;
+    ++stamp_[l];
+    if (unfrozen_weight_[l] > 1e-12) share_heap_.push_back({residual_[l] / unfrozen_weight_[l], i, stamp_[l]});
+  }
+  std::make_heap(share_heap_.begin(), share_heap_.end(), std::greater<>{});
+  caps_.clear();
+  for (std::uint32_t i = 0; i < comp_flows_.size(); ++i)
+    if (flows_[comp_flows_[i]].max_rate > 0) caps_.push_back({flows_[comp_flows_[i]].max_rate, i});
+  std::sort(caps_.begin(), caps_.end());
+  std::size_t next_cap = 0;
+
   auto freeze = [&](FlowId fid, double rate) {
     frozen_[fid] = 1;
     const Flow& f = flows_[fid];
     for (std::size_t j = 0; j < f.num_links; ++j) {
-      const double w = weight_on(f, links_[f.links[j]]);
-      residual_[f.links[j]] = std::max(0.0, residual_[f.links[j]] - rate * w);
-      unfrozen_weight_[f.links[j]] -= w;
+      const auto l = f.links[j];
+      const double w = weight_on(f, links_[l]);
+      residual_[l] = std::max(0.0, residual_[l] - rate * w);
+      unfrozen_weight_[l] -= w;
+      if (dirty_mark_[l] != search_) {
+        dirty_mark_[l] = search_;
+        dirty_.push_back(l);
+      }
     }
     set_rate(fid, rate, now);
+  };
+  // A round's changed shares enter the heap once per link, after the round
+  // (a link crossed by a thousand flows frozen together changes a thousand times).
+  auto flush = [&] {
+    for (const auto l : dirty_) {
+      dirty_mark_[l] = 0;
+      ++stamp_[l];
+      if (unfrozen_weight_[l] > 1e-12) {
+        share_heap_.push_back({residual_[l] / unfrozen_weight_[l], link_pos_[l], stamp_[l]});
+        std::push_heap(share_heap_.begin(), share_heap_.end(), std::greater<>{});
+      }
+    }
+    dirty_.clear();
   };
 
   std::size_t left = comp_flows_.size();
   while (left > 0) {
-    double best = kInfinity;
-    hardware::LinkId best_link = 0;
-    bool by_link = false;
-    for (const auto l : comp_links_) {
-      if (unfrozen_weight_[l] <= 1e-12) continue;
-      const double share = residual_[l] / unfrozen_weight_[l];
-      if (share < best) {
-        best = share;
-        best_link = l;
-        by_link = true;
-      }
+    while (!share_heap_.empty() && share_heap_.front().stamp != stamp_[comp_links_[share_heap_.front().position]]) {
+      std::pop_heap(share_heap_.begin(), share_heap_.end(), std::greater<>{});
+      share_heap_.pop_back();
     }
-    FlowId capped = 0;
-    for (const FlowId fid : comp_flows_)
-      if (frozen_[fid] == 0 && flows_[fid].max_rate > 0 && flows_[fid].max_rate < best) {
-        best = flows_[fid].max_rate;
-        capped = fid;
-        by_link = false;
-      }
-    PTSIM_ASSERT(best < kInfinity, "every flow crosses a link with capacity");
-    if (!by_link) {
-      freeze(capped, best);
+    while (next_cap < caps_.size() && frozen_[comp_flows_[caps_[next_cap].position]] != 0) ++next_cap;
+    const double link_share = share_heap_.empty() ? kInfinity : share_heap_.front().share;
+    const bool by_cap = next_cap < caps_.size() && caps_[next_cap].rate < link_share;
+    PTSIM_ASSERT(by_cap || link_share < kInfinity, "every flow crosses a link with capacity");
+    if (by_cap) {
+      freeze(comp_flows_[caps_[next_cap].position], caps_[next_cap].rate);
       --left;
+      flush();
       continue;
     }
+    const auto best_link = comp_links_[share_heap_.front().position];
     for (const FlowId fid : links_[best_link].flows)
       if (frozen_[fid] == 0) {
-        freeze(fid, best);
+        freeze(fid, link_share);
         --left;
       }
+    flush();
   }
 }
 

@@ -77,6 +77,27 @@ class FlowNetwork {
   std::vector<double> residual_;
   std::vector<double> unfrozen_weight_;
   std::vector<std::uint8_t> frozen_;
+  struct LinkShare {
+    double share;            // residual / unfrozen weight when pushed
+    std::uint32_t position;  // in comp_links_ (ties go to the earlier link)
+    std::uint32_t stamp;     // stale once the link's stamp moved on
+    friend bool operator>(const LinkShare& a, const LinkShare& b) {
+      return a.share != b.share ? a.share > b.share : a.position > b.position;
+    }
+  };
+  struct Cap {
+    double rate;
+    std::uint32_t position;  // in comp_flows_ (ties go to the earlier flow)
+    friend bool operator<(const Cap& a, const Cap& b) {
+      return a.rate != b.rate ? a.rate < b.rate : a.position < b.position;
+    }
+  };
+  std::vector<LinkShare> share_heap_;
+  std::vector<Cap> caps_;
+  std::vector<std::uint32_t> link_pos_;  // per link: its position in comp_links_
+  std::vector<std::uint32_t> stamp_;     // per link: bumped whenever its share changes
+  std::vector<std::uint32_t> dirty_mark_;  // per link: search_ while in dirty_
+  std::vector<hardware::LinkId> dirty_;    // links whose share changed this round
 };
 
 }  // namespace ptsim::engine::internal

@@ -100,7 +100,7 @@ RunState::RunState(const taskgraph::Workload& w, const cost::CostModel& cost,
 bool RunState::all_finished() const {
   for (std::size_t i = 0; i < ranks.size(); ++i)
     for (std::uint8_t s = 0; s < num_streams; ++s)
-      if (streams[i * num_streams + s].k < ranks[i].program->stream_instances[s].size()) return false;
+      if (streams[i * num_streams + s].next < ranks[i].program->stream_order[s].size()) return false;
   return true;
 }
 
@@ -108,6 +108,7 @@ RunResult RunState::collect(RunResult result) {
   result.ranks.reserve(ranks.size());
   for (RankState& r : ranks) {
     r.account(r.finish);
+    for (const auto& [mask, spent] : r.occupancy) r.stats.occupancy[mask] += spent;
     r.stats.finish = r.finish;
     result.makespan = std::max(result.makespan, r.finish);
     result.ranks.push_back(std::move(r.stats));

@@ -18,10 +18,7 @@
 namespace ptsim::engine::internal {
 
 struct StreamState {
-  // The next task in issue order: the `p`-th of this stream's tasks in the
-  // `k`-th instance that has tasks on this stream.
-  std::uint32_t k = 0;
-  std::uint32_t p = 0;
+  std::uint32_t next = 0;    // index of the head task in the program's stream order
   Time started;              // start of the running task
   bool running = false;      // a task is executing
   bool waiting = false;      // the head task waits for the other members of its communicator
@@ -48,10 +45,27 @@ struct RankState {
 
   bool is_done(TaskId t) const { return (done[t >> 6] >> (t & 63)) & 1u; }
   void mark_done(TaskId t) { done[t >> 6] |= std::uint64_t{1} << (t & 63); }
+  /// Time per busy mask so far, in the order masks first occurred: a rank
+  /// sees a handful, so a short scan beats a map on every busy change.
+  std::vector<std::pair<std::uint32_t, Time>> occupancy;
+  std::uint32_t last_occupancy = 0;  // index of the mask charged last
+
   /// Charges the time since the last change to the current busy mask.
   void account(Time now) {
-    stats.occupancy[busy_mask] += now - last_change;
+    const Time spent = now - last_change;
     last_change = now;
+    if (last_occupancy < occupancy.size() && occupancy[last_occupancy].first == busy_mask) {
+      occupancy[last_occupancy].second += spent;
+      return;
+    }
+    for (std::uint32_t i = 0; i < occupancy.size(); ++i)
+      if (occupancy[i].first == busy_mask) {
+        occupancy[i].second += spent;
+        last_occupancy = i;
+        return;
+      }
+    last_occupancy = static_cast<std::uint32_t>(occupancy.size());
+    occupancy.emplace_back(busy_mask, spent);
   }
   void allocate(std::uint64_t bytes, Time now);
   void release(std::uint64_t bytes, Time now);
@@ -98,29 +112,20 @@ class RunState {
   /// false when the stream has run all its tasks.
   bool head(std::uint32_t local, std::uint8_t s, TaskId& out) const {
     const StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
-    const CompiledProgram& p = *ranks[local].program;
-    if (st.k >= p.stream_instances[s].size()) return false;
-    const std::uint32_t i = p.stream_instances[s][st.k];
-    out = p.offset[i] + p.blocks[p.instance_block[i]].stream_tasks[s][st.p];
+    const auto& order = ranks[local].program->stream_order[s];
+    if (st.next >= order.size()) return false;
+    out = order[st.next];
     return true;
   }
   /// Whether `global` (a task on stream s) heads its stream on rank `local`.
   bool is_head(std::uint32_t local, std::uint8_t s, TaskId global) const {
     const StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
-    const CompiledProgram& p = *ranks[local].program;
-    const std::uint32_t i = p.instance_of[global];
-    return st.k < p.stream_instances[s].size() && p.stream_instances[s][st.k] == i &&
-           p.blocks[p.instance_block[i]].position[global - p.offset[i]] == st.p;
+    const auto& order = ranks[local].program->stream_order[s];
+    return st.next < order.size() && order[st.next] == global;
   }
   /// Moves stream s of rank `local` past its head task.
   void advance(std::uint32_t local, std::uint8_t s) {
-    StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
-    const CompiledProgram& p = *ranks[local].program;
-    const std::uint32_t i = p.stream_instances[s][st.k];
-    if (++st.p == p.blocks[p.instance_block[i]].stream_tasks[s].size()) {
-      ++st.k;
-      st.p = 0;
-    }
+    ++streams[static_cast<std::size_t>(local) * num_streams + s].next;
   }
   /// Moves per-rank statistics and recordings into `result`.
   RunResult collect(RunResult result);
