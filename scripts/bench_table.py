@@ -76,6 +76,42 @@ def fmt_time(s):
     return f"{s * 1000:.1f} ms" if s < 1 else f"{s:.2f} s"
 
 
+def scaling(ptsim, workdir):
+    """Explicit GPT-3 175B-shaped runs (TP 8, PP 8, 1F1B) varying one factor of
+    ranks × micro-batches × layers at a time; cost per unit should stay flat."""
+    with open("configs/models/gpt3-175b.json") as f:
+        base_model = json.load(f)
+    rows = []
+
+    def run(label, gpus, microbatches, layers):
+        model = dict(base_model, num_layers=layers)
+        path = os.path.join(workdir, f"gpt3-{layers}l.json")
+        with open(path, "w") as f:
+            json.dump(model, f)
+        dp = gpus // 64
+        args = ["--model", path, "--hw", "hw_profiles/dgx-a100-superpod.json", "--gpus", str(gpus),
+                "--tp", "8", "--pp", "8", "--global-batch-size", str(dp * microbatches),
+                "--micro-batch-size", "1", "--schedule", "1f1b", "--mode", "explicit"]
+        print(f"  scaling: {label}", file=sys.stderr, flush=True)
+        r = run_once(ptsim, "simulate", args, workdir)
+        units = gpus * microbatches * layers
+        rows.append([label, str(gpus), str(microbatches), str(layers), f"{r['sim_wall_s']:.3f} s",
+                     f"{r['events']:,}", f"{r['sim_wall_s'] / units * 1e9:.1f} ns"])
+
+    for gpus in (64, 128, 256, 512, 1024):
+        run("ranks", gpus, 96, 96)
+    for m in (12, 24, 48, 192):
+        run("micro-batches", 1024, m, 96)
+    for layers in (24, 48, 192):
+        run("layers", 1024, 96, layers)
+    header = ["vary", "ranks", "micro-batches", "layers", "sim wall", "events", "per rank·mb·layer"]
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    print("\nscaling — explicit GPT-3 175B shape, TP 8, PP 8, 1F1B (one run each)")
+    print("  ".join(h.rjust(w) for h, w in zip(header, widths)))
+    for r in rows:
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--ptsim", required=True)
@@ -84,12 +120,14 @@ def main():
     ap.add_argument("--only", default="", help="run only cases whose name contains this text")
     ap.add_argument("--json", help="also write every run's figures to this file")
     ap.add_argument("--micro-bench", help="Google Benchmark binary to run after the table")
+    ap.add_argument("--scaling", action="store_true",
+                    help="also print the cost per rank × micro-batch × layer over a range of each")
     opts = ap.parse_args()
     if opts.repeats < 1 or opts.plan_repeats < 1:
         sys.exit("bench: --repeats and --plan-repeats must be at least 1")
 
     cases = [c for c in CASES if opts.only in c[0]]
-    if not cases:
+    if not cases and not (opts.scaling or opts.micro_bench):
         sys.exit(f"bench: no case name contains '{opts.only}'; cases: " + ", ".join(c[0] for c in CASES))
     rows, record = [], {}
     with tempfile.TemporaryDirectory(prefix="ptsim-bench-") as workdir:
@@ -119,16 +157,20 @@ def main():
                          f"{rss / 2**20:,.0f} MiB", ", ".join(target) or "—"])
 
     header = ["case", "runs", "wall", "sim wall", "events", "events/s", "peak RSS", "target"]
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-    print(f"ptsim bench — {os.cpu_count()} CPUs, medians over the runs; symmetric targets apply to sim wall")
-    print(line(header))
-    print("  ".join("-" * w for w in widths))
-    for r in rows:
-        print(line(r))
+    if rows:
+        widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+        line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        print(f"ptsim bench — {os.cpu_count()} CPUs, medians over the runs; symmetric targets apply to sim wall")
+        print(line(header))
+        print("  ".join("-" * w for w in widths))
+        for r in rows:
+            print(line(r))
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump(record, f, indent=2)
+    if opts.scaling:
+        with tempfile.TemporaryDirectory(prefix="ptsim-bench-") as workdir:
+            scaling(opts.ptsim, workdir)
     if opts.micro_bench:
         print()
         subprocess.run([opts.micro_bench, "--benchmark_repetitions=3",

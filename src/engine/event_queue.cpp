@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <bit>
 
 #include "ptsim/common/error.hpp"
 
@@ -13,44 +12,32 @@ namespace {
 std::uint64_t key_of(const Event& e) { return static_cast<std::uint64_t>(e.at.ns()); }
 }  // namespace
 
-int EventQueue::bucket_of(std::uint64_t key) const {
-  return key == last_ ? 0 : 64 - std::countl_zero(key ^ last_);
-}
-
-void EventQueue::push(const Event& event) {
-  PTSIM_ASSERT(event.at.ns() >= 0 && key_of(event) >= last_,
-               fmt::format("event at {} ns pushed after time {} ns was reached", event.at.ns(), last_));
-  const int b = bucket_of(key_of(event));
-  buckets_[static_cast<std::size_t>(b)].push_back(event);
-  if (b > 0) occupied_ |= std::uint64_t{1} << (b - 1);
-  ++size_;
-  ++pushed_;
+void EventQueue::reject(const Event& event) const {
+  fail_invariant("event time not before the time reached", __FILE__, __LINE__,
+                 fmt::format("event at {} ns pushed after time {} ns was reached", event.at.ns(), last_));
 }
 
 void EventQueue::refill() {
+  PTSIM_ASSERT(size_ > 0, "pop from an empty event queue");
   auto& zero = buckets_[0];
   zero.clear();
   front_ = 0;
   const int b = std::countr_zero(occupied_) + 1;
   auto& source = buckets_[static_cast<std::size_t>(b)];
-  std::uint64_t least = key_of(source.front());
-  for (const Event& e : source) least = std::min(least, key_of(e));
-  last_ = least;
+  last_ = least_[static_cast<std::size_t>(b)];
+  least_[static_cast<std::size_t>(b)] = ~std::uint64_t{0};
+  occupied_ &= ~(std::uint64_t{1} << (b - 1));
   // Every bucket below b is empty, so each event lands behind none older than itself.
   for (const Event& e : source) {
-    const int to = bucket_of(key_of(e));
+    const std::uint64_t key = key_of(e);
+    const int to = bucket_of(key);
     buckets_[static_cast<std::size_t>(to)].push_back(e);
-    if (to > 0) occupied_ |= std::uint64_t{1} << (to - 1);
+    if (to > 0) {
+      occupied_ |= std::uint64_t{1} << (to - 1);
+      least_[static_cast<std::size_t>(to)] = std::min(least_[static_cast<std::size_t>(to)], key);
+    }
   }
   source.clear();
-  occupied_ &= ~(std::uint64_t{1} << (b - 1));
-}
-
-Event EventQueue::pop() {
-  PTSIM_ASSERT(size_ > 0, "pop from an empty event queue");
-  if (front_ == buckets_[0].size()) refill();
-  --size_;
-  return buckets_[0][front_++];
 }
 
 }  // namespace ptsim::engine

@@ -110,7 +110,7 @@ class Run {
       arrive(local, s, t, now);
       return;
     }
-    stream.work_left_ns = static_cast<double>(p.duration_ns[t]) * r.gpu_factor;
+    stream.work_left_ns = static_cast<double>(p.duration_ns(t)) * r.gpu_factor;
     stream.last = now;
     begin(local, s, task, now);  // prices it and the kernels it shares the GPU with
   }

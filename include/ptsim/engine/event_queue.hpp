@@ -12,6 +12,8 @@
 #pragma once
 
 #include <array>
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -31,10 +33,26 @@ struct Event {
 class EventQueue {
  public:
   /// `event.at` must be non-negative and not before the time of the last
-  /// event popped: the caller's clock never runs backwards.
-  void push(const Event& event);
+  /// event popped: the caller's clock never runs backwards. (Inline, with
+  /// pop: they run once or twice per simulated task.)
+  void push(const Event& event) {
+    const auto key = static_cast<std::uint64_t>(event.at.ns());
+    if (event.at.ns() < 0 || key < last_) reject(event);
+    const int b = bucket_of(key);
+    buckets_[static_cast<std::size_t>(b)].push_back(event);
+    if (b > 0) {
+      occupied_ |= std::uint64_t{1} << (b - 1);
+      least_[static_cast<std::size_t>(b)] = std::min(least_[static_cast<std::size_t>(b)], key);
+    }
+    ++size_;
+    ++pushed_;
+  }
   /// Removes and returns the earliest event; the queue must not be empty.
-  Event pop();
+  Event pop() {
+    if (front_ == buckets_[0].size()) refill();
+    --size_;
+    return buckets_[0][front_++];
+  }
   bool empty() const { return size_ == 0; }
   std::size_t size() const { return size_; }
   std::uint64_t pushed() const { return pushed_; }
@@ -42,12 +60,20 @@ class EventQueue {
  private:
   static constexpr int kBuckets = 65;  // 0: times equal to last_; b ≥ 1: highest differing bit b − 1
 
-  int bucket_of(std::uint64_t key) const;
-  /// Bucket 0 is drained: moves the lowest non-empty bucket down, its minimum into bucket 0.
+  int bucket_of(std::uint64_t key) const { return key == last_ ? 0 : 64 - std::countl_zero(key ^ last_); }
+  [[noreturn]] void reject(const Event& event) const;
+  static std::array<std::uint64_t, kBuckets> filled_with_max() {
+    std::array<std::uint64_t, kBuckets> a;
+    a.fill(~std::uint64_t{0});
+    return a;
+  }
+  /// Bucket 0 is drained: moves the lowest non-empty bucket down, its minimum
+  /// into bucket 0. Fails on an empty queue.
   void refill();
 
   std::array<std::vector<Event>, kBuckets> buckets_;
   std::uint64_t occupied_ = 0;  // bit b − 1: bucket b ≥ 1 is not empty
+  std::array<std::uint64_t, kBuckets> least_ = filled_with_max();  // earliest time in each bucket ≥ 1
   std::size_t front_ = 0;       // bucket 0 pops from here (first in, first out)
   std::uint64_t last_ = 0;      // time of the last popped event, in ns
   std::size_t size_ = 0;

@@ -97,8 +97,7 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
   p.instance_block.reserve(n);
   p.offset.reserve(n + 1);
   p.instance_of.resize(total);
-  p.tasks.resize(total);
-  p.duration_ns.resize(total);
+  p.entries.resize(total + 1);
   p.stream_order.resize(num_streams);
   // Dependency counts per global task: the block's own, then the links.
   std::vector<std::uint32_t> preds(total + 1, 0), succs(total + 1, 0);
@@ -109,8 +108,8 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
     const CompiledBlock& b = p.blocks[instances[i].block];
     for (TaskId t = 0; t < b.tasks.size(); ++t) {
       p.instance_of[base + t] = i;
-      p.tasks[base + t] = &b.tasks[t];
-      p.duration_ns[base + t] = b.compute_duration[t].ns();
+      p.entries[base + t].task = &b.tasks[t];
+      p.entries[base + t].duration_ns = b.compute_duration[t].ns();
       preds[base + t + 1] = b.pred_begin[t + 1] - b.pred_begin[t];
       succs[base + t + 1] = b.succ_begin[t + 1] - b.succ_begin[t];
     }
@@ -126,8 +125,10 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
     preds[t + 1] += preds[t];
     succs[t + 1] += succs[t];
   }
-  p.pred_begin = preds;
-  p.succ_begin = succs;
+  for (std::size_t t = 0; t <= total; ++t) {
+    p.entries[t].pred_begin = preds[t];
+    p.entries[t].succ_begin = succs[t];
+  }
   p.preds.resize(preds[total]);
   p.succs.resize(succs[total]);
   // preds/succs now serve as fill cursors.

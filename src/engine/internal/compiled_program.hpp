@@ -31,27 +31,34 @@ struct CompiledProgram {
   std::vector<std::uint32_t> instance_block;
   std::vector<TaskId> offset;              // per instance; back() = number of tasks
   std::vector<std::uint32_t> instance_of;  // per global task
-  std::vector<const taskgraph::Task*> tasks;  // per global task, into blocks
-  std::vector<std::int64_t> duration_ns;      // per global task; zero for communication
-  // Dependencies over global ids, links between instances included (CSR).
-  // Each task's successors list its block's first, then links in program order.
-  std::vector<std::uint32_t> pred_begin, preds;
-  std::vector<std::uint32_t> succ_begin, succs;
+  // Per global task, plus one sentinel: what each event reads together in
+  // one cache line — the template, the duration and where its dependencies
+  // start (links between instances included; a task's successors list its
+  // block's first, then links in program order).
+  struct Entry {
+    const taskgraph::Task* task = nullptr;  // into blocks; null for the sentinel
+    std::int64_t duration_ns = 0;           // zero for communication
+    std::uint32_t pred_begin = 0;
+    std::uint32_t succ_begin = 0;
+  };
+  std::vector<Entry> entries;
+  std::vector<std::uint32_t> preds, succs;
   std::vector<std::vector<TaskId>> stream_order;  // per stream: its tasks in issue order
   std::vector<bool> uses_slot;  // communicator slots some task of the program uses
 
   std::size_t num_tasks() const { return offset.back(); }
-  const taskgraph::Task& task(TaskId global) const { return *tasks[global]; }
+  const taskgraph::Task& task(TaskId global) const { return *entries[global].task; }
+  std::int64_t duration_ns(TaskId global) const { return entries[global].duration_ns; }
 
   /// Calls f(global id) for every task `global` waits for.
   template <typename F>
   void for_each_pred(TaskId global, F&& f) const {
-    for (std::uint32_t k = pred_begin[global]; k < pred_begin[global + 1]; ++k) f(preds[k]);
+    for (std::uint32_t k = entries[global].pred_begin; k < entries[global + 1].pred_begin; ++k) f(preds[k]);
   }
   /// Calls f(global id) for every task that waits for `global`.
   template <typename F>
   void for_each_succ(TaskId global, F&& f) const {
-    for (std::uint32_t k = succ_begin[global]; k < succ_begin[global + 1]; ++k) f(succs[k]);
+    for (std::uint32_t k = entries[global].succ_begin; k < entries[global + 1].succ_begin; ++k) f(succs[k]);
   }
 };
 

@@ -9,8 +9,7 @@
 
 namespace ptsim::engine::internal {
 
-void RankState::allocate(std::uint64_t bytes, Time now) {
-  if (bytes == 0) return;
+void RankState::allocate_nonzero(std::uint64_t bytes, Time now) {
   allocated += bytes;
   if (allocated > stats.peak_memory_bytes) {
     stats.peak_memory_bytes = allocated;
@@ -19,8 +18,7 @@ void RankState::allocate(std::uint64_t bytes, Time now) {
   if (samples != nullptr) samples->push_back({rank, now, allocated});
 }
 
-void RankState::release(std::uint64_t bytes, Time now) {
-  if (bytes == 0) return;
+void RankState::release_nonzero(std::uint64_t bytes, Time now) {
   PTSIM_ASSERT(bytes <= allocated - stats.base_memory_bytes,
                fmt::format("rank {} frees {} bytes more than it allocated", rank,
                            bytes - (allocated - stats.base_memory_bytes)));

@@ -67,8 +67,15 @@ struct RankState {
     last_occupancy = static_cast<std::uint32_t>(occupancy.size());
     occupancy.emplace_back(busy_mask, spent);
   }
-  void allocate(std::uint64_t bytes, Time now);
-  void release(std::uint64_t bytes, Time now);
+  /// Most tasks allocate and free nothing: that test is inline, the rest is not.
+  void allocate(std::uint64_t bytes, Time now) {
+    if (bytes != 0) allocate_nonzero(bytes, now);
+  }
+  void release(std::uint64_t bytes, Time now) {
+    if (bytes != 0) release_nonzero(bytes, now);
+  }
+  void allocate_nonzero(std::uint64_t bytes, Time now);
+  void release_nonzero(std::uint64_t bytes, Time now);
 };
 
 struct CommState {
