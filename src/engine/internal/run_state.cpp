@@ -26,6 +26,22 @@ void RankState::release_nonzero(std::uint64_t bytes, Time now) {
   if (samples != nullptr) samples->push_back({rank, now, allocated});
 }
 
+void RankState::add_occupancy(std::uint32_t mask, Time spent) {
+  occupancy.emplace_back(mask, spent);
+  const bool grow = occupancy.size() * 2 > occupancy_table.size();
+  if (grow) {
+    occupancy_bits = std::max(occupancy_bits + 1, 5);
+    occupancy_table.assign(std::size_t{1} << occupancy_bits, OccupancySlot{});
+  }
+  // After growing every mask goes in again, else only the new one.
+  const std::size_t wrap = occupancy_table.size() - 1;
+  for (std::size_t i = grow ? 0 : occupancy.size() - 1; i < occupancy.size(); ++i) {
+    std::size_t h = (occupancy[i].first * 2654435761u) >> (32 - occupancy_bits);
+    while (occupancy_table[h].index != 0) h = (h + 1) & wrap;
+    occupancy_table[h] = {occupancy[i].first, static_cast<std::uint32_t>(i + 1)};
+  }
+}
+
 namespace {
 
 std::vector<Rank> ranks_to_simulate(const taskgraph::Workload& w, const RunOptions& options) {
