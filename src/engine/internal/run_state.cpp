@@ -27,19 +27,19 @@ void RankState::release_nonzero(std::uint64_t bytes, Time now) {
 }
 
 void RankState::add_occupancy(std::uint32_t mask, Time spent) {
-  occupancy.emplace_back(mask, spent);
-  const bool grow = occupancy.size() * 2 > occupancy_table.size();
-  if (grow) {
+  if ((occupancy_used + 1) * 2 > occupancy.size()) {
+    std::vector<OccupancySlot> old = std::move(occupancy);
     occupancy_bits = std::max(occupancy_bits + 1, 5);
-    occupancy_table.assign(std::size_t{1} << occupancy_bits, OccupancySlot{});
+    occupancy.assign(std::size_t{1} << occupancy_bits, OccupancySlot{});
+    occupancy_used = 0;
+    for (const OccupancySlot& slot : old)
+      if (slot.used) add_occupancy(slot.mask, slot.time);
   }
-  // After growing every mask goes in again, else only the new one.
-  const std::size_t wrap = occupancy_table.size() - 1;
-  for (std::size_t i = grow ? 0 : occupancy.size() - 1; i < occupancy.size(); ++i) {
-    std::size_t h = (occupancy[i].first * 2654435761u) >> (32 - occupancy_bits);
-    while (occupancy_table[h].index != 0) h = (h + 1) & wrap;
-    occupancy_table[h] = {occupancy[i].first, static_cast<std::uint32_t>(i + 1)};
-  }
+  const std::size_t wrap = occupancy.size() - 1;
+  std::size_t h = (mask * 2654435761u) >> (32 - occupancy_bits);
+  while (occupancy[h].used) h = (h + 1) & wrap;
+  occupancy[h] = {mask, true, spent};
+  ++occupancy_used;
 }
 
 namespace {
@@ -122,7 +122,8 @@ RunResult RunState::collect(RunResult result) {
   result.ranks.reserve(ranks.size());
   for (RankState& r : ranks) {
     r.account(r.finish);
-    for (const auto& [mask, spent] : r.occupancy) r.stats.occupancy[mask] += spent;
+    for (const auto& slot : r.occupancy)
+      if (slot.used) r.stats.occupancy[slot.mask] += slot.time;
     r.stats.finish = r.finish;
     result.makespan = std::max(result.makespan, r.finish);
     result.ranks.push_back(std::move(r.stats));

@@ -45,28 +45,29 @@ struct RankState {
 
   bool is_done(TaskId t) const { return (done[t >> 6] >> (t & 63)) & 1u; }
   void mark_done(TaskId t) { done[t >> 6] |= std::uint64_t{1} << (t & 63); }
-  /// Time per busy mask so far, in the order masks first occurred, found
-  /// through an open-addressed table: a rank of 18 streams sees dozens of
-  /// masks, and a scan of them on every busy change was a third of a run.
-  std::vector<std::pair<std::uint32_t, Time>> occupancy;
+  /// Time per busy mask so far, in an open-addressed table (a rank of 18
+  /// streams sees dozens of masks; a scan of them on every busy change was a
+  /// third of a run). Power-of-two size, at most half full.
   struct OccupancySlot {
     std::uint32_t mask = 0;
-    std::uint32_t index = 0;  // into occupancy, plus one; 0: empty
+    bool used = false;
+    Time time;
   };
-  std::vector<OccupancySlot> occupancy_table;  // power-of-two size, at most half full
+  std::vector<OccupancySlot> occupancy;
+  std::size_t occupancy_used = 0;
   int occupancy_bits = 0;
 
   /// Charges the time since the last change to the current busy mask.
   void account(Time now) {
     const Time spent = now - last_change;
     last_change = now;
-    if (!occupancy_table.empty()) {
-      const std::size_t wrap = occupancy_table.size() - 1;
+    if (!occupancy.empty()) {
+      const std::size_t wrap = occupancy.size() - 1;
       for (std::size_t h = (busy_mask * 2654435761u) >> (32 - occupancy_bits);; h = (h + 1) & wrap) {
-        const OccupancySlot& slot = occupancy_table[h];
-        if (slot.index == 0) break;
+        OccupancySlot& slot = occupancy[h];
+        if (!slot.used) break;
         if (slot.mask == busy_mask) {
-          occupancy[slot.index - 1].second += spent;
+          slot.time += spent;
           return;
         }
       }
