@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "parse_args.hpp"
 #include "output_file.hpp"
 #include "ptsim/calibrate/check.hpp"
 #include "ptsim/calibrate/fit.hpp"
@@ -55,12 +56,7 @@ Example:
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& options,
                         const char* command) {
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw ConfigError(fmt::format("ptsim {}: {}; see ptsim {} --help", command, e.what(), command));
-  }
+  parse_args(args, options, nullptr, vm, command);
   return vm;
 }
 

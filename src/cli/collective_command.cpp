@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "parse_args.hpp"
 #include "output_file.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
@@ -108,12 +109,7 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
       ("json", po::value(&json_path)->value_name("FILE"), "write the results as JSON")
       ("help,h", "show this help");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw ConfigError(fmt::format("ptsim collective: {}; see ptsim collective --help", e.what()));
-  }
+  parse_args(args, options, nullptr, vm, "collective");
   if (vm.count("help")) {
     std::ostringstream text;
     text << options;

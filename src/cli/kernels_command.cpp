@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "parse_args.hpp"
 #include "output_file.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/simulate/kernel_inventory.hpp"
@@ -69,12 +70,7 @@ int run_kernels(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description options;
   options.add(input_options(inputs)).add(strategy_options()).add(outputs);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw ConfigError(fmt::format("ptsim kernels: {}; see ptsim kernels --help", e.what()));
-  }
+  parse_args(args, options, nullptr, vm, "kernels");
   if (vm.count("help")) {
     std::ostringstream text;
     text << options;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "parse_args.hpp"
 #include "output_file.hpp"
 #include "plan_output.hpp"
 #include "ptsim/common/error.hpp"
@@ -116,12 +117,7 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description options;
   options.add(input_options(inputs)).add(strategy_options()).add(search);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw ConfigError(fmt::format("ptsim plan: {}; see ptsim plan --help", e.what()));
-  }
+  parse_args(args, options, nullptr, vm, "plan");
   if (vm.count("help")) {
     std::ostringstream text;
     text << options;
@@ -181,12 +177,7 @@ int run_merge(const std::vector<std::string>& args, std::ostream& out) {
   po::positional_options_description positional;
   positional.add("files", -1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw ConfigError(fmt::format("ptsim merge: {}; see ptsim merge --help", e.what()));
-  }
+  parse_args(args, options, &positional, vm, "merge");
   if (vm.count("help")) {
     std::ostringstream text;
     text << options;

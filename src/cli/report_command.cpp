@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "parse_args.hpp"
 #include "output_file.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
@@ -211,12 +212,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
       ("quiet,q", "no progress on standard error")
       ("help,h", "show this help");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw ConfigError(fmt::format("ptsim report: {}; see ptsim report --help", e.what()));
-  }
+  parse_args(args, options, nullptr, vm, "report");
   if (vm.count("help")) {
     std::ostringstream text;
     text << options;
@@ -361,12 +357,7 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
   po::positional_options_description positional;
   positional.add("spec", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw ConfigError(fmt::format("ptsim sweep: {}; see ptsim sweep --help", e.what()));
-  }
+  parse_args(args, options, &positional, vm, "sweep");
   if (vm.count("help")) {
     std::ostringstream text;
     text << options;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "parse_args.hpp"
 #include "output_file.hpp"
 #include "run_inputs.hpp"
 #include "ptsim/common/error.hpp"
@@ -138,12 +139,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
   Flags f;
   const po::options_description options = describe(f);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw ConfigError(fmt::format("ptsim simulate: {}; see ptsim simulate --help", e.what()));
-  }
+  parse_args(args, options, nullptr, vm, "simulate");
   if (vm.count("help")) {
     fmt::print(out, "{}", kUsage);
     std::ostringstream text;

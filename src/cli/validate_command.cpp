@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "parse_args.hpp"
 #include "output_file.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_runs.hpp"
@@ -60,12 +61,7 @@ int run_validate(const std::vector<std::string>& args, std::ostream& out) {
       ("quiet,q", "no progress on standard error")
       ("help,h", "show this help");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw ConfigError(fmt::format("ptsim validate: {}; see ptsim validate --help", e.what()));
-  }
+  parse_args(args, options, nullptr, vm, "validate");
   if (vm.count("help")) {
     std::ostringstream text;
     text << options;

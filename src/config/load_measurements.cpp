@@ -36,6 +36,7 @@ hardware::KernelMeasurement parse_kernel(const nlohmann::json& j, const std::str
   if (!kOps.contains(k.op))
     in.fail("op", fmt::format("is not an operation ptsim knows; use one of {}", fmt::join(kOps, ", ")));
   k.dtype = in.optional_choice("dtype", {"bf16", "fp16", "tf32", "fp32", "fp8"}).value_or("bf16");
+  if (!j.contains("shape")) in.fail("shape", "is missing; every measurement names its kernel's shape");
   const nlohmann::json& shape = j.at("shape");
   internal::ObjectReader shape_in(shape, where, fmt::format("/kernels/{}/shape", index));
   for (const auto& [name, value] : shape.items()) k.shape[name] = shape_in.number(name, 0, 1e18);

@@ -24,6 +24,9 @@ json read_json_file(const std::string& path) {
   } catch (const json::parse_error& e) {
     // nlohmann's message already names the line and column.
     throw ConfigError(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  } catch (const json::out_of_range& e) {
+    // A number beyond a double (1e400): nlohmann names it. Found by fuzz_model.
+    throw ConfigError(fmt::format("{}: a number is out of range: {}", path, e.what()));
   }
 }
 

@@ -77,6 +77,9 @@ TEST_CASE("Malformed measurement files are refused with the key and the fix", "[
   const std::string good = R"({"op": "copy", "shape": {"bytes": 1e6}, "time_s": 1e-4, "min_s": 1e-4,
                                "max_s": 2e-4, "flops": 0, "bytes": 1e6, "verified": true})";
   CHECK(config::load_measurements(write("ok.json", head + good + "]}")).kernels.size() == 1);
+  // fuzz_measurements: a kernel without a shape once escaped as nlohmann's out_of_range.
+  CHECK_THROWS_WITH(config::load_measurements(write("noshape.json", head + R"({"op": "copy", "time_s": 1e-4}]})")),
+                    Catch::Contains("/kernels/0/shape is missing"));
   CHECK_THROWS_WITH(config::load_measurements(write("schema.json", R"({"schema": "x"})")),
                     Catch::Contains("expected \"ptsim-measurements/1\""));
   CHECK_THROWS_WITH(config::load_measurements(write("empty.json", head + "]}")),

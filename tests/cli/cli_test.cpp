@@ -72,6 +72,11 @@ TEST_CASE("ptsim rejects bad input with exit code 2 and one clear line", "[cli]"
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Catch::Contains("--tensor-model-parallel-size and --tp set the same value"));
   }
+  SECTION("a value holding one of Boost's message placeholders (fuzz_cli once hung here)") {
+    const auto r = run(tiny_run() + " --gpus 16 --ep 2%value% --global-batch-size 8");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("argument '2%value%' contains '%value%'"));
+  }
   SECTION("unknown flag") {
     const auto r = run(tiny_run() + " --gpus 8 --global-batch-size 8 --tpp 2");
     CHECK(r.code == 2);

@@ -1,6 +1,7 @@
 // Model files: both formats, and every way a model file is rejected.
 #include "ptsim/config/load_model.hpp"
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "ptsim/common/error.hpp"
@@ -371,4 +372,12 @@ TEST_CASE("Unreadable and malformed model files are rejected", "[config]") {
                     Catch::Contains("cannot open the file"));
   CHECK_THROWS_WITH(config::load_model(test::data_path("malformed.json")),
                     Catch::Contains("malformed.json: not valid JSON"));
+}
+
+TEST_CASE("Numbers beyond a double are a ConfigError naming the file (fuzz_model's first finding)",
+          "[config]") {
+  const std::string path = test::scratch_path("overflow.json");
+  std::ofstream(path) << R"({"num_layers": 2, "hidden_size": 1e400})";
+  CHECK_THROWS_AS(config::load_model(path), ConfigError);
+  CHECK_THROWS_WITH(config::load_model(path), Catch::Contains(path + ": a number is out of range"));
 }

@@ -1,0 +1,9 @@
+// libFuzzer target: the kernel-measurement reader (ptsim-measurements JSON).
+#include "fuzz_support.hpp"
+#include "ptsim/config/load_measurements.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string& path = ptsim::fuzz::write_input(data, size);
+  ptsim::fuzz::expect_only_config_errors([&] { (void)ptsim::config::load_measurements(path); });
+  return 0;
+}

@@ -1,0 +1,18 @@
+// The one place a ptsim command hands its arguments to Boost.Program_options.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <string>
+#include <vector>
+
+namespace ptsim::cli {
+
+/// Parses `args` into `vm` (notify included). Throws ConfigError naming the
+/// command — "ptsim plan: ...; see ptsim plan --help" — for an unknown flag,
+/// a bad value, or an argument holding a %placeholder% of Boost's error
+/// templates (Boost would loop forever building the message).
+void parse_args(const std::vector<std::string>& args, const boost::program_options::options_description& options,
+                const boost::program_options::positional_options_description* positional,
+                boost::program_options::variables_map& vm, const std::string& command);
+
+}  // namespace ptsim::cli
