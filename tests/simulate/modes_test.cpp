@@ -1,6 +1,7 @@
 // Explicit and symmetric simulation, and what-ifs that single out one rank.
 #include <nlohmann/json.hpp>
 
+#include "ptsim/simulate/explicit_memory.hpp"
 #include "test_support.hpp"
 
 using namespace ptsim;
@@ -139,4 +140,29 @@ TEST_CASE("Symmetric mode agrees with explicit for issue 5's parallelisms", "[si
   const auto e = test::simulate(mixtral, hw, moe, simulate::Mode::Explicit);
   const auto y = test::simulate(mixtral, hw, moe, simulate::Mode::Symmetric);
   CHECK(y.result.step_time_s == Approx(e.result.step_time_s).epsilon(0.01));
+}
+
+TEST_CASE("Explicit mode refuses a job this machine cannot hold before allocating it", "[simulate]") {
+  const auto gpt3 = test::shipped_model("gpt3-175b");
+  config::StrategyInput s;
+  s.gpus = 1024;
+  s.tp = 8;
+  s.pp = 8;
+  s.global_batch_size = 1536;
+  const auto run = config::resolve_run(gpt3, s);
+  // By hand: 96 micro-batches per replica × 12 layers per stage × 32 tasks,
+  // one bit each, plus 16 KiB of state, for each of 1024 ranks.
+  CHECK(simulate::explicit_memory_bytes(run.model, run.parallel) == Approx(1024 * (16384 + 96 * 12 * 32 / 8.0)));
+  CHECK_NOTHROW(simulate::check_explicit_fits(run.model, run.parallel, 1.0 * (1 << 30)));
+  CHECK_THROWS_WITH(simulate::check_explicit_fits(run.model, run.parallel, 16.0 * (1 << 20)),
+                    Catch::Contains("use --mode symmetric"));
+
+  // 2^24 ranks of the tiny model would need 256 GiB of engine state: refused
+  // at once (without the guard this test would exhaust the machine).
+  config::StrategyInput huge;
+  huge.gpus = std::int64_t{1} << 24;
+  huge.global_batch_size = std::int64_t{1} << 24;
+  const auto tiny = test::shipped_model("tiny");
+  CHECK_THROWS_WITH(test::simulate(tiny, test::shipped_hardware("a100-sxm4-80gb"), huge, simulate::Mode::Explicit),
+                    Catch::Contains("explicit mode would need about"));
 }
