@@ -11,8 +11,6 @@
 
 namespace ptsim::cli {
 
-namespace {
-
 nlohmann::ordered_json strategy_json(const config::StrategyInput& s) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& f : config::strategy_fields())
@@ -23,6 +21,8 @@ nlohmann::ordered_json strategy_json(const config::StrategyInput& s) {
         f.member);
   return j;
 }
+
+namespace {
 
 double objective_value(const nlohmann::ordered_json& c, const std::string& objective) {
   return objective == "cost" ? c.at("cost_usd").get<double>() : c.at("step_time_s").get<double>();

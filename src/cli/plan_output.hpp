@@ -10,6 +10,8 @@
 
 namespace ptsim::cli {
 
+/// The strategy fields that are set, under their JSON keys (as strategy files spell them).
+nlohmann::ordered_json strategy_json(const config::StrategyInput& s);
 nlohmann::ordered_json plan_json(const plan::PlanResult& result, const plan::PlanRequest& request);
 std::string plan_csv(const nlohmann::ordered_json& plan);
 std::string plan_table(const nlohmann::ordered_json& plan);

@@ -19,6 +19,7 @@
 #include "commands.hpp"
 #include "parse_args.hpp"
 #include "output_file.hpp"
+#include "plan_output.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_model.hpp"
@@ -121,17 +122,6 @@ Point plan_point(const model::ModelSpec& model, const hardware::HardwareProfile&
     p.best = result.best.front();
   }
   return p;
-}
-
-nlohmann::ordered_json strategy_json(const config::StrategyInput& s) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  for (const auto& f : config::strategy_fields())
-    std::visit(
-        [&](auto member) {
-          if (s.*member) j[f.key] = *(s.*member);
-        },
-        f.member);
-  return j;
 }
 
 nlohmann::ordered_json breakdown_json(const report::Breakdown& b) {
