@@ -8,6 +8,8 @@
 #   scripts/fuzz.sh --seconds 10         # CI: a short run per target
 #   scripts/fuzz.sh --grow --seconds 900 # keep new coverage: merged into fuzz/corpus/
 #   scripts/fuzz.sh --replay             # only run the corpora and regressions once
+#   scripts/fuzz.sh --rounds 3 --seconds 300  # three 5-minute rounds per target, coverage
+#                                        # after each: a plateau shows when to stop
 #
 # A crash leaves its input in build-fuzz/findings/; once fixed, copy it to
 # fuzz/regressions/TARGET/ so that every later run replays it. Exit status is
@@ -18,6 +20,7 @@ build="${PTSIM_FUZZ_BUILD_DIR:-build-fuzz}"
 seconds=60
 grow=0
 replay=0
+rounds=1
 targets=()
 all=(fuzz_model fuzz_hf_config fuzz_hardware fuzz_strategy fuzz_runs fuzz_measurements fuzz_cli)
 while (($#)); do
@@ -25,7 +28,8 @@ while (($#)); do
     --seconds) seconds="$2"; shift 2 ;;
     --grow) grow=1; shift ;;
     --replay) replay=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     fuzz_*) targets+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1' (targets: ${all[*]})" >&2; exit 2 ;;
   esac
@@ -61,14 +65,18 @@ for t in "${targets[@]}"; do
     "$build/fuzz/$t" "${flags[@]}" -runs=0 "$seeds" "$regressions" || status=1
     continue
   fi
-  echo "== $t: ${seconds}s"
-  if ! "$build/fuzz/$t" "${flags[@]}" -max_total_time="$seconds" "$work" "$seeds" "$regressions" \
-      2>"$build/$t.log"; then
-    status=1
-    echo "   FINDING — see $build/$t.log and $build/findings/" >&2
-  fi
-  # The last status line: executions, coverage (edges), features, corpus size.
-  grep -E "^#[0-9]+" "$build/$t.log" | tail -1 | sed 's/^/   /'
+  echo "== $t: ${rounds} x ${seconds}s"
+  : >"$build/$t.log"
+  for ((round = 1; round <= rounds; round++)); do
+    if ! "$build/fuzz/$t" "${flags[@]}" -max_total_time="$seconds" "$work" "$seeds" "$regressions" \
+        2>>"$build/$t.log"; then
+      status=1
+      echo "   FINDING — see $build/$t.log and $build/findings/" >&2
+      break
+    fi
+    # The last status line: executions, coverage (edges), features, corpus size.
+    echo "   round $round: $(grep -E "^#[0-9]+" "$build/$t.log" | tail -1)"
+  done
   if [ "$grow" = 1 ]; then
     # Keep only inputs that add coverage to the committed seeds.
     "$build/fuzz/$t" -merge=1 "${flags[@]}" "$seeds" "$work" 2>>"$build/$t.log" >/dev/null

@@ -22,6 +22,13 @@ namespace ptsim::config::internal {
 
 namespace {
 
+// Sanity bounds, far outside anything measured: calibrated ratios of the
+// committed profiles lie in 0.27–10.3, CPU memory efficiencies up to ~3 (L2).
+constexpr double kMinRatio = 1e-4;
+constexpr double kMaxRatio = 1e4;
+constexpr double kMaxMemoryEfficiency = 100;
+constexpr double kMaxLog2Size = 64;
+
 std::vector<double> numbers(const nlohmann::json& list, const std::string& where) {
   if (!list.is_array()) throw ConfigError(fmt::format("{} must be an array of numbers", where));
   std::vector<double> out;
@@ -47,8 +54,15 @@ hardware::GemmTable parse_table(ObjectReader in, const std::string& where) {
   if (t.ratio.size() != t.log2_m.size() * t.log2_n.size() * t.log2_k.size())
     throw ConfigError(fmt::format("{}/ratio has {} values; the grid needs |m|·|n|·|k| = {}", where,
                                   t.ratio.size(), t.log2_m.size() * t.log2_n.size() * t.log2_k.size()));
+  for (const auto* axis : {&t.log2_m, &t.log2_n, &t.log2_k})
+    for (const double v : *axis)
+      if (!(v >= 0 && v <= kMaxLog2Size))
+        throw ConfigError(fmt::format("{}: grid value {} is not a log2 size in [0, {}]", where, v, kMaxLog2Size));
   for (const double r : t.ratio)
-    if (!(r > 0)) throw ConfigError(fmt::format("{}/ratio holds {}; ratios are positive", where, r));
+    if (!(r >= kMinRatio && r <= kMaxRatio))
+      throw ConfigError(fmt::format("{}/ratio holds {}; measured/modelled ratios lie in [{:g}, {:g}] (a "
+                                    "ratio outside means a wrong peak in the profile or a broken measurement)",
+                                    where, r, kMinRatio, kMaxRatio));
   return t;
 }
 
@@ -81,8 +95,13 @@ hardware::Calibration parse_calibration(const nlohmann::json& object, const std:
           !std::is_sorted(t.log2_bytes.begin(), t.log2_bytes.end()) ||
           std::adjacent_find(t.log2_bytes.begin(), t.log2_bytes.end()) != t.log2_bytes.end())
         throw ConfigError(fmt::format("{}: log2_bytes must be strictly ascending with one efficiency each", at));
+      for (const double v : t.log2_bytes)
+        if (!(v >= 0 && v <= kMaxLog2Size))
+          throw ConfigError(fmt::format("{}: log2_bytes value {} is not a log2 size in [0, {}]", at, v, kMaxLog2Size));
       for (const double e : t.efficiency)
-        if (!(e > 0)) throw ConfigError(fmt::format("{}/efficiency holds {}; efficiencies are positive", at, e));
+        if (!(e > 0 && e <= kMaxMemoryEfficiency))
+          throw ConfigError(fmt::format("{}/efficiency holds {}; efficiencies lie in (0, {:g}] (above 1 only "
+                                        "for data that stays in cache)", at, e, kMaxMemoryEfficiency));
       c.memory[kernel] = std::move(t);
     }
   }

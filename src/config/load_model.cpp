@@ -2,6 +2,7 @@
 // Face importer (see load_model.hpp).
 #include "ptsim/config/load_model.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -22,6 +23,7 @@ constexpr std::int64_t kMaxLayers = 100'000;
 constexpr std::int64_t kMaxVocab = 100'000'000;
 constexpr std::int64_t kMaxSeq = 1 << 24;
 constexpr std::int64_t kMaxExperts = 1 << 16;   // routed experts per layer
+constexpr double kMaxParameters = 1e15;          // the whole model: see validate_model
 
 // `sliding_window_layers`: one entry per layer, 0/1 or false/true.
 std::vector<std::uint8_t> read_layer_flags(internal::ObjectReader& in, const std::string& key,
@@ -207,6 +209,24 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
 }  // namespace
 
 void validate_model(const model::ModelSpec& m, const std::string& where) {
+  // Before any integer count of parameters or bytes is formed: an upper bound
+  // in doubles (every width at its largest), so that 16 bytes a parameter of
+  // optimizer state stay far inside 64 bits.
+  const double h = static_cast<double>(m.hidden_size);
+  const double heads = static_cast<double>(m.num_attention_heads);
+  const double head_dim = static_cast<double>(std::max({m.kv_channels, m.qk_head_dim + m.qk_pos_emb_head_dim,
+                                                        m.v_head_dim, m.hidden_size / m.num_attention_heads}));
+  const double attention = 4 * h * heads * head_dim + 2 * h * static_cast<double>(m.q_lora_rank + m.kv_lora_rank);
+  const double mlp = 3 * h * static_cast<double>(m.ffn_hidden_size + m.moe_shared_expert_intermediate_size) +
+                     3 * h * static_cast<double>(m.num_moe_experts) * static_cast<double>(m.moe_ffn_hidden_size);
+  const double bound = static_cast<double>(m.num_layers) * (attention + mlp + 4 * h) +
+                       2 * static_cast<double>(m.vocab_size + m.seq_length) * h;
+  if (bound > kMaxParameters)
+    throw ConfigError(fmt::format(
+        "{}: the model has up to {:.3g} parameters, beyond ptsim's limit of {:g} (500 times the "
+        "largest models trained); check num_layers = {}, hidden_size = {}, ffn_hidden_size = {} "
+        "and the expert counts",
+        where, bound, kMaxParameters, m.num_layers, m.hidden_size, m.ffn_hidden_size));
   if (m.num_attention_heads % m.num_query_groups != 0)
     throw ConfigError(fmt::format(
         "{}: num_query_groups = {} must divide num_attention_heads = {} (each key/value group "

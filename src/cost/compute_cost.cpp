@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
+#include "ptsim/common/error.hpp"
 #include "ptsim/cost/gemm_model.hpp"
 
 namespace ptsim::cost {
@@ -69,7 +72,13 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
 }
 
 Time compute_time(const hardware::HardwareProfile& hw, const taskgraph::Task& task) {
-  return Time::from_seconds(compute_seconds(hw, task));
+  const double s = compute_seconds(hw, task);
+  if (!(s >= 0 && s <= Time::max_seconds))
+    throw ConfigError(fmt::format(
+        "{}: a kernel is predicted to take {:g} s, beyond simulated time's {:g} s: the profile's "
+        "rates or calibration ratios, or the model's sizes, are absurd",
+        hw.name, s, Time::max_seconds));
+  return Time::from_seconds(s);
 }
 
 }  // namespace ptsim::cost

@@ -118,8 +118,8 @@ class Run {
   void schedule_kernel(std::uint32_t local, std::uint8_t s, TaskId t, Time now) {
     auto& stream = state_.stream(local, s);
     ++stream.version;
-    const auto ns = static_cast<std::int64_t>(std::ceil(stream.work_left_ns / stream.speed - 1e-6));
-    queue_.push({now + Time::nanoseconds(ns), local, t, stream.version, kKernelDone, s});
+    const Time left = Time::ceil_nanoseconds(std::max(0.0, stream.work_left_ns / stream.speed - 1e-6));
+    queue_.push({now + left, local, t, stream.version, kKernelDone, s});
   }
 
   // A stream starting or stopping changes the speed of the rank's running

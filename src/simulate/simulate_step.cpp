@@ -12,7 +12,7 @@
 #include "ptsim/engine/simulator.hpp"
 #include "ptsim/hardware/cluster.hpp"
 #include "ptsim/report/summarize.hpp"
-#include "ptsim/simulate/explicit_memory.hpp"
+#include "ptsim/simulate/simulation_memory.hpp"
 
 namespace ptsim::simulate {
 
@@ -143,8 +143,10 @@ void apply(const std::vector<Degradation>& degradations, hardware::Cluster& clus
 
 Outcome simulate_step(const Request& request) {
   const auto started = std::chrono::steady_clock::now();
-  // Before anything is allocated for the job: every rank's state must fit.
-  if (request.mode == Mode::Explicit) check_explicit_fits(request.model, request.parallel);
+  // Before anything is allocated for the job: the programs and every
+  // simulated rank's state must fit (auto mode: as symmetric, until it is
+  // known which mode runs).
+  check_memory_fits(request.model, request.parallel, request.mode == Mode::Explicit);
   workload::StepWorkload step = workload::build_step_workload(request.model, request.parallel);
   hardware::Cluster cluster(request.hardware, request.parallel.world_size);
   engine::RunOptions options;
@@ -167,7 +169,7 @@ Outcome simulate_step(const Request& request) {
                    mismatch.empty()
                ? Mode::Symmetric
                : Mode::Explicit;
-  if (mode == Mode::Explicit && request.mode == Mode::Auto) check_explicit_fits(request.model, request.parallel);
+  if (mode == Mode::Explicit && request.mode == Mode::Auto) check_memory_fits(request.model, request.parallel, true);
   if (mode == Mode::Symmetric) {
     options.ranks = representatives(step.layout);
     options.represents = static_cast<double>(request.parallel.tp * request.parallel.dp);

@@ -7,7 +7,6 @@ namespace ptsim::workload {
 
 namespace {
 
-std::uint64_t as_bytes(double b) { return static_cast<std::uint64_t>(std::llround(b)); }
 
 OpSpec with_saved(OpSpec op, double saved) {
   op.saved_bytes = as_bytes(saved);

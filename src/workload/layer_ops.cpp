@@ -45,7 +45,6 @@ namespace {
 using taskgraph::CollectiveKind;
 using taskgraph::KernelClass;
 
-std::uint64_t as_bytes(double b) { return static_cast<std::uint64_t>(std::llround(b)); }
 
 OpSpec saving(OpSpec op, double saved) {
   op.saved_bytes = as_bytes(saved);

@@ -2,15 +2,39 @@
 #include "ptsim/workload/op_spec.hpp"
 
 #include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "ptsim/common/error.hpp"
 
 namespace ptsim::workload {
 
 namespace {
 constexpr double kElementBytes = 2;  // bf16 activations and weights
-std::uint64_t as_bytes(double b) { return static_cast<std::uint64_t>(std::llround(b)); }
-std::uint32_t dim(double v) { return static_cast<std::uint32_t>(std::llround(v)); }
+// A GEMM or attention dimension as Task::shape holds it (32 bits).
+std::uint32_t dim(double v) {
+  if (!(v >= 0 && v <= static_cast<double>(std::numeric_limits<std::uint32_t>::max())))
+    throw ConfigError(fmt::format(
+        "a kernel dimension of {:.4g} is beyond 2^32: the sequence length times the micro-batch "
+        "size (or a model dimension) is too large to simulate; reduce --micro-batch-size or the "
+        "sequence length",
+        v));
+  return static_cast<std::uint32_t>(std::llround(v));
+}
 
 }  // namespace
+
+std::uint64_t as_bytes(double bytes) {
+  constexpr double kLimit = 9007199254740992.0;  // 2^53
+  if (!(bytes >= 0 && bytes <= kLimit))
+    throw ConfigError(fmt::format(
+        "a tensor of {:.4g} bytes is beyond ptsim's limit of 2^53 bytes (8 PiB): the model or "
+        "the micro-batch is too large to simulate; check the model's sizes, the sequence length "
+        "and --micro-batch-size",
+        bytes));
+  return static_cast<std::uint64_t>(std::llround(bytes));
+}
 
 OpSpec matmul(std::string name, double m, double n, double k, double batch, Dtype dtype) {
   OpSpec op;

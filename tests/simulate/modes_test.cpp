@@ -1,7 +1,7 @@
 // Explicit and symmetric simulation, and what-ifs that single out one rank.
 #include <nlohmann/json.hpp>
 
-#include "ptsim/simulate/explicit_memory.hpp"
+#include "ptsim/simulate/simulation_memory.hpp"
 #include "test_support.hpp"
 
 using namespace ptsim;
@@ -151,11 +151,21 @@ TEST_CASE("Explicit mode refuses a job this machine cannot hold before allocatin
   s.global_batch_size = 1536;
   const auto run = config::resolve_run(gpt3, s);
   // By hand: 96 micro-batches per replica × 12 layers per stage × 32 tasks,
-  // one bit each, plus 16 KiB of state, for each of 1024 ranks.
-  CHECK(simulate::explicit_memory_bytes(run.model, run.parallel) == Approx(1024 * (16384 + 96 * 12 * 32 / 8.0)));
-  CHECK_NOTHROW(simulate::check_explicit_fits(run.model, run.parallel, 1.0 * (1 << 30)));
-  CHECK_THROWS_WITH(simulate::check_explicit_fits(run.model, run.parallel, 16.0 * (1 << 20)),
+  // plus 175e9 / 64 parameters a rank in buckets of 40 M = 69 buckets; one
+  // bit each, plus 16 KiB of state, for each of 1024 ranks; 100 bytes a task
+  // for each of the 8 stages' programs.
+  const double tasks = 96 * 12 * 32 + 69;
+  CHECK(simulate::tasks_per_rank(run.model, run.parallel) == Approx(tasks));
+  CHECK(simulate::simulation_memory_bytes(run.model, run.parallel, true) ==
+        Approx(8 * tasks * 100 + 1024 * (16384 + tasks / 8)));
+  CHECK(simulate::simulation_memory_bytes(run.model, run.parallel, false) ==
+        Approx(8 * tasks * 100 + 8 * (16384 + tasks / 8)));
+  CHECK_NOTHROW(simulate::check_memory_fits(run.model, run.parallel, true, 1.0 * (1 << 30)));
+  CHECK_THROWS_WITH(simulate::check_memory_fits(run.model, run.parallel, true, 16.0 * (1 << 20)),
                     Catch::Contains("use --mode symmetric"));
+  CHECK_NOTHROW(simulate::check_memory_fits(run.model, run.parallel, false, 64.0 * (1 << 20)));
+  CHECK_THROWS_WITH(simulate::check_memory_fits(run.model, run.parallel, false, 16.0 * (1 << 20)),
+                    Catch::Contains("tasks per rank"));
 
   // 2^24 ranks of the tiny model would need 256 GiB of engine state: refused
   // at once (without the guard this test would exhaust the machine).

@@ -32,6 +32,11 @@ enum class CommGroup : std::uint8_t {
   ExpertTensorParallel,  // TP inside the experts
 };
 
+/// Bytes as a task counts them: rounded, and refused (ConfigError) beyond
+/// 2^53 — 8 PiB, past which doubles stop counting bytes exactly and sums of
+/// them could overflow 64 bits. Only absurd models or batches get there.
+std::uint64_t as_bytes(double bytes);
+
 struct OpSpec {
   std::string name;             // e.g. "attn.qkv", "mlp.fc1.wgrad"
   OpKind kind = OpKind::MemoryBound;
