@@ -42,7 +42,8 @@ CASES = [
 
 def run_once(ptsim, subcommand, args, workdir):
     out_json = os.path.join(workdir, "out.json")
-    cmd = [ptsim, subcommand] + args + ["--json", out_json]
+    # --timing: without it ptsim leaves wall times out so that its outputs are reproducible.
+    cmd = [ptsim, subcommand] + args + ["--json", out_json, "--timing"]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)

@@ -5,6 +5,7 @@
 #include <fmt/ostream.h>
 
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/cost/collective_algorithms.hpp"
+#include "ptsim/simulate/simulation_memory.hpp"
 
 namespace ptsim::cli {
 
@@ -143,6 +145,18 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
   }
   std::vector<std::uint64_t> sizes;
   for (const auto& item : split(sizes_text)) sizes.push_back(parse_size(item));
+
+  // The cluster and the plan's flows take about 1 KiB a rank (1.04 KiB
+  // measured at 262,144 and 1,048,576 ranks): refuse a group this machine
+  // cannot hold before building it.
+  constexpr double kBytesPerRank = 1100;
+  const std::int64_t largest = *std::max_element(group_sizes.begin(), group_sizes.end());
+  if (const auto available = simulate::available_memory_bytes();
+      available && static_cast<double>(largest) * kBytesPerRank > 0.8 * *available)
+    throw ConfigError(fmt::format(
+        "--ranks: a group of {} ranks would need about {:.1f} GiB, more than this machine can spare "
+        "({:.1f} GiB available); ask for fewer ranks",
+        largest, static_cast<double>(largest) * kBytesPerRank / (1u << 30), *available / (1u << 30)));
 
   const hardware::HardwareProfile hw = config::load_hardware(hw_path);
   const cost::LatencyModel latency(hw);

@@ -50,7 +50,7 @@ nlohmann::ordered_json plan_json(const plan::PlanResult& result, const plan::Pla
   j["pruned_bound"] = result.pruned_bound;
   j["simulated"] = result.simulated;
   j["did_not_fit"] = result.did_not_fit;
-  j["wall_s"] = result.wall_s;
+  if (result.wall_s) j["wall_s"] = *result.wall_s;  // only with --timing
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < result.best.size(); ++i) {
     const auto& c = result.best[i];
@@ -83,12 +83,13 @@ nlohmann::ordered_json plan_json(const plan::PlanResult& result, const plan::Pla
 std::string plan_table(const nlohmann::ordered_json& plan) {
   std::string out = fmt::format(
       "{} on {} GPUs ({}), global batch {}, sequence {}: searched {} strategies, {} invalid, {} pruned (memory {}, "
-      "bound {}), simulated {} ({} over memory) in {:.2f} s\n",
+      "bound {}), simulated {} ({} over memory){}\n",
       plan.at("model").get<std::string>(), plan.at("gpus").get<std::int64_t>(), plan.at("hardware").get<std::string>(),
       plan.at("global_batch_size").get<std::int64_t>(), plan.at("seq_length").get<std::int64_t>(),
       plan.at("searched").get<std::size_t>(), plan.at("invalid").get<std::size_t>(), plan.at("pruned").get<std::size_t>(),
       plan.at("pruned_memory").get<std::size_t>(), plan.at("pruned_bound").get<std::size_t>(),
-      plan.at("simulated").get<std::size_t>(), plan.at("did_not_fit").get<std::size_t>(), plan.at("wall_s").get<double>());
+      plan.at("simulated").get<std::size_t>(), plan.at("did_not_fit").get<std::size_t>(),
+      plan.contains("wall_s") ? fmt::format(" in {:.2f} s", plan.at("wall_s").get<double>()) : "");
   out += fmt::format("{:>4} {:>10} {:>6} {:>10} {:>9} {:>9} {:>9} {:>8}  {}\n", "rank", "step", "MFU", "memory",
                      "compute", "bubble", "exposed", "optim", "strategy");
   for (const auto& c : plan.at("candidates")) {
@@ -162,7 +163,6 @@ nlohmann::ordered_json merge_plan_files(const std::vector<nlohmann::ordered_json
       merged = j;
       merged["searched"] = merged["invalid"] = merged["pruned"] = merged["pruned_memory"] = merged["pruned_bound"] =
           merged["simulated"] = merged["did_not_fit"] = 0;
-      merged["wall_s"] = 0.0;
     } else {
       for (const char* key : {"model", "hardware", "gpus", "global_batch_size", "seq_length", "objective"})
         if (j.at(key) != merged.at(key))
@@ -171,7 +171,10 @@ nlohmann::ordered_json merge_plan_files(const std::vector<nlohmann::ordered_json
     }
     for (const char* key : {"searched", "invalid", "pruned", "pruned_memory", "pruned_bound", "simulated", "did_not_fit"})
       merged[key] = merged[key].get<std::size_t>() + j.at(key).get<std::size_t>();
-    merged["wall_s"] = std::max(merged["wall_s"].get<double>(), j.at("wall_s").get<double>());
+    // A search's wall time is the slowest shard's, when every shard kept it.
+    if (!j.contains("wall_s")) merged.erase("wall_s");
+    else if (merged.contains("wall_s"))
+      merged["wall_s"] = std::max(merged["wall_s"].get<double>(), j.at("wall_s").get<double>());
     for (const auto& c : j.at("candidates")) candidates.push_back(c);
   }
   const std::string objective = merged.at("objective").get<std::string>();

@@ -94,11 +94,11 @@ struct Point {
   std::optional<plan::PlannedStrategy> best;
   std::string reason;
   std::size_t searched = 0, simulated = 0;
-  double wall_s = 0;
 };
 
 Point plan_point(const model::ModelSpec& model, const hardware::HardwareProfile& hw, std::int64_t gpus,
-                 std::int64_t batch, std::optional<std::int64_t> seq, const config::StrategyInput& fixed) {
+                 std::int64_t batch, std::optional<std::int64_t> seq, const config::StrategyInput& fixed,
+                 unsigned threads) {
   Point p;
   p.hardware_name = hw.name;
   p.gpu = hw.gpu.name;
@@ -111,10 +111,10 @@ Point plan_point(const model::ModelSpec& model, const hardware::HardwareProfile&
   r.seq_length = seq;
   r.fixed = fixed;
   r.top = 1;
+  r.threads = threads;
   const plan::PlanResult result = plan::plan(r);
   p.searched = result.searched;
   p.simulated = result.simulated;
-  p.wall_s = result.wall_s;
   if (result.best.empty()) {
     p.reason = result.searched == 0 ? "no valid strategy for this GPU count and batch"
                                     : "no strategy fits in memory";
@@ -185,6 +185,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   std::string model_path, hw_list, gpus_list = "64,128,256,512,1024,2048,4096,8192", out_dir, renderer;
   double tokens = 0, days = 0, price = 0, watts = 0;
   std::int64_t batch = 0, seq = 0;
+  unsigned threads = 0;
   po::options_description options("Options");
   options.add_options()
       ("model", po::value(&model_path)->value_name("FILE"), "model (ptsim JSON or Hugging Face config.json)")
@@ -199,6 +200,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
       ("out", po::value(&out_dir)->value_name("DIR"), "where report.json, report.md and report.html go")
       ("renderer", po::value(&renderer)->value_name("SCRIPT"), "the plotting script (default scripts/render_report.py)")
       ("no-render", "write report.json only")
+      ("threads", po::value(&threads)->value_name("N"), "simulation threads (default: every core)")
       ("quiet,q", "no progress on standard error")
       ("help,h", "show this help");
   po::variables_map vm;
@@ -240,7 +242,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   for (const auto& hw : profiles)
     for (const std::int64_t g : gpu_counts) {
       if (!quiet) fmt::print(stderr, "[{}/{}] {} × {}: searching strategies\n", ++n, profiles.size() * gpu_counts.size(), g, hw.name);
-      points.push_back(plan_point(model, hw, g, batch, seq > 0 ? std::optional(seq) : std::nullopt, {}));
+      points.push_back(plan_point(model, hw, g, batch, seq > 0 ? std::optional(seq) : std::nullopt, {}, threads));
     }
 
   const double tokens_per_step = static_cast<double>(batch * seq_length);
@@ -298,8 +300,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
                                   {"capacity_bytes", r.memory.capacity_bytes},
                                   {"stages", stages},
                                   {"searched", p.searched},
-                                  {"simulated", p.simulated},
-                                  {"search_wall_s", p.wall_s}};
+                                  {"simulated", p.simulated}};
     list.push_back(row);
     fmt::print(out, "{:<22} {:>6} {:>8.3f}s {:>5.1f}% {:>9.1f} {:>12.0f} {:>12} {:>10}  {}\n", p.hardware_name, p.gpus,
                r.step_time_s, 100 * r.throughput.mfu, time / 86400, gpu_hours,
@@ -337,11 +338,13 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
 
 int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
   std::string spec_path, json, csv;
+  unsigned threads = 0;
   po::options_description options("Options");
   options.add_options()
       ("spec", po::value(&spec_path)->value_name("SPEC.json"), "the sweep")
       ("json", po::value(&json)->value_name("FILE"), "write the points as JSON")
       ("csv", po::value(&csv)->value_name("FILE"), "write the points as CSV")
+      ("threads", po::value(&threads)->value_name("N"), "simulation threads (default: every core)")
       ("quiet,q", "no progress on standard error")
       ("help,h", "show this help");
   po::positional_options_description positional;
@@ -440,7 +443,7 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
   for (const auto& e : entries)
     for (const std::int64_t g : gpus) {
       if (!quiet) fmt::print(stderr, "[{}/{}] {} × {}\n", ++n, entries.size() * gpus.size(), g, e.name);
-      const Point p = plan_point(model, e.hw, g, batch, seq, {});
+      const Point p = plan_point(model, e.hw, g, batch, seq, {}, threads);
       if (!p.best) {
         points.push_back({{"hardware", e.name}, {"gpus", g}, {"fits", false}, {"reason", p.reason}});
         csv_text += fmt::format("\"{}\",{},false,,,,,\n", e.name, g);

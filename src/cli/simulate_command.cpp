@@ -44,6 +44,7 @@ struct Flags {
   RunInputs inputs;
   std::string json, trace, trace_ranks, mode = "auto";
   std::vector<std::string> slow_gpus, slow_links;
+  bool timing = false;
 };
 
 po::options_description describe(Flags& f) {
@@ -62,6 +63,9 @@ po::options_description describe(Flags& f) {
       ("trace-ranks", po::value(&f.trace_ranks)->value_name("LIST"),
        "ranks in the trace: comma-separated, or 'all' (default: all up to 16 ranks, else the "
        "first rank of each stage)")
+      ("timing", po::bool_switch(&f.timing),
+       "also report how long the simulation took (console and --json simulation.wall_s); "
+       "without it every output is byte-identical from run to run")
       ("help,h", "show this help");
   po::options_description all;
   all.add(input_options(f.inputs)).add(strategy_options()).add(outputs);
@@ -164,7 +168,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
                                ? simulate::default_trace_ranks(request.parallel)
                                : parse_ranks(f.trace_ranks, request.parallel.world_size);
 
-  const simulate::Outcome outcome = simulate::simulate_step(request);
+  simulate::Outcome outcome = simulate::simulate_step(request);
+  if (!f.timing) outcome.result.simulation.wall_s.reset();
   report::print_console(outcome.result, out);
   const std::vector<std::string> inputs = {f.inputs.model, f.inputs.hw, f.inputs.strategy};
   if (!f.json.empty())

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -189,52 +190,62 @@ PlanResult plan(const PlanRequest& r, const Progress& progress) {
   std::stable_sort(todo.begin(), todo.end(),
                    [](const PlannedStrategy& a, const PlannedStrategy& b) { return a.lower_bound_s < b.lower_bound_s; });
 
-  // Simulate in bound order; stop a candidate once its bound cannot beat the K-th best.
-  std::mutex mutex;
+  // Simulate in bound order, in waves of kWave candidates: a candidate is
+  // skipped when its bound cannot beat the K-th best of the waves before its
+  // own. Deciding per wave, from finished waves only, makes what is simulated
+  // and pruned — and so every output — the same at any thread count; the
+  // price is at most one wave simulated beyond the point of pruning.
+  constexpr std::size_t kWave = 16;
   std::vector<PlannedStrategy> best;  // sorted, at most top
-  std::atomic<std::size_t> next{0}, done{0};
-  std::size_t simulated = 0, pruned = 0, over = 0;
+  std::size_t simulated = 0, pruned = 0, over = 0, done = 0;
   const double gpus = static_cast<double>(r.gpus);
   const auto kth_time = [&]() -> double {
     return best.size() < r.top ? 1e300 : best.back().result.step_time_s;
   };
-  const auto worker = [&] {
-    for (;;) {
-      const std::size_t i = next++;
-      if (i >= todo.size()) return;
-      PlannedStrategy c = todo[i];
-      {
+  const unsigned wanted = r.threads > 0 ? r.threads : std::max(1u, std::thread::hardware_concurrency());
+  const auto threads = static_cast<unsigned>(std::min<std::size_t>(wanted, kWave));
+  std::mutex mutex;  // guards `done` and the progress callback
+  for (std::size_t first = 0; first < todo.size(); first += kWave) {
+    std::vector<PlannedStrategy> wave;
+    // Cost is time × a constant at a fixed GPU count: one bound serves both.
+    for (std::size_t i = first; i < std::min(todo.size(), first + kWave); ++i)
+      if (todo[i].lower_bound_s > kth_time()) ++pruned;
+      else wave.push_back(std::move(todo[i]));
+    std::atomic<std::size_t> next{0};
+    std::exception_ptr failure;  // the first candidate that threw, rethrown on this thread
+    const auto worker = [&] {
+      for (std::size_t i = next++; i < wave.size(); i = next++) try {
+        PlannedStrategy& c = wave[i];
+        simulate::Request request{r.model, r.hardware, c.parallel, simulate::Mode::Auto, {}, {}};
+        request.model = config::resolve_run(r.model, c.strategy).model;
+        c.result = simulate::simulate_step(request).result;
+        c.result.simulation.wall_s.reset();  // a candidate's outputs carry no wall time
+        c.cost = c.result.step_time_s * gpus * r.price_per_gpu_hour / 3600;
         const std::lock_guard lock(mutex);
-        // Cost is time × a constant at a fixed GPU count: one bound serves both.
-        if (c.lower_bound_s > kth_time()) {
-          ++pruned;
-          continue;
-        }
+        if (progress) progress(++done, todo.size() - pruned, elapsed());
+      } catch (...) {
+        const std::lock_guard lock(mutex);
+        if (!failure) failure = std::current_exception();
+        next = wave.size();
       }
-      simulate::Request request{r.model, r.hardware, c.parallel, simulate::Mode::Auto, {}, {}};
-      const config::ResolvedRun run = config::resolve_run(r.model, c.strategy);
-      request.model = run.model;
-      const simulate::Outcome outcome = simulate::simulate_step(request);
-      c.result = outcome.result;
-      c.cost = c.result.step_time_s * gpus * r.price_per_gpu_hour / 3600;
-      const std::lock_guard lock(mutex);
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < std::min<std::size_t>(threads, wave.size()); ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    if (failure) std::rethrow_exception(failure);
+    for (auto& c : wave) {  // in bound order, whatever order they finished in
       ++simulated;
       if (!c.result.memory.fits) {
         ++over;
-      } else {
-        const auto at = std::upper_bound(best.begin(), best.end(), c,
-                                         [&](const PlannedStrategy& a, const PlannedStrategy& b) { return better(a, b, r.objective); });
-        best.insert(at, std::move(c));
-        if (best.size() > r.top) best.pop_back();
+        continue;
       }
-      if (progress) progress(++done, todo.size(), elapsed());
+      const auto at = std::upper_bound(best.begin(), best.end(), c,
+                                       [&](const PlannedStrategy& a, const PlannedStrategy& b) { return better(a, b, r.objective); });
+      best.insert(at, std::move(c));
+      if (best.size() > r.top) best.pop_back();
     }
-  };
-  const unsigned threads = r.threads > 0 ? r.threads : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  }
 
   result.best = std::move(best);
   result.simulated = simulated;
@@ -254,7 +265,7 @@ PlanResult merge(const std::vector<PlanResult>& shards, std::size_t top) {
     out.pruned_bound += s.pruned_bound;
     out.simulated += s.simulated;
     out.did_not_fit += s.did_not_fit;
-    out.wall_s = std::max(out.wall_s, s.wall_s);
+    if (s.wall_s) out.wall_s = std::max(out.wall_s.value_or(0.0), *s.wall_s);
     for (const auto& c : s.best) out.best.push_back(c);
   }
   std::sort(out.best.begin(), out.best.end(),

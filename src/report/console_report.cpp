@@ -134,9 +134,10 @@ void print_console(const StepResult& r, std::ostream& out) {
   }
   fmt::print(out, "communication      {} per step, on rank {} (stage {})\n", volumes, r.critical_rank,
              r.critical_stage);
-  fmt::print(out, "simulated          {} events ({} tasks) in {:.2f} s ({}, {} rank{})\n",
-             thousands(r.simulation.events), thousands(r.simulation.tasks), r.simulation.wall_s,
-             r.simulation.mode, r.simulation.ranks_simulated, r.simulation.ranks_simulated == 1 ? "" : "s");
+  const std::string wall = r.simulation.wall_s ? fmt::format(" in {:.2f} s", *r.simulation.wall_s) : "";
+  fmt::print(out, "simulated          {} events ({} tasks){} ({}, {} rank{})\n", thousands(r.simulation.events),
+             thousands(r.simulation.tasks), wall, r.simulation.mode, r.simulation.ranks_simulated,
+             r.simulation.ranks_simulated == 1 ? "" : "s");
 }
 
 }  // namespace ptsim::report

@@ -79,12 +79,12 @@ void write_json(const StepResult& r, std::ostream& out) {
     comm[dim] = {{"bytes", d.bytes}, {"bus_bytes", d.bus_bytes}, {"time_s", d.time_s}, {"exposed_s", d.exposed_s}};
   }
   j["communication"] = comm;
-  j["simulation"] = {{"events", r.simulation.events},
-                     {"tasks", r.simulation.tasks},
-                     {"wall_s", r.simulation.wall_s},
-                     {"mode", r.simulation.mode},
-                     {"ranks_simulated", r.simulation.ranks_simulated},
-                     {"fingerprint", fmt::format("{:016x}", r.simulation.fingerprint)}};
+  ordered_json sim = {{"events", r.simulation.events}, {"tasks", r.simulation.tasks}};
+  if (r.simulation.wall_s) sim["wall_s"] = *r.simulation.wall_s;  // only with --timing
+  sim["mode"] = r.simulation.mode;
+  sim["ranks_simulated"] = r.simulation.ranks_simulated;
+  sim["fingerprint"] = fmt::format("{:016x}", r.simulation.fingerprint);
+  j["simulation"] = sim;
   out << j.dump(2) << '\n';
 }
 

@@ -67,7 +67,8 @@ struct PlanResult {
   std::size_t pruned_bound = 0;    // lower bound above the K-th best time
   std::size_t simulated = 0;
   std::size_t did_not_fit = 0;     // simulated, but over the memory
-  double wall_s = 0;
+  // Wall-clock seconds of the search; outputs keep it only with --timing.
+  std::optional<double> wall_s;
 };
 
 /// Called as simulations finish: (done, to do at most, seconds elapsed).

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <map>
 #include <string>
 #include <vector>
@@ -67,7 +68,9 @@ struct DimensionCommunication {
 struct SimulationInfo {
   std::uint64_t events = 0;
   std::uint64_t tasks = 0;
-  double wall_s = 0;
+  // Wall-clock seconds of the simulation: set by simulate_step, kept in the
+  // outputs only with --timing (it differs from run to run; the rest does not).
+  std::optional<double> wall_s;
   std::string mode;         // "explicit" or "symmetric"
   std::int64_t ranks_simulated = 0;
   std::uint64_t fingerprint = 0;
