@@ -17,22 +17,6 @@ namespace ptsim::plan::internal {
 
 namespace {
 
-workload::MicroShape shape_of(const model::ModelSpec& m, const strategy::ParallelConfig& c) {
-  workload::MicroShape s;
-  s.micro_batch = c.micro_batch_size;
-  s.seq_length = m.seq_length;
-  s.tp = c.tp;
-  s.cp = c.cp;
-  s.sequence_parallel = c.sequence_parallel;
-  s.tp_comm_overlap = c.tp_comm_overlap;
-  s.flash_attention = c.attention == strategy::AttentionBackend::Flash;
-  s.gemm_dtype = c.precision;
-  s.ep = c.ep;
-  s.expert_tp = c.expert_tp;
-  s.capacity_factor = c.moe_capacity_factor;
-  return s;
-}
-
 bool is_kernel(const workload::OpSpec& op) {
   return op.kind == workload::OpKind::Matmul || op.kind == workload::OpKind::MemoryBound ||
          op.kind == workload::OpKind::Attention;
@@ -48,7 +32,7 @@ std::string shape_key(const workload::MicroShape& s) {
 
 const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy::ParallelConfig& c,
                                        std::int64_t index) {
-  const auto shape = shape_of(m, c);
+  const auto shape = workload::micro_shape(m, c);
   const std::string key = "layer " + workload::layer_kind_key(m, index) + " " + shape_key(shape);
   {
     const std::lock_guard lock(mutex_);
@@ -71,7 +55,7 @@ const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy
 }
 
 const Bounds::LayerCost& Bounds::boundary(const model::ModelSpec& m, const strategy::ParallelConfig& c, bool output) {
-  const auto shape = shape_of(m, c);
+  const auto shape = workload::micro_shape(m, c);
   const std::string key = fmt::format("{} v{} {}", output ? "output" : "embedding", m.vocab_size, shape_key(shape));
   {
     const std::lock_guard lock(mutex_);

@@ -465,6 +465,22 @@ int fp8_gemms_per_layer(const model::ModelSpec& m, std::int64_t layer) {
   return gemms;
 }
 
+MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig& c) {
+  MicroShape s;
+  s.micro_batch = c.micro_batch_size;
+  s.seq_length = m.seq_length;
+  s.tp = c.tp;
+  s.cp = c.cp;
+  s.sequence_parallel = c.sequence_parallel;
+  s.tp_comm_overlap = c.tp_comm_overlap;
+  s.flash_attention = c.attention == strategy::AttentionBackend::Flash;
+  s.gemm_dtype = c.precision;
+  s.ep = c.ep;
+  s.expert_tp = c.expert_tp;
+  s.capacity_factor = c.moe_capacity_factor;
+  return s;
+}
+
 BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer) {
   LayerBuilder b(m, shape, layer);
   b.norm("ln1");

@@ -86,17 +86,8 @@ class StageBuilder {
  public:
   StageBuilder(const StageContext& ctx, NameTable& names, taskgraph::Program& program)
       : ctx_(ctx), c_(*ctx.config), m_(*ctx.model), out_(names, program) {
+    shape_ = micro_shape(m_, c_);
     shape_.micro_batch = ctx.micro_batch_size;
-    shape_.seq_length = m_.seq_length;
-    shape_.tp = c_.tp;
-    shape_.cp = c_.cp;
-    shape_.sequence_parallel = c_.sequence_parallel;
-    shape_.tp_comm_overlap = c_.tp_comm_overlap;
-    shape_.flash_attention = c_.attention == strategy::AttentionBackend::Flash;
-    shape_.gemm_dtype = c_.precision;
-    shape_.ep = c_.ep;
-    shape_.expert_tp = c_.expert_tp;
-    shape_.capacity_factor = c_.moe_capacity_factor;
     embedding_ = embedding_ops(m_, shape_);
     output_ = output_ops(m_, shape_);
     activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));

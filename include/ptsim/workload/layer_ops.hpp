@@ -14,6 +14,7 @@
 
 #include "ptsim/common/dtype.hpp"
 #include "ptsim/model/model_spec.hpp"
+#include "ptsim/strategy/parallel_config.hpp"
 #include "ptsim/workload/op_spec.hpp"
 
 namespace ptsim::workload {
@@ -38,6 +39,10 @@ struct MicroShape {
   /// Tokens in the sequence-parallel regions (norms, dropout, residual): tokens()/t under SP.
   double sp_tokens() const { return sequence_parallel ? tokens() / static_cast<double>(tp) : tokens(); }
 };
+
+/// The shape of one micro-batch on a rank of `config` (what the layer ops of
+/// the workload builder and of the planner's bounds are built from).
+MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig& config);
 
 /// Forward and backward ops of transformer layer `layer` (global index:
 /// dense or MoE MLP, sliding-window or full attention). The first forward op
