@@ -20,6 +20,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 
 SCHEMA = "ptsim-capacity-report/1"
 PROG = "render_report.py"
@@ -361,9 +362,29 @@ def import_matplotlib():
     return plt, ticker
 
 
+def replace_atomically(path, write):
+    """Writes through `write(file)` into a temporary file beside `path`, then renames it over
+    `path`: an interrupted run leaves the old file or none, never half of one."""
+    directory, name = os.path.split(path)
+    fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def write_text(path, text):
+    replace_atomically(path, lambda f: f.write(text.encode("utf-8")))
+
+
 def save(plt, fig, path):
     # No Software/date entries: the same input gives the same bytes.
-    fig.savefig(path, dpi=100, format="png", metadata={"Software": None})
+    replace_atomically(path, lambda f: fig.savefig(f, dpi=100, format="png", metadata={"Software": None}))
     plt.close(fig)
 
 
@@ -671,8 +692,7 @@ def write_markdown(report, out_dir):
     lines.append("")
     for _, filename, _, alt in PLOTS:
         lines += [f"## {alt}", "", f"![{alt}]({filename})", ""]
-    with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8", newline="\n") as f:
-        f.write("\n".join(lines))
+    write_text(os.path.join(out_dir, "report.md"), "\n".join(lines))
 
 
 CSS = """
@@ -720,8 +740,7 @@ def write_html(report, out_dir, images):
         out += [f"<h2>{esc(alt)}</h2>", "<figure>",
                 f'<img id="{img_id}" alt="{esc(alt)}" src="data:image/png;base64,{data}">', "</figure>"]
     out += ["</body>", "</html>", ""]
-    with open(os.path.join(out_dir, "report.html"), "w", encoding="utf-8", newline="\n") as f:
-        f.write("\n".join(out))
+    write_text(os.path.join(out_dir, "report.html"), "\n".join(out))
 
 
 # --------------------------------------------------------------------------------------------
