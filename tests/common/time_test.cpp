@@ -1,6 +1,7 @@
 // Integer simulated time: conversions round to the nearest nanosecond.
 #include "ptsim/common/time.hpp"
 
+#include "ptsim/common/error.hpp"
 #include "test_support.hpp"
 
 using ptsim::Time;
@@ -12,4 +13,19 @@ TEST_CASE("Time converts seconds to integer nanoseconds", "[common]") {
   CHECK(Time::from_seconds(16.5).seconds() == 16.5);
   CHECK((Time::nanoseconds(5) + Time::nanoseconds(7)).ns() == 12);
   CHECK(Time::nanoseconds(5) < Time::nanoseconds(6));
+}
+
+TEST_CASE("Simulated time refuses what it cannot hold instead of wrapping", "[common]") {
+  // 4.6e9 s (146 years) is the longest span; sums are checked against int64.
+  CHECK(Time::from_seconds(Time::max_seconds).ns() == 4'600'000'000'000'000'000);
+  CHECK_THROWS_AS(Time::from_seconds(4.7e9), ptsim::SimulationError);
+  CHECK_THROWS_AS(Time::from_seconds(-1e-9), ptsim::SimulationError);
+  CHECK_THROWS_AS(Time::from_seconds(std::nan("")), ptsim::SimulationError);
+  CHECK_THROWS_WITH(Time::from_seconds(1e300), Catch::Contains("a duration of 1e+300 s is outside"));
+  const Time big = Time::from_seconds(4.6e9);
+  CHECK((big + big).seconds() == 9.2e9);  // two longest spans still add
+  CHECK_THROWS_WITH(big + big + big, Catch::Contains("the clock of 1.38e+10 s is outside"));
+  CHECK_THROWS_AS(Time::max() + Time::nanoseconds(1), ptsim::SimulationError);
+  CHECK(Time::ceil_nanoseconds(2.2).ns() == 3);
+  CHECK_THROWS_AS(Time::ceil_nanoseconds(1e19), ptsim::SimulationError);
 }

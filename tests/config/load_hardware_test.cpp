@@ -92,6 +92,16 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
     j["gpu"]["memory_GiB"] = 0;
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("/gpu/memory_GiB = 0 is out of range"));
   }
+  SECTION("calibration ratio beyond any measurement") {
+    json h = read("h100-sxm5-80gb");
+    h["calibration"]["gemm"]["bf16"]["ratio"][3] = 1e300;
+    CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"),
+                      Catch::Contains("/calibration/gemm/bf16/ratio holds 1e+300; measured/modelled ratios "
+                                      "lie in [0.0001, 10000]"));
+    h["calibration"]["gemm"]["bf16"]["ratio"][3] = 1.0;
+    h["calibration"]["gemm"]["bf16"]["log2_m"][0] = -1;
+    CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"), Catch::Contains("grid value -1 is not a log2 size"));
+  }
   SECTION("efficiency above one") {
     j["gpu"]["gemm_efficiency"]["bf16"] = 1.2;
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),

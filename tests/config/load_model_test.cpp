@@ -381,3 +381,17 @@ TEST_CASE("Numbers beyond a double are a ConfigError naming the file (fuzz_model
   CHECK_THROWS_AS(config::load_model(path), ConfigError);
   CHECK_THROWS_WITH(config::load_model(path), Catch::Contains(path + ": a number is out of range"));
 }
+
+TEST_CASE("A model beyond 1e15 parameters is refused before any count overflows", "[config]") {
+  // 100 layers × 3 · 2^20 · 2^23 (the MLP alone) = 2.64e15 parameters, each
+  // width within the loader's per-key limits.
+  json j = tiny();
+  j["num_layers"] = 100;
+  j["hidden_size"] = 1 << 20;
+  j["num_attention_heads"] = 8;
+  j["ffn_hidden_size"] = 1 << 23;
+  CHECK_THROWS_WITH(parse(j), Catch::Contains("beyond ptsim's limit of 1e+15") &&
+                                  Catch::Contains("num_layers = 100, hidden_size = 1048576"));
+  // GPT-3's 175e9 is far below it.
+  CHECK_NOTHROW(config::load_model(std::string(PTSIM_SOURCE_DIR) + "/configs/models/gpt3-175b.json"));
+}

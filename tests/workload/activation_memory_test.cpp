@@ -8,6 +8,10 @@
 // added, everything else equal.
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
+#include "ptsim/common/error.hpp"
+#include "ptsim/workload/op_spec.hpp"
 #include "test_support.hpp"
 
 using namespace ptsim;
@@ -83,4 +87,12 @@ TEST_CASE("Activations per layer with selective recomputation: s·b·h·(10 + 24
       CHECK(per_layer(static_cast<std::int64_t>(t), "selective", "unfused", true) ==
             Approx(s * b * h * 34 / t).epsilon(1e-9));
   }
+}
+
+TEST_CASE("Tensors beyond 2^53 bytes are refused, not rounded or wrapped", "[workload]") {
+  CHECK(workload::as_bytes(9007199254740992.0) == 9007199254740992ULL);  // 2^53 exactly
+  CHECK(workload::as_bytes(1.5) == 2);
+  CHECK_THROWS_WITH(workload::as_bytes(1e16), Catch::Contains("a tensor of 1e+16 bytes is beyond"));
+  CHECK_THROWS_AS(workload::as_bytes(-1), ConfigError);
+  CHECK_THROWS_AS(workload::as_bytes(std::nan("")), ConfigError);
 }
