@@ -215,7 +215,9 @@ class Run {
       free_transfers_.pop_back();
     }
     TransferState& x = transfers_[t];
+    std::vector<std::uint32_t> flows = std::move(x.flows);  // keep its buffer: no allocation per transfer
     x = TransferState{};
+    x.flows = std::move(flows);
     x.communicator = id;
     x.plan = plan_for(id, task);
     // In symmetric mode each simulated member stands for `represents` ranks;
@@ -235,6 +237,7 @@ class Run {
     const cost::PhaseSpec& phase = x.plan->phases[x.phase];
     x.flows_left = phase.flows.size();
     x.flows.clear();
+    x.flows.reserve(phase.flows.size());
     bool alone = true;
     for (const cost::FlowSpec& f : phase.flows) {
       x.flows.push_back(network_.add(now, f.bytes, f.path.view(), f.max_rate, std::max(1.0, x.weight), t));
@@ -315,11 +318,20 @@ class Run {
 
   void finish_transfer(std::uint32_t t, Time now) {
     CommState& c = state_.comms[transfers_[t].communicator];
-    const auto arrivals = std::move(c.arrivals);
-    c.arrivals.clear();
+    // Finishing the members may start the communicator's next operation, so
+    // they are walked from a buffer of their own: a spare one whose capacity
+    // goes to the communicator, so that no transfer allocates.
+    std::vector<std::pair<std::uint32_t, TaskId>> arrivals;
+    if (!spare_arrivals_.empty()) {
+      arrivals = std::move(spare_arrivals_.back());
+      spare_arrivals_.pop_back();
+    }
+    arrivals.swap(c.arrivals);
     c.first = nullptr;
     free_transfers_.push_back(t);
     for (const auto& [local, task] : arrivals) finish_task(local, task, now);
+    arrivals.clear();
+    spare_arrivals_.push_back(std::move(arrivals));
   }
 
   double bus_bytes(Rank rank, const Task& task) const {
@@ -377,6 +389,7 @@ class Run {
   RunResult result_;
   std::vector<TransferState> transfers_;
   std::vector<std::uint32_t> free_transfers_;
+  std::vector<std::vector<std::pair<std::uint32_t, TaskId>>> spare_arrivals_;  // see finish_transfer
   struct PlanEntry {
     taskgraph::CollectiveKind collective;
     std::uint64_t bytes;
