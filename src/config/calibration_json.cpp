@@ -47,17 +47,22 @@ hardware::GemmTable parse_table(ObjectReader in, const std::string& where) {
   t.log2_k = numbers(in.array("log2_k"), where + "/log2_k");
   t.ratio = numbers(in.array("ratio"), where + "/ratio");
   in.reject_unknown_keys("accepted keys: log2_m, log2_n, log2_k, ratio");
-  for (const auto* axis : {&t.log2_m, &t.log2_n, &t.log2_k})
-    if (axis->empty() || !std::is_sorted(axis->begin(), axis->end()) ||
-        std::adjacent_find(axis->begin(), axis->end()) != axis->end())
-      throw ConfigError(fmt::format("{}: grid axes must be non-empty and strictly ascending", where));
+  const std::pair<const char*, const std::vector<double>*> axes[] = {
+      {"log2_m", &t.log2_m}, {"log2_n", &t.log2_n}, {"log2_k", &t.log2_k}};
+  for (const auto& [name, axis] : axes) {
+    if (axis->empty()) throw ConfigError(fmt::format("{}/{} is empty; a grid axis needs a value", where, name));
+    for (std::size_t i = 0; i < axis->size(); ++i) {
+      const double v = (*axis)[i];
+      if (!(v >= 0 && v <= kMaxLog2Size))
+        throw ConfigError(fmt::format("{}/{}/{} = {} is not a log2 size in [0, {}]", where, name, i, v, kMaxLog2Size));
+      if (i > 0 && !((*axis)[i - 1] < v))
+        throw ConfigError(fmt::format("{}/{}/{} = {} does not exceed the value before it ({}); grid axes are "
+                                      "strictly ascending", where, name, i, v, (*axis)[i - 1]));
+    }
+  }
   if (t.ratio.size() != t.log2_m.size() * t.log2_n.size() * t.log2_k.size())
     throw ConfigError(fmt::format("{}/ratio has {} values; the grid needs |m|·|n|·|k| = {}", where,
                                   t.ratio.size(), t.log2_m.size() * t.log2_n.size() * t.log2_k.size()));
-  for (const auto* axis : {&t.log2_m, &t.log2_n, &t.log2_k})
-    for (const double v : *axis)
-      if (!(v >= 0 && v <= kMaxLog2Size))
-        throw ConfigError(fmt::format("{}: grid value {} is not a log2 size in [0, {}]", where, v, kMaxLog2Size));
   for (const double r : t.ratio)
     if (!(r >= kMinRatio && r <= kMaxRatio))
       throw ConfigError(fmt::format("{}/ratio holds {}; measured/modelled ratios lie in [{:g}, {:g}] (a "

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Every number of a model file and of a hardware profile, set in turn to an absurd value
+(0, -1, 0.5, 1e300, 1e-300, 2^40, 2^63; calibration tables: the first two entries of each list), must give either a finite simulation or an
+error that names the field: exit 0 with every output number finite and a positive step
+time, or exit 2 with a message holding the field's key (or exit 3 for a simulated time
+beyond the clock's range). Never another exit code, a signal, a hang or a NaN.
+
+    tests/cli/absurd_values_test.py PTSIM_BINARY
+"""
+import copy
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VALUES = [0, -1, 0.5, 1e300, 1e-300, 2**40, 2**63]
+
+
+def numeric_leaves(x, path=()):
+    if isinstance(x, dict):
+        for k, v in x.items():
+            if k in ("sources", "source"):
+                continue
+            yield from numeric_leaves(v, path + (k,))
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            yield from numeric_leaves(v, path + (i,))
+    elif isinstance(x, (int, float)) and not isinstance(x, bool):
+        yield path
+
+
+def set_at(d, path, value):
+    for k in path[:-1]:
+        d = d[k]
+    d[path[-1]] = value
+
+
+def finite_numbers(x):
+    if isinstance(x, dict):
+        return all(finite_numbers(v) for v in x.values())
+    if isinstance(x, list):
+        return all(finite_numbers(v) for v in x)
+    if isinstance(x, float):
+        return math.isfinite(x)
+    return True
+
+
+def main():
+    ptsim = os.path.abspath(sys.argv[1])
+    model = json.load(open(os.path.join(ROOT, "configs/models/tiny.json")))
+    profiles = {name: json.load(open(os.path.join(ROOT, f"hw_profiles/{name}.json")))
+                for name in ("a100-sxm4-80gb", "gb200-nvl72", "h100-sxm5-80gb")}
+    strategy = ["--gpus", "16", "--tp", "2", "--pp", "2", "--global-batch-size", "8"]
+    cases = [("model", None, p) for p in numeric_leaves(model)]
+    for name, hw in profiles.items():
+        # Calibration tables: their first two entries of each list stand for the rest.
+        cases += [("hw", name, p) for p in numeric_leaves(hw)
+                  if p[0] != "calibration" or name == "h100-sxm5-80gb" and p[-1] in (0, 1)]
+    failures, runs = [], 0
+    with tempfile.TemporaryDirectory() as work:
+        m_path, h_path, out = (os.path.join(work, f) for f in ("m.json", "h.json", "out.json"))
+        for kind, name, path in cases:
+            for value in VALUES:
+                m = copy.deepcopy(model)
+                h = copy.deepcopy(profiles[name or "a100-sxm4-80gb"])
+                set_at(m if kind == "model" else h, path, value)
+                json.dump(m, open(m_path, "w"))
+                json.dump(h, open(h_path, "w"))
+                if os.path.exists(out):
+                    os.unlink(out)
+                field = "/".join(str(p) for p in path)
+                where = f"{kind} {name or 'tiny'}: /{field} = {value}"
+                runs += 1
+                try:
+                    r = subprocess.run([ptsim, "simulate", "--model", m_path, "--hw", h_path, "--json", out]
+                                       + strategy, capture_output=True, text=True, timeout=60)
+                except subprocess.TimeoutExpired:
+                    failures.append(f"{where}: no answer within 60 s")
+                    continue
+                if r.returncode == 0:
+                    result = json.load(open(out))
+                    if not finite_numbers(result) or not result["step_time_s"] > 0:
+                        failures.append(f"{where}: exit 0 with a non-finite or zero figure")
+                elif r.returncode == 2:
+                    key = str(path[-1]) if not isinstance(path[-1], int) else str(path[-2])
+                    if key not in r.stderr:
+                        failures.append(f"{where}: the error does not name '{key}': {r.stderr.strip()}")
+                elif r.returncode == 3 and "outside simulated time's range" in r.stderr:
+                    pass
+                else:
+                    failures.append(f"{where}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    for f in failures:
+        print("absurd_values_test: FAIL:", f, file=sys.stderr)
+    print(f"absurd_values_test: {runs} runs over {len(cases)} fields, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
