@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every number of a model file, a hardware profile, a strategy file and a measurement file, set in turn to an absurd value
+"""Every number of a model file (ours and a Hugging Face config.json), a hardware profile, a strategy file and a measurement file, set in turn to an absurd value
 (0, -1, 0.5, 1e300, 1e-300, 2^40, 2^63; calibration tables: the first two entries of each list), must give either a finite simulation or an
 error that names the field: exit 0 with every output number finite and a positive step
 time, or exit 2 with a message holding the field's key (or exit 3 for a simulated time
@@ -54,7 +54,8 @@ def main():
     profiles = {name: json.load(open(os.path.join(ROOT, f"hw_profiles/{name}.json")))
                 for name in ("a100-sxm4-80gb", "gb200-nvl72", "h100-sxm5-80gb")}
     strategy = ["--gpus", "16", "--tp", "2", "--pp", "2", "--global-batch-size", "8"]
-    cases = [("model", None, p) for p in numeric_leaves(model)]
+    hf = json.load(open(os.path.join(ROOT, "fuzz/corpus/fuzz_hf_config/llama3-8b.json")))
+    cases = [("model", None, p) for p in numeric_leaves(model)] + [("hf", None, p) for p in numeric_leaves(hf)]
     for name, hw in profiles.items():
         # Calibration tables: their first two entries of each list stand for the rest.
         cases += [("hw", name, p) for p in numeric_leaves(hw)
@@ -64,9 +65,9 @@ def main():
         m_path, h_path, out = (os.path.join(work, f) for f in ("m.json", "h.json", "out.json"))
         for kind, name, path in cases:
             for value in VALUES:
-                m = copy.deepcopy(model)
+                m = copy.deepcopy(hf if kind == "hf" else model)
                 h = copy.deepcopy(profiles[name or "a100-sxm4-80gb"])
-                set_at(m if kind == "model" else h, path, value)
+                set_at(h if kind == "hw" else m, path, value)
                 json.dump(m, open(m_path, "w"))
                 json.dump(h, open(h_path, "w"))
                 if os.path.exists(out):
