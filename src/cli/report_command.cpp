@@ -21,6 +21,7 @@
 #include "output_file.hpp"
 #include "plan_output.hpp"
 #include "ptsim/common/error.hpp"
+#include "ptsim/config/json_file.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_model.hpp"
 #include "ptsim/plan/planner.hpp"
@@ -358,14 +359,7 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   if (spec_path.empty()) throw ConfigError("ptsim sweep: give SPEC.json; see --help");
-  std::ifstream in(spec_path);
-  if (!in) throw ConfigError(fmt::format("{}: cannot open the sweep file", spec_path));
-  nlohmann::json spec;
-  try {
-    spec = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{}: not valid JSON ({})", spec_path, e.what()));
-  }
+  const nlohmann::json spec = config::read_json_file(spec_path);
   const auto base = std::filesystem::path(spec_path).parent_path();
   const auto resolve = [&](const std::string& p) {
     const auto candidate = base / p;
@@ -383,8 +377,8 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
   if (spec.contains("seq_length")) seq = need("seq_length", &nlohmann::json::is_number_integer, "an integer").get<std::int64_t>();
   std::vector<std::int64_t> gpus;
   for (const auto& g : need("gpus", &nlohmann::json::is_array, "an array of GPU counts")) {
-    if (!g.is_number_integer() || g.get<std::int64_t>() < 1)
-      throw ConfigError(fmt::format("{}: /gpus holds {}; give positive GPU counts", spec_path, g.dump()));
+    if (!g.is_number_integer() || g.get<std::int64_t>() < 1 || g.get<std::int64_t>() > (1 << 24))
+      throw ConfigError(fmt::format("{}: /gpus holds {}; give GPU counts in [1, 16777216]", spec_path, g.dump()));
     gpus.push_back(g.get<std::int64_t>());
   }
   for (const auto& [key, value] : spec.items())
@@ -407,10 +401,8 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
       if (key != "name" && key != "profile" && key != "overrides")
         throw ConfigError(fmt::format("{}: unknown key '{}'; accepted keys: name, profile, overrides", at, key));
     const std::string profile_path = resolve(h.at("profile").get<std::string>());
-    std::ifstream pin(profile_path);
-    if (!pin) throw ConfigError(fmt::format("{}/profile: cannot open {}", at, profile_path));
-    nlohmann::json profile = nlohmann::json::parse(pin, nullptr, false);
-    if (profile.is_discarded()) throw ConfigError(fmt::format("{}: not valid JSON", profile_path));
+    nlohmann::json profile = config::read_json_file(profile_path);
+    if (!profile.is_object()) throw ConfigError(fmt::format("{}: a hardware profile is a JSON object", profile_path));
     std::string name = h.value("name", profile.value("name", profile_path));
     if (h.contains("overrides")) {
       if (!h.at("overrides").is_object()) throw ConfigError(fmt::format("{}/overrides must be an object of JSON pointers", at));

@@ -3,11 +3,34 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <vector>
 #include <fstream>
 #include <sstream>
 
 #include "ptsim/common/error.hpp"
+#include "ptsim/config/json_file.hpp"
+
+namespace ptsim::config {
+
+namespace {
+std::mutex files_mutex;
+std::vector<std::string>& read_so_far() {
+  static std::vector<std::string> files;
+  return files;
+}
+}  // namespace
+
+std::vector<std::string> files_read() {
+  const std::lock_guard lock(files_mutex);
+  return read_so_far();
+}
+
+nlohmann::json read_json_file(const std::string& path) { return internal::read_json_file(path); }
+
+}  // namespace ptsim::config
 
 namespace ptsim::config::internal {
 
@@ -17,6 +40,11 @@ json read_json_file(const std::string& path) {
   std::ifstream in(path);
   if (!in)
     throw ConfigError(fmt::format("{}: cannot open the file; check the path and permissions", path));
+  {
+    const std::lock_guard lock(files_mutex);
+    auto& files = read_so_far();
+    if (std::find(files.begin(), files.end(), path) == files.end()) files.push_back(path);
+  }
   std::stringstream text;
   text << in.rdbuf();
   try {

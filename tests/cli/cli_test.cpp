@@ -101,7 +101,20 @@ TEST_CASE("ptsim rejects bad input with exit code 2 and one clear line", "[cli]"
     const auto r = run(tiny_run() + " --gpus 1 --global-batch-size 1 --json " +
                        ptsim::test::source_path("configs/models/tiny.json"));
     CHECK(r.code == 2);
-    CHECK_THAT(r.err, Catch::Contains("refusing to overwrite an input"));
+    CHECK_THAT(r.err, Catch::Contains("refusing to overwrite") && Catch::Contains("tiny.json, an input of this run"));
+  }
+  SECTION("an output over a profile that only a sweep's spec names") {
+    const std::string profile = ptsim::test::scratch_path("sweep-profile.json");
+    const std::string original = ptsim::test::slurp(ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json"));
+    std::ofstream(profile) << original;
+    const std::string spec = ptsim::test::scratch_path("sweep-spec.json");
+    std::ofstream(spec) << "{\"model\": \"" << ptsim::test::source_path("configs/models/tiny.json")
+                        << "\", \"global_batch_size\": 8, \"gpus\": [8], \"hardware\": [{\"profile\": \""
+                        << profile << "\"}]}";
+    const auto r = run("sweep " + spec + " -q --json " + profile);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("refusing to overwrite"));
+    CHECK(ptsim::test::slurp(profile) == original);
   }
   SECTION("unknown command") {
     const auto r = run("simulat");
