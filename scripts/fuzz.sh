@@ -22,7 +22,7 @@ grow=0
 replay=0
 rounds=1
 targets=()
-all=(fuzz_model fuzz_hf_config fuzz_hardware fuzz_strategy fuzz_runs fuzz_measurements fuzz_cli)
+all=(fuzz_model fuzz_hf_config fuzz_hardware fuzz_strategy fuzz_runs fuzz_measurements fuzz_cli fuzz_merge)
 while (($#)); do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;

@@ -148,10 +148,41 @@ nlohmann::ordered_json merge_plan_files(const std::vector<std::string>& files, s
   return merge_plan_files(plans, files, top);
 }
 
+namespace {
+
+// A shard file is user input: every key the merge and its outputs read must
+// be there with its type, or the file is refused by name (never exit 70).
+void check_shard(const nlohmann::ordered_json& j, const std::string& file) {
+  try {
+    if (!j.is_object() || !j.contains("candidates") || !j.contains("shard"))
+      throw ConfigError(fmt::format("{}: not the JSON of ptsim plan --json (no candidates or shard)", file));
+    for (const char* key : {"model", "hardware", "objective"}) (void)j.at(key).get<std::string>();
+    for (const char* key : {"gpus", "global_batch_size", "seq_length"}) (void)j.at(key).get<std::int64_t>();
+    for (const char* key : {"searched", "invalid", "pruned", "pruned_memory", "pruned_bound", "simulated",
+                            "did_not_fit", "top"})
+      (void)j.at(key).get<std::size_t>();
+    if (j.contains("wall_s")) (void)j.at("wall_s").get<double>();
+    const std::string objective = j.at("objective").get<std::string>();
+    if (!j.at("candidates").is_array())
+      throw ConfigError(fmt::format("{}: /candidates must be an array", file));
+    for (const auto& c : j.at("candidates")) {
+      (void)objective_value(c, objective);
+      (void)c.at("index").get<std::size_t>();
+    }
+    (void)plan_table(j);  // and every field the table and the CSV print
+    (void)plan_csv(j);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(fmt::format("{}: not the JSON of ptsim plan --json: {}", file, e.what()));
+  }
+}
+
+}  // namespace
+
 nlohmann::ordered_json merge_plan_files(const std::vector<nlohmann::ordered_json>& plans,
                                         const std::vector<std::string>& sources, std::size_t top) {
   PTSIM_ASSERT(plans.size() == sources.size(), "merge_plan_files: one source name per plan");
   if (plans.empty()) throw ConfigError("no shard outputs to merge; give at least one");
+  for (std::size_t i = 0; i < plans.size(); ++i) check_shard(plans[i], sources[i]);
   nlohmann::ordered_json merged;
   std::vector<nlohmann::ordered_json> candidates;
   for (std::size_t i = 0; i < plans.size(); ++i) {

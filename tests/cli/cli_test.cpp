@@ -116,6 +116,11 @@ TEST_CASE("ptsim rejects bad input with exit code 2 and one clear line", "[cli]"
     CHECK_THAT(r.err, Catch::Contains("refusing to overwrite"));
     CHECK(ptsim::test::slurp(profile) == original);
   }
+  SECTION("a shard file with a field of the wrong type") {
+    const auto r = run("merge " + ptsim::test::source_path("fuzz/regressions/fuzz_merge/bad2-malformed-shard.json"));
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("bad2-malformed-shard.json: not the JSON of ptsim plan --json"));
+  }
   SECTION("unknown command") {
     const auto r = run("simulat");
     CHECK(r.code == 2);
