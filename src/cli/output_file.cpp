@@ -6,9 +6,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
+#include <vector>
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/json_file.hpp"
@@ -16,6 +19,42 @@
 namespace ptsim::cli {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// The temporary being written, for the signal handler: an interrupted run
+// (Ctrl-C, a CI job's timeout) removes it, so it leaves neither a half-written
+// output nor a stray temporary. Outputs are written one at a time, from the
+// main thread.
+char pending_temporary[4096] = {};
+
+extern "C" void remove_pending_and_reraise(int signal) {
+  if (pending_temporary[0] != '\0') ::unlink(pending_temporary);  // async-signal-safe
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
+class PendingTemporary {
+ public:
+  explicit PendingTemporary(const std::string& path) {
+    if (path.size() >= sizeof pending_temporary) return;  // too long to record: no cleanup on a signal
+    std::memcpy(pending_temporary, path.c_str(), path.size() + 1);
+    for (const int s : {SIGINT, SIGTERM, SIGHUP}) previous_.push_back(std::signal(s, remove_pending_and_reraise));
+  }
+  ~PendingTemporary() {
+    std::size_t i = 0;
+    for (const int s : {SIGINT, SIGTERM, SIGHUP})
+      if (i < previous_.size()) std::signal(s, previous_[i++]);
+    pending_temporary[0] = '\0';
+  }
+  PendingTemporary(const PendingTemporary&) = delete;
+  PendingTemporary& operator=(const PendingTemporary&) = delete;
+
+ private:
+  std::vector<void (*)(int)> previous_;
+};
+
+}  // namespace
 
 void write_output_file(const std::string& path, const std::vector<std::string>& inputs,
                        const std::function<void(std::ostream&)>& write) {
@@ -31,6 +70,7 @@ void write_output_file(const std::string& path, const std::vector<std::string>& 
   // file system, and two runs writing the same path do not share a temporary.
   static std::atomic<unsigned> serial{0};
   const fs::path temporary = fmt::format("{}.{}.{}.tmp", target.string(), ::getpid(), serial++);
+  const PendingTemporary pending(temporary.string());
   try {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     if (!out)
