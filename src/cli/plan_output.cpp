@@ -150,6 +150,15 @@ nlohmann::ordered_json merge_plan_files(const std::vector<std::string>& files, s
 
 namespace {
 
+// A whole number a shard file must hold at `key` of `object`: nlohmann's get
+// would convert 1e30 or -1 into an integer type without complaint (undefined
+// for floats out of range; found by fuzz_merge).
+void check_count(const nlohmann::ordered_json& object, const char* key, const std::string& file) {
+  const auto& v = object.at(key);
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+    throw ConfigError(fmt::format("{}: {} = {} must be a whole number ≥ 0", file, key, v.dump()));
+}
+
 // A shard file is user input: every key the merge and its outputs read must
 // be there with its type, or the file is refused by name (never exit 70).
 void check_shard(const nlohmann::ordered_json& j, const std::string& file) {
@@ -157,17 +166,16 @@ void check_shard(const nlohmann::ordered_json& j, const std::string& file) {
     if (!j.is_object() || !j.contains("candidates") || !j.contains("shard"))
       throw ConfigError(fmt::format("{}: not the JSON of ptsim plan --json (no candidates or shard)", file));
     for (const char* key : {"model", "hardware", "objective"}) (void)j.at(key).get<std::string>();
-    for (const char* key : {"gpus", "global_batch_size", "seq_length"}) (void)j.at(key).get<std::int64_t>();
-    for (const char* key : {"searched", "invalid", "pruned", "pruned_memory", "pruned_bound", "simulated",
-                            "did_not_fit", "top"})
-      (void)j.at(key).get<std::size_t>();
+    for (const char* key : {"gpus", "global_batch_size", "seq_length", "searched", "invalid", "pruned",
+                            "pruned_memory", "pruned_bound", "simulated", "did_not_fit", "top"})
+      check_count(j, key, file);
     if (j.contains("wall_s")) (void)j.at("wall_s").get<double>();
     const std::string objective = j.at("objective").get<std::string>();
     if (!j.at("candidates").is_array())
       throw ConfigError(fmt::format("{}: /candidates must be an array", file));
     for (const auto& c : j.at("candidates")) {
       (void)objective_value(c, objective);
-      (void)c.at("index").get<std::size_t>();
+      for (const char* key : {"index", "rank", "peak_memory_bytes"}) check_count(c, key, file);
     }
     (void)plan_table(j);  // and every field the table and the CSV print
     (void)plan_csv(j);

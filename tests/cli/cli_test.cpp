@@ -120,6 +120,10 @@ TEST_CASE("ptsim rejects bad input with exit code 2 and one clear line", "[cli]"
     const auto r = run("merge " + ptsim::test::source_path("fuzz/regressions/fuzz_merge/bad2-malformed-shard.json"));
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Catch::Contains("bad2-malformed-shard.json: not the JSON of ptsim plan --json"));
+    // fuzz_merge's finding: a float count beyond any integer type.
+    const auto f = run("merge " + ptsim::test::source_path("fuzz/regressions/fuzz_merge/top-1e29-float.json"));
+    CHECK(f.code == 2);
+    CHECK_THAT(f.err, Catch::Contains("top = 2.222222222222222e+29 must be a whole number"));
   }
   SECTION("unknown command") {
     const auto r = run("simulat");
