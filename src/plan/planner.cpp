@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -190,62 +191,88 @@ PlanResult plan(const PlanRequest& r, const Progress& progress) {
   std::stable_sort(todo.begin(), todo.end(),
                    [](const PlannedStrategy& a, const PlannedStrategy& b) { return a.lower_bound_s < b.lower_bound_s; });
 
-  // Simulate in bound order, in waves of kWave candidates: a candidate is
-  // skipped when its bound cannot beat the K-th best of the waves before its
-  // own. Deciding per wave, from finished waves only, makes what is simulated
-  // and pruned — and so every output — the same at any thread count; the
-  // price is at most one wave simulated beyond the point of pruning.
-  constexpr std::size_t kWave = 16;
-  std::vector<PlannedStrategy> best;  // sorted, at most top
+  // Simulate in bound order; skip a candidate whose bound cannot beat the
+  // K-th best. The K-th best a candidate is judged by is that of exactly the
+  // candidates kLag or more places ahead of it (waiting for them if need be),
+  // never of whatever else happens to have finished: what is simulated and
+  // pruned — and so every output — is the same at any thread count, without a
+  // barrier that idles threads. The price is at most kLag simulations beyond
+  // the point of pruning.
+  constexpr std::size_t kLag = 16;
+  const std::size_t n = todo.size();
+  enum class State : std::uint8_t { Pending, Pruned, Done };
+  std::vector<State> state(n, State::Pending);
+  std::vector<PlannedStrategy> best;   // sorted, at most top: of the final prefix
+  std::vector<double> kth_after{1e300};  // kth_after[j]: the K-th best time among candidates [0, j)
+  std::size_t prefix = 0;              // candidates [0, prefix) are final and folded into `best`
   std::size_t simulated = 0, pruned = 0, over = 0, done = 0;
   const double gpus = static_cast<double>(r.gpus);
-  const auto kth_time = [&]() -> double {
-    return best.size() < r.top ? 1e300 : best.back().result.step_time_s;
+  std::mutex mutex;
+  std::condition_variable advanced;
+  std::exception_ptr failure;  // the first candidate that threw, rethrown on this thread
+  std::atomic<std::size_t> next{0};
+  // Under the lock: fold the finished candidates at the front of the order.
+  const auto fold = [&] {
+    for (; prefix < n && state[prefix] != State::Pending; ++prefix) {
+      PlannedStrategy& c = todo[prefix];
+      if (state[prefix] == State::Done) {
+        ++simulated;
+        if (!c.result.memory.fits) {
+          ++over;
+        } else {
+          const auto at = std::upper_bound(best.begin(), best.end(), c, [&](const PlannedStrategy& a,
+                                                                             const PlannedStrategy& b) {
+            return better(a, b, r.objective);
+          });
+          best.insert(at, std::move(c));
+          if (best.size() > r.top) best.pop_back();
+        }
+      }
+      kth_after.push_back(best.size() < r.top ? 1e300 : best.back().result.step_time_s);
+    }
+    advanced.notify_all();
   };
-  const unsigned wanted = r.threads > 0 ? r.threads : std::max(1u, std::thread::hardware_concurrency());
-  const auto threads = static_cast<unsigned>(std::min<std::size_t>(wanted, kWave));
-  std::mutex mutex;  // guards `done` and the progress callback
-  for (std::size_t first = 0; first < todo.size(); first += kWave) {
-    std::vector<PlannedStrategy> wave;
-    // Cost is time × a constant at a fixed GPU count: one bound serves both.
-    for (std::size_t i = first; i < std::min(todo.size(), first + kWave); ++i)
-      if (todo[i].lower_bound_s > kth_time()) ++pruned;
-      else wave.push_back(std::move(todo[i]));
-    std::atomic<std::size_t> next{0};
-    std::exception_ptr failure;  // the first candidate that threw, rethrown on this thread
-    const auto worker = [&] {
-      for (std::size_t i = next++; i < wave.size(); i = next++) try {
-        PlannedStrategy& c = wave[i];
+  const auto worker = [&] {
+    for (std::size_t i = next++; i < n; i = next++) {
+      const std::size_t judge = i > kLag ? i - kLag : 0;
+      {
+        std::unique_lock lock(mutex);
+        advanced.wait(lock, [&] { return prefix >= judge || failure; });
+        if (failure) return;
+        // Cost is time × a constant at a fixed GPU count: one bound serves both.
+        if (todo[i].lower_bound_s > kth_after[judge]) {
+          state[i] = State::Pruned;
+          ++pruned;
+          fold();
+          continue;
+        }
+      }
+      try {
+        PlannedStrategy& c = todo[i];
         simulate::Request request{r.model, r.hardware, c.parallel, simulate::Mode::Auto, {}, {}};
         request.model = config::resolve_run(r.model, c.strategy).model;
         c.result = simulate::simulate_step(request).result;
         c.result.simulation.wall_s.reset();  // a candidate's outputs carry no wall time
         c.cost = c.result.step_time_s * gpus * r.price_per_gpu_hour / 3600;
         const std::lock_guard lock(mutex);
-        if (progress) progress(++done, todo.size() - pruned, elapsed());
+        state[i] = State::Done;
+        fold();
+        if (progress) progress(++done, n - pruned, elapsed());
       } catch (...) {
         const std::lock_guard lock(mutex);
         if (!failure) failure = std::current_exception();
-        next = wave.size();
+        advanced.notify_all();
+        return;
       }
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < std::min<std::size_t>(threads, wave.size()); ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
-    if (failure) std::rethrow_exception(failure);
-    for (auto& c : wave) {  // in bound order, whatever order they finished in
-      ++simulated;
-      if (!c.result.memory.fits) {
-        ++over;
-        continue;
-      }
-      const auto at = std::upper_bound(best.begin(), best.end(), c,
-                                       [&](const PlannedStrategy& a, const PlannedStrategy& b) { return better(a, b, r.objective); });
-      best.insert(at, std::move(c));
-      if (best.size() > r.top) best.pop_back();
     }
-  }
+  };
+  const unsigned wanted = r.threads > 0 ? r.threads : std::max(1u, std::thread::hardware_concurrency());
+  const auto threads = static_cast<unsigned>(std::min<std::size_t>(wanted, std::max<std::size_t>(1, n)));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
 
   result.best = std::move(best);
   result.simulated = simulated;
