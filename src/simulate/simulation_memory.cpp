@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ptsim/common/error.hpp"
+#include "ptsim/workload/step_workload.hpp"
 
 namespace ptsim::simulate {
 
@@ -35,9 +36,7 @@ double tasks_per_rank(const model::ModelSpec& model, const strategy::ParallelCon
   const double microbatches = static_cast<double>(parallel.global_batch_size) /
                               static_cast<double>(parallel.dp * parallel.micro_batch_size);
   const double layers = std::ceil(static_cast<double>(model.num_layers) / static_cast<double>(parallel.pp));
-  // Megatron's bucket size: max(ddp_bucket_parameters, 10^6 · dp) parameters.
-  const double bucket = std::max(static_cast<double>(parallel.ddp_bucket_parameters),
-                                 1e6 * static_cast<double>(parallel.dp));
+  const auto bucket = static_cast<double>(workload::bucket_parameters(parallel));
   const double parameters = static_cast<double>(model::total_parameters(model)) /
                             static_cast<double>(parallel.tp * parallel.pp);
   return microbatches * layers * kTasksPerLayerAndMicrobatch + std::ceil(parameters / bucket);

@@ -16,13 +16,11 @@ std::int64_t padded_vocab_size(std::int64_t vocab_size, std::int64_t tp) {
   return (vocab_size + multiple - 1) / multiple * multiple;
 }
 
-namespace {
-
-// Megatron-LM DistributedDataParallelConfig: bucket_size defaults to
-// max(40,000,000, 1,000,000 · dp) parameters.
 std::int64_t bucket_parameters(const strategy::ParallelConfig& config) {
   return std::max(config.ddp_bucket_parameters, 1'000'000 * config.dp);
 }
+
+namespace {
 
 void label(taskgraph::Workload& w) {
   w.stream_names = {"compute",          "tp",

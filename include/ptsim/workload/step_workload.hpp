@@ -100,6 +100,10 @@ struct StepWorkload {
 /// (--make-vocab-size-divisible-by 128, times the TP size).
 std::int64_t padded_vocab_size(std::int64_t vocab_size, std::int64_t tp);
 
+/// Parameters per data-parallel gradient bucket: Megatron-LM's
+/// DistributedDataParallelConfig default, max(ddp_bucket_parameters, 10^6 · dp).
+std::int64_t bucket_parameters(const strategy::ParallelConfig& config);
+
 /// Parameters a rank of `stage` holds: its chunks' layers, the embedding on
 /// the first virtual stage, the output layer on the last. `model`'s
 /// vocabulary must already be padded (padded_vocab_size).
