@@ -14,6 +14,7 @@
 #include "internal/compiled_program.hpp"
 #include "internal/flow_network.hpp"
 #include "internal/run_state.hpp"
+#include "internal/transfer_plans.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/engine/event_queue.hpp"
 
@@ -61,7 +62,12 @@ class Run {
       : w_(w), cost_(cost), options_(options), state_(w, cost, options),
         network_(capacities(cost.cluster()), sharing(cost.cluster())),
         slowdown_(cost.compute_slowdown_with_communication()), compute_mask_(w.compute_stream_mask),
-        plans_(w.communicators.size()) {}
+        plans_(w, cost, network_, flow_weights()) {
+    std::vector<internal::SimulatedProgram> simulated;
+    simulated.reserve(state_.ranks.size());
+    for (const RankState& r : state_.ranks) simulated.push_back({r.rank, r.program});
+    plans_.plan_ahead(simulated);
+  }
 
   RunResult execute() {
     for (std::uint32_t local = 0; local < state_.ranks.size(); ++local)
@@ -194,15 +200,14 @@ class Run {
     start_transfer(id, task, now);
   }
 
-  // Plans are cached per communicator; one sees only a few distinct
-  // (collective, size) pairs, so a short scan finds them.
-  const cost::TransferPlan* plan_for(taskgraph::CommunicatorId id, const Task& task) {
-    auto& cached = plans_[id];
-    for (const PlanEntry& e : cached)
-      if (e.collective == task.collective && e.bytes == task.bytes) return e.plan.get();
-    cached.push_back({task.collective, task.bytes,
-                      std::make_unique<cost::TransferPlan>(cost_.communication_plan(task, w_.communicators[id]))});
-    return cached.back().plan.get();
+  // In symmetric mode each simulated member stands for `represents` ranks;
+  // a communicator's flows carry their share of that on shared links.
+  std::vector<double> flow_weights() const {
+    std::vector<double> weights(w_.communicators.size());
+    for (std::size_t id = 0; id < weights.size(); ++id)
+      weights[id] = options_.represents * static_cast<double>(state_.comms[id].expected) /
+                    static_cast<double>(w_.communicators[id].members.size());
+    return weights;
   }
 
   void start_transfer(taskgraph::CommunicatorId id, const Task& task, Time now) {
@@ -219,11 +224,10 @@ class Run {
     x = TransferState{};
     x.flows = std::move(flows);
     x.communicator = id;
-    x.plan = plan_for(id, task);
-    // In symmetric mode each simulated member stands for `represents` ranks;
-    // the communicator's flows carry their share of that on shared links.
-    const double members = static_cast<double>(w_.communicators[id].members.size());
-    x.weight = options_.represents * static_cast<double>(state_.comms[id].expected) / members;
+    x.planned = &plans_.get(id, task);
+    x.plan = x.planned->plan.get();
+    x.weight = options_.represents * static_cast<double>(state_.comms[id].expected) /
+               static_cast<double>(w_.communicators[id].members.size());
     x.phase = 0;
     start_phase(t, now);
   }
@@ -237,6 +241,14 @@ class Run {
     const cost::PhaseSpec& phase = x.plan->phases[x.phase];
     x.flows_left = phase.flows.size();
     x.flows.clear();
+    // Links no other traffic can reach: the phase's time is known, and its
+    // flows need not enter the network (batch_done finds none to remove).
+    if (const std::optional<Time> alone = x.planned->alone[x.phase]) {
+      x.batched = true;
+      ++x.version;
+      queue_.push({now + *alone, t, 0, x.version, kBatchDone});
+      return;
+    }
     x.flows.reserve(phase.flows.size());
     bool alone = true;
     for (const cost::FlowSpec& f : phase.flows) {
@@ -390,12 +402,7 @@ class Run {
   std::vector<TransferState> transfers_;
   std::vector<std::uint32_t> free_transfers_;
   std::vector<std::vector<std::pair<std::uint32_t, TaskId>>> spare_arrivals_;  // see finish_transfer
-  struct PlanEntry {
-    taskgraph::CollectiveKind collective;
-    std::uint64_t bytes;
-    std::unique_ptr<cost::TransferPlan> plan;
-  };
-  std::vector<std::vector<PlanEntry>> plans_;  // by communicator
+  internal::TransferPlans plans_;
 };
 
 }  // namespace

@@ -71,11 +71,9 @@ FlowId FlowNetwork::add(Time now, double bytes, std::span<const hardware::LinkId
   f.active = true;
   f.num_links = static_cast<std::uint8_t>(links.size());
   bool alone = true;
-  double rate = max_rate > 0 ? max_rate : kInfinity;
   for (std::size_t i = 0; i < links.size(); ++i) {
     Link& l = links_[links[i]];
     alone = alone && l.flows.empty();
-    rate = std::min(rate, l.capacity / weight_on(f, l));
     f.links[i] = links[i];
     f.slot[i] = static_cast<std::uint32_t>(l.flows.size());
     l.flows.push_back(id);
@@ -83,7 +81,7 @@ FlowId FlowNetwork::add(Time now, double bytes, std::span<const hardware::LinkId
   last_add_alone_ = alone;
   if (alone) {
     // Nothing else on its links: no other rate can change.
-    f.rate = rate;
+    f.rate = rate_alone(links, max_rate, weight);
     changed_.push_back(id);
   } else {
     rebalance(links, now);
@@ -113,11 +111,26 @@ void FlowNetwork::remove(FlowId id, Time now) {
   if (others) rebalance({f.links.data(), f.num_links}, now);
 }
 
+double FlowNetwork::rate_alone(std::span<const hardware::LinkId> links, double max_rate,
+                               double weight) const {
+  double rate = max_rate > 0 ? max_rate : kInfinity;
+  for (const auto id : links) {
+    const Link& l = links_[id];
+    rate = std::min(rate, l.capacity / (l.shared ? weight : 1.0));
+  }
+  return rate;
+}
+
+Time FlowNetwork::time_to_send(double bytes, double rate) {
+  if (bytes <= 0) return Time{};
+  if (rate <= 0) return Time::max();
+  return Time::from_seconds(bytes / rate);
+}
+
 Time FlowNetwork::finish_time(FlowId id) const {
   const Flow& f = flows_[id];
-  if (f.remaining <= 0) return f.last;
-  if (f.rate <= 0) return Time::max();
-  return f.last + Time::from_seconds(f.remaining / f.rate);
+  const Time left = time_to_send(f.remaining, f.rate);
+  return left == Time::max() ? left : f.last + left;
 }
 
 void FlowNetwork::rebalance(std::span<const hardware::LinkId> seeds, Time now) {

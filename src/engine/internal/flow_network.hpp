@@ -30,6 +30,12 @@ class FlowNetwork {
   void remove(FlowId id, Time now);
 
   Time finish_time(FlowId id) const;
+  /// The rate a flow gets with every link of its path to itself: the least
+  /// of its cap and each link's capacity (over its weight on shared links).
+  double rate_alone(std::span<const hardware::LinkId> links, double max_rate, double weight) const;
+  /// How long `bytes` take at `rate`, rounded as finish_time() rounds;
+  /// Time::max() when the rate is zero.
+  static Time time_to_send(double bytes, double rate);
   bool active(FlowId id) const { return flows_[id].active; }
   /// Whether the last add() found every link of its flow free, so that no
   /// other flow's rate changed.

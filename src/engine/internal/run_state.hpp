@@ -93,13 +93,16 @@ struct CommState {
   std::vector<std::pair<std::uint32_t, taskgraph::TaskId>> arrivals;  // (rank slot, task)
 };
 
+struct PlannedTransfer;  // transfer_plans.hpp
+
 /// A collective or transfer in progress: which phase of its plan runs and
 /// how many of that phase's flows are still moving. A phase whose flows all
 /// started on free links is "batched": one event for its end instead of one
 /// per flow, until another flow changes the rate of one of its flows.
 struct TransferState {
   taskgraph::CommunicatorId communicator = 0;
-  const cost::TransferPlan* plan = nullptr;
+  const PlannedTransfer* planned = nullptr;
+  const cost::TransferPlan* plan = nullptr;  // planned->plan
   std::size_t phase = 0;
   std::size_t flows_left = 0;
   double weight = 1;  // of its flows on shared links

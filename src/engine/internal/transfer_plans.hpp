@@ -1,0 +1,67 @@
+// TransferPlans: each communicator's transfer plans, asked of the cost model
+// once per (collective, size), and which of their phases can skip the flow
+// network: a phase whose flows have their links to themselves — links no
+// other communicator's plan uses, flows of the phase on distinct links, and a
+// communicator whose operations run one at a time — takes the same time
+// whenever it runs, known before the run starts. Private to engine/.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "internal/compiled_program.hpp"
+#include "internal/flow_network.hpp"
+#include "ptsim/cost/cost_model.hpp"
+#include "ptsim/cost/transfer_plan.hpp"
+#include "ptsim/taskgraph/workload.hpp"
+
+namespace ptsim::engine::internal {
+
+struct PlannedTransfer {
+  taskgraph::CollectiveKind collective{};
+  std::uint64_t bytes = 0;
+  std::unique_ptr<cost::TransferPlan> plan;
+  /// Per phase: the time its flows take when no other flow can share their
+  /// links (the slowest flow at its rate alone); empty when other traffic
+  /// may meet them and the flow network must run them.
+  std::vector<std::optional<Time>> alone;
+};
+
+/// A simulated rank as the plan cache sees it: its global rank and program.
+struct SimulatedProgram {
+  Rank rank = 0;
+  const CompiledProgram* program = nullptr;
+};
+
+class TransferPlans {
+ public:
+  /// `weights[c]`: the weight of communicator c's flows on shared links.
+  TransferPlans(const taskgraph::Workload& w, const cost::CostModel& cost, const FlowNetwork& network,
+                std::vector<double> weights);
+
+  /// Finds in advance every plan the simulated ranks will ask for and marks
+  /// the phases that run alone. Plans asked for later (none, unless a task
+  /// was missed) are priced on the flow network.
+  void plan_ahead(const std::vector<SimulatedProgram>& ranks);
+
+  /// The plan of `task` on communicator `id` (a short scan: a communicator
+  /// sees only a few distinct collectives and sizes).
+  const PlannedTransfer& get(taskgraph::CommunicatorId id, const taskgraph::Task& task) {
+    for (const PlannedTransfer& p : by_comm_[id])
+      if (p.collective == task.collective && p.bytes == task.bytes) return p;
+    return add(id, task);
+  }
+
+ private:
+  PlannedTransfer& add(taskgraph::CommunicatorId id, const taskgraph::Task& task);
+
+  const taskgraph::Workload& w_;
+  const cost::CostModel& cost_;
+  const FlowNetwork& network_;
+  std::vector<double> weights_;
+  std::vector<std::vector<PlannedTransfer>> by_comm_;
+};
+
+}  // namespace ptsim::engine::internal
