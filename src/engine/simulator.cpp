@@ -134,29 +134,27 @@ class Run {
   void set_busy(std::uint32_t local, std::uint8_t s, bool busy, Time now) {
     RankState& r = state_.ranks[local];
     r.account(now);
+    const std::uint32_t bit = 1u << s;
     const std::uint32_t before = r.busy_mask;
-    if (busy) {
-      r.busy_mask |= 1u << s;
-    } else {
-      r.busy_mask &= ~(1u << s);
-    }
-    const bool compute_stream = (compute_mask_ >> s) & 1u;
+    r.busy_mask = busy ? before | bit : before & ~bit;
+    // The running kernels (a compute stream is busy exactly while its
+    // kernel runs); with none, no speed can change.
+    const std::uint32_t kernels = r.busy_mask & compute_mask_;
+    if (kernels == 0) return;
     const bool comm_before = (before & ~compute_mask_) != 0, comm_after = (r.busy_mask & ~compute_mask_) != 0;
-    if (!compute_stream && (comm_before == comm_after || slowdown_ == 1)) return;
-    const double base = comm_after ? 1 / slowdown_ : 1;
+    if (!(compute_mask_ & bit) && (comm_before == comm_after || slowdown_ == 1)) return;
     // Kernighan's count: a call to libgcc's popcount without -mpopcnt, and
     // the mask has a bit or two.
     int running = 0;
-    for (std::uint32_t m = r.busy_mask & compute_mask_; m != 0; m &= m - 1) ++running;
-    const auto sharing = static_cast<double>(running);
-    for (std::uint32_t m = compute_mask_; m != 0; m &= m - 1) {
+    for (std::uint32_t m = kernels; m != 0; m &= m - 1) ++running;
+    const double speed = (comm_after ? 1 / slowdown_ : 1) / std::max(1.0, static_cast<double>(running));
+    for (std::uint32_t m = kernels; m != 0; m &= m - 1) {
       const auto c = static_cast<std::uint8_t>(std::countr_zero(m));
       auto& kernel = state_.stream(local, c);
-      if (!kernel.running || !((r.busy_mask >> c) & 1u)) continue;
       kernel.work_left_ns =
           std::max(0.0, kernel.work_left_ns - static_cast<double>((now - kernel.last).ns()) * kernel.speed);
       kernel.last = now;
-      kernel.speed = base / std::max(1.0, sharing);
+      kernel.speed = speed;
       TaskId head = 0;
       state_.head(local, c, head);
       schedule_kernel(local, c, head, now);
