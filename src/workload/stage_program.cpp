@@ -171,6 +171,19 @@ class StageBuilder {
   }
 
   // ---- blocks -------------------------------------------------------------
+  // A layer's block of one kind (forward, backward part, recomputation) is
+  // made once per lane; every micro-batch then instantiates it by layer, kind
+  // and lane without formatting its key again (that was a tenth of a symmetric run).
+  template <typename Make>
+  std::uint32_t memo_block(std::int64_t layer, int kind, Make make) {
+    const auto key = (static_cast<std::uint64_t>(layer) * 8 + static_cast<std::uint64_t>(kind)) * 2 +
+                     static_cast<std::uint64_t>(out_.lane());
+    if (const auto it = layer_blocks_.find(key); it != layer_blocks_.end()) return it->second;
+    const std::uint32_t block = make();
+    layer_blocks_.emplace(key, block);
+    return block;
+  }
+
   // A list of ops as one block; `alloc(i)` / `free(i)` give each op's memory.
   template <typename Alloc, typename Free>
   std::uint32_t ops_block(const std::string& key, const std::vector<OpSpec>& ops, const std::string& prefix,
@@ -187,6 +200,9 @@ class StageBuilder {
   // recomputation the core-attention ops keep only what rebuilding them
   // needs; a ZeRO-3 layer releases its gathered parameters at its end.
   std::uint32_t layer_forward(std::int64_t layer, bool checkpoint) {
+    return memo_block(layer, checkpoint ? 1 : 0, [&] { return make_layer_forward(layer, checkpoint); });
+  }
+  std::uint32_t make_layer_forward(std::int64_t layer, bool checkpoint) {
     const auto& l = lists(layer);
     const std::uint64_t release = zero3() ? gathered_bytes(layer) : 0;
     const std::string key = fmt::format("layer.fwd.{}{}{}", layer_kind_key(m_, layer),
@@ -205,6 +221,9 @@ class StageBuilder {
 
   // `which`: 0 full backward, 1 B, 2 W.
   std::uint32_t layer_backward(std::int64_t layer, int which) {
+    return memo_block(layer, 2 + which, [&] { return make_layer_backward(layer, which); });
+  }
+  std::uint32_t make_layer_backward(std::int64_t layer, int which) {
     const auto& l = lists(layer);
     const auto& ops = which == 0 ? l.ops.backward : which == 1 ? l.input_backward : l.weight_backward;
     const std::uint64_t release = zero3() && which != 2 ? gathered_bytes(layer) : 0;
@@ -218,6 +237,9 @@ class StageBuilder {
   // The recomputed forward: every op but the checkpointed input (full), or
   // core attention (selective), allocating again what it saves.
   std::uint32_t layer_recompute(std::int64_t layer, bool full) {
+    return memo_block(layer, full ? 5 : 6, [&] { return make_layer_recompute(layer, full); });
+  }
+  std::uint32_t make_layer_recompute(std::int64_t layer, bool full) {
     const auto& l = lists(layer);
     const auto& ops = full ? l.ops.forward : l.core_attention;
     const std::string key = fmt::format("layer.recompute{}.{}", full ? "" : "_selective", layer_kind_key(m_, layer));
@@ -617,6 +639,7 @@ class StageBuilder {
   MicroShape shape_;
   BlockOps embedding_, output_;
   std::map<std::string, LayerLists> lists_;
+  std::unordered_map<std::uint64_t, std::uint32_t> layer_blocks_;  // by (layer · 8 + kind) · 2 + lane: see memo_block
   std::uint64_t activation_bytes_ = 0;
   std::int64_t total_virtual_ = 1;
   std::int64_t dense_bucket_ = 0, expert_bucket_ = 0;

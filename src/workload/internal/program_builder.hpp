@@ -101,6 +101,8 @@ class ProgramBuilder {
   void fork_lane();
   /// Instantiates on lane `lane` from now on.
   void set_lane(int lane);
+  /// The lane instances go to (blocks are recorded per lane).
+  int lane() const { return lane_; }
   /// Back to lane 0 alone: its next kernel waits for lane 1's work too.
   void join_lanes();
 
