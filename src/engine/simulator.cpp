@@ -143,11 +143,17 @@ class Run {
     if (kernels == 0) return;
     const bool comm_before = (before & ~compute_mask_) != 0, comm_after = (r.busy_mask & ~compute_mask_) != 0;
     if (!(compute_mask_ & bit) && (comm_before == comm_after || slowdown_ == 1)) return;
+    reprice(local, kernels, comm_after, now);
+  }
+
+  // Out of line: most busy changes return above, and inlining this (with
+  // the queue's push) made every call save and restore registers it needs.
+  [[gnu::noinline]] void reprice(std::uint32_t local, std::uint32_t kernels, bool communicating, Time now) {
     // Kernighan's count: a call to libgcc's popcount without -mpopcnt, and
     // the mask has a bit or two.
     int running = 0;
     for (std::uint32_t m = kernels; m != 0; m &= m - 1) ++running;
-    const double speed = (comm_after ? 1 / slowdown_ : 1) / std::max(1.0, static_cast<double>(running));
+    const double speed = (communicating ? 1 / slowdown_ : 1) / std::max(1.0, static_cast<double>(running));
     for (std::uint32_t m = kernels; m != 0; m &= m - 1) {
       const auto c = static_cast<std::uint8_t>(std::countr_zero(m));
       auto& kernel = state_.stream(local, c);
