@@ -13,7 +13,7 @@ constexpr std::size_t kMaxRanksShown = 8;
 
 std::string describe_task(const CompiledProgram& p, const taskgraph::Program& source, TaskId global,
                           const taskgraph::Workload& w) {
-  const taskgraph::BlockInstance& inst = source.instances()[p.instance_of[global]];
+  const taskgraph::BlockInstance& inst = source.instances()[p.instance_of(global)];
   std::string s = fmt::format("'{}'", w.op_names[p.task(global).name]);
   if (inst.microbatch >= 0) s += fmt::format(" micro-batch {}", inst.microbatch);
   if (inst.layer >= 0) s += fmt::format(" layer {}", inst.layer);

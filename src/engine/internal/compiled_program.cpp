@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ptsim/common/error.hpp"
 
 namespace ptsim::engine::internal {
@@ -82,6 +84,11 @@ CompiledBlock compile_block(const taskgraph::TaskGraph& graph, std::uint32_t id,
 
 }  // namespace
 
+std::uint32_t CompiledProgram::instance_of(TaskId global) const {
+  const auto after = std::upper_bound(offset.begin(), offset.end(), global);
+  return static_cast<std::uint32_t>(after - offset.begin() - 1);
+}
+
 CompiledProgram compile_program(const taskgraph::Program& program, std::size_t num_streams,
                                 std::size_t num_slots, const cost::CostModel& cost) {
   CompiledProgram p;
@@ -96,9 +103,14 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
   const std::size_t total = program.num_tasks();
   p.instance_block.reserve(n);
   p.offset.reserve(n + 1);
-  p.instance_of.resize(total);
   p.entries.resize(total + 1);
   p.stream_order.resize(num_streams);
+  {
+    std::vector<std::size_t> per_stream(num_streams, 0);
+    for (std::uint32_t i = 0; i < n; ++i)
+      for (std::size_t s = 0; s < num_streams; ++s) per_stream[s] += p.blocks[instances[i].block].stream_tasks[s].size();
+    for (std::size_t s = 0; s < num_streams; ++s) p.stream_order[s].reserve(per_stream[s]);
+  }
   // Dependency counts per global task: the block's own, then the links.
   std::vector<std::uint32_t> preds(total + 1, 0), succs(total + 1, 0);
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -107,7 +119,6 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
     p.offset.push_back(base);
     const CompiledBlock& b = p.blocks[instances[i].block];
     for (TaskId t = 0; t < b.tasks.size(); ++t) {
-      p.instance_of[base + t] = i;
       p.entries[base + t].task = &b.tasks[t];
       p.entries[base + t].duration_ns = b.compute_duration[t].ns();
       preds[base + t + 1] = b.pred_begin[t + 1] - b.pred_begin[t];
@@ -116,6 +127,7 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
     for (std::size_t s = 0; s < num_streams; ++s)
       for (const TaskId t : b.stream_tasks[s]) p.stream_order[s].push_back(base + t);
   }
+
   p.offset.push_back(static_cast<TaskId>(total));
   for (const auto& link : program.links()) {
     ++preds[program.global(link.after) + 1];

@@ -30,7 +30,6 @@ struct CompiledProgram {
   std::vector<CompiledBlock> blocks;
   std::vector<std::uint32_t> instance_block;
   std::vector<TaskId> offset;              // per instance; back() = number of tasks
-  std::vector<std::uint32_t> instance_of;  // per global task
   // Per global task, plus one sentinel: what each event reads together in
   // one cache line — the template, the duration and where its dependencies
   // start (links between instances included; a task's successors list its
@@ -47,6 +46,9 @@ struct CompiledProgram {
   std::vector<bool> uses_slot;  // communicator slots some task of the program uses
 
   std::size_t num_tasks() const { return offset.back(); }
+  /// The instance a global task belongs to (a binary search: only error
+  /// messages ask).
+  std::uint32_t instance_of(TaskId global) const;
   const taskgraph::Task& task(TaskId global) const { return *entries[global].task; }
   std::int64_t duration_ns(TaskId global) const { return entries[global].duration_ns; }
 
