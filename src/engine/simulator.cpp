@@ -149,10 +149,11 @@ class Run {
   // Out of line: most busy changes return above, and inlining this (with
   // the queue's push) made every call save and restore registers it needs.
   [[gnu::noinline]] void reprice(std::uint32_t local, std::uint32_t kernels, bool communicating, Time now) {
-    // Kernighan's count: a call to libgcc's popcount without -mpopcnt, and
-    // the mask has a bit or two.
-    int running = 0;
-    for (std::uint32_t m = kernels; m != 0; m &= m - 1) ++running;
+    // Kernighan's count (a call to libgcc's popcount without -mpopcnt),
+    // skipped for the usual single kernel.
+    int running = 1;
+    if ((kernels & (kernels - 1)) != 0)
+      for (std::uint32_t m = kernels & (kernels - 1); m != 0; m &= m - 1) ++running;
     const double speed = (communicating ? 1 / slowdown_ : 1) / std::max(1.0, static_cast<double>(running));
     for (std::uint32_t m = kernels; m != 0; m &= m - 1) {
       const auto c = static_cast<std::uint8_t>(std::countr_zero(m));
