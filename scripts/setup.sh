@@ -6,6 +6,9 @@
 #   PTSIM_BUILD_TYPE  CMake build type (default: Release)
 #   PTSIM_WERROR      ON to treat warnings as errors (CI)
 #   PTSIM_SANITIZE    ON to build with AddressSanitizer + UBSan (CI)
+#   PTSIM_BENCHMARKS  OFF to skip the micro-benchmarks (CUDA, CPU) and the
+#                     engine's Google Benchmark suite, which no test runs
+#                     (CI's sanitizer build); default ON
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,5 +33,6 @@ cmake -S "$root" -B "$build_dir" -G Ninja \
   -DCMAKE_BUILD_TYPE="${PTSIM_BUILD_TYPE:-Release}" \
   -DPTSIM_WERROR="${PTSIM_WERROR:-OFF}" \
   -DPTSIM_SANITIZE="${PTSIM_SANITIZE:-OFF}" \
+  -DPTSIM_BUILD_MICROBENCH="${PTSIM_BENCHMARKS:-ON}" -DPTSIM_BUILD_BENCH="${PTSIM_BENCHMARKS:-ON}" \
   -DPTSIM_WITH_MPI=ON > /dev/null
 cmake --build "$build_dir" -j "$(nproc)"
