@@ -59,7 +59,7 @@ std::vector<bool> sharing(const hardware::Cluster& c) {
 class Run {
  public:
   Run(const taskgraph::Workload& w, const cost::CostModel& cost, const RunOptions& options)
-      : w_(w), cost_(cost), options_(options), state_(w, cost, options),
+      : w_(w), options_(options), state_(w, cost, options),
         network_(capacities(cost.cluster()), sharing(cost.cluster())),
         slowdown_(cost.compute_slowdown_with_communication()), compute_mask_(w.compute_stream_mask),
         plans_(w, cost, network_, flow_weights()) {
@@ -399,7 +399,6 @@ class Run {
   }
 
   const taskgraph::Workload& w_;
-  const cost::CostModel& cost_;
   const RunOptions& options_;
   internal::RunState state_;
   internal::FlowNetwork network_;
