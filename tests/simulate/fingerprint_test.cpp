@@ -10,10 +10,12 @@
 // engine as it stood before the speed work of issue 8 (commit c720292 plus
 // this test). They are not expectations about the model — other tests hold the
 // numbers to closed forms — but a promise that optimisations change nothing.
-// The fingerprint's own definition changed once (one hash round per task
-// instead of three): the report hash was first made to leave the fingerprint
-// out and re-recorded by the unchanged engine (all other values equal), then
-// the new fingerprints were recorded with every other value still equal.
+// The fingerprint's own definition changed twice, each time recorded by an
+// engine whose every other recorded value matched: first one hash round per
+// task instead of three (the report hash was made to leave the fingerprint
+// out and re-recorded by the unchanged engine before that), then a sum over
+// tasks instead of a chain, so that it checks each task's finish time but not
+// the order in which simultaneous finishes are processed.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

@@ -56,7 +56,7 @@ struct RunResult {
   Time makespan;                  // latest finish over the simulated ranks
   std::uint64_t events = 0;       // events popped from the future event set
   std::uint64_t tasks = 0;        // tasks run, summed over simulated ranks
-  std::uint64_t fingerprint = 0;  // hash of the completion sequence (determinism checks)
+  std::uint64_t fingerprint = 0;  // sum of hashes of each task's (rank, id, finish time): determinism checks
   std::vector<RankStats> ranks;   // one per simulated rank, in rank order
   std::vector<TaskRecord> timeline;        // recorded ranks only, in completion order
   std::vector<MemorySample> memory_samples;  // recorded ranks only, in time order
