@@ -34,6 +34,7 @@ constexpr std::uint8_t kKernelDone = 0;    // target: rank slot, task, version
 constexpr std::uint8_t kFlowDone = 1;      // target: flow, version
 constexpr std::uint8_t kPhaseDone = 2;     // target: transfer (its latency has passed)
 constexpr std::uint8_t kBatchDone = 3;     // target: transfer, version (its batched flows are done)
+constexpr std::uint8_t kTransferDone = 4;  // target: transfer, version (its remaining phases ran alone)
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   // splitmix64 finaliser over an FNV-style accumulation: cheap and well spread.
@@ -89,6 +90,11 @@ class Run {
           if (transfers_[e.target].version != e.version) continue;
           ++result_.events;
           batch_done(e.target, e.at);
+          break;
+        case kTransferDone:
+          if (transfers_[e.target].version != e.version) continue;
+          ++result_.events;
+          finish_transfer(e.target, e.at);
           break;
         default:
           ++result_.events;
@@ -248,6 +254,12 @@ class Run {
     x.flows.clear();
     // Links no other traffic can reach: the phase's time is known, and its
     // flows need not enter the network (batch_done finds none to remove).
+    if (const std::optional<Time> rest = x.planned->rest_alone[x.phase]) {
+      // This phase and every later one alone: one event for the transfer's end.
+      ++x.version;
+      queue_.push({now + *rest, t, 0, x.version, kTransferDone});
+      return;
+    }
     if (const std::optional<Time> alone = x.planned->alone[x.phase]) {
       x.batched = true;
       ++x.version;

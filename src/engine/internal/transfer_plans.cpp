@@ -28,6 +28,7 @@ PlannedTransfer& TransferPlans::add(taskgraph::CommunicatorId id, const taskgrap
   p.bytes = task.bytes;
   p.plan = std::make_unique<cost::TransferPlan>(cost_.communication_plan(task, w_.communicators[id]));
   p.alone.assign(p.plan->phases.size(), std::nullopt);
+  p.rest_alone.assign(p.plan->phases.size(), std::nullopt);
   by_comm_[id].push_back(std::move(p));
   return by_comm_[id].back();
 }
@@ -84,6 +85,14 @@ void TransferPlans::plan_ahead(const std::vector<SimulatedProgram>& ranks) {
         }
         if (alone) p.alone[k] = slowest;
       }
+  for (auto& plans : by_comm_)
+    for (PlannedTransfer& p : plans) {
+      std::optional<Time> rest = Time{};
+      for (std::size_t k = p.plan->phases.size(); k-- > 0;) {
+        rest = rest && p.alone[k] ? std::optional<Time>(*p.alone[k] + p.plan->phases[k].latency + *rest) : std::nullopt;
+        p.rest_alone[k] = rest;
+      }
+    }
   }
 }
 

@@ -27,6 +27,9 @@ struct PlannedTransfer {
   /// links (the slowest flow at its rate alone); empty when other traffic
   /// may meet them and the flow network must run them.
   std::vector<std::optional<Time>> alone;
+  /// Per phase: when it and every phase after it run alone, the time from its
+  /// start to the transfer's end (their alone times and latencies); else empty.
+  std::vector<std::optional<Time>> rest_alone;
 };
 
 /// A simulated rank as the plan cache sees it: its global rank and program.
