@@ -64,6 +64,7 @@ class Run {
         network_(capacities(cost.cluster()), sharing(cost.cluster())),
         slowdown_(cost.compute_slowdown_with_communication()), compute_mask_(w.compute_stream_mask),
         plans_(w, cost, network_, flow_weights()) {
+    network_.defer_rates();
     std::vector<internal::SimulatedProgram> simulated;
     simulated.reserve(state_.ranks.size());
     for (const RankState& r : state_.ranks) simulated.push_back({r.rank, r.program});
@@ -73,8 +74,17 @@ class Run {
   RunResult execute() {
     for (std::uint32_t local = 0; local < state_.ranks.size(); ++local)
       for (std::uint8_t s = 0; s < state_.num_streams; ++s) try_start(local, s, Time{});
-    while (!queue_.empty()) {
+    Time now{};
+    for (;;) {
+      // Flows that started or ended at this instant get their rates together
+      // once nothing else is due now (see FlowNetwork::defer_rates).
+      if (network_.rates_pending() && !queue_.more_now()) {
+        network_.flush(now);
+        reschedule_flows(now);
+      }
+      if (queue_.empty()) break;
       const Event e = queue_.pop();
+      now = e.at;
       switch (e.kind) {
         case kKernelDone:
           if (state_.stream(e.target, e.stream).version != e.version) continue;

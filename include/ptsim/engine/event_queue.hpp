@@ -54,6 +54,8 @@ class EventQueue {
     return buckets_[0][front_++];
   }
   bool empty() const { return size_ == 0; }
+  /// Whether another event is due at the time of the last one popped.
+  bool more_now() const { return front_ < buckets_[0].size(); }
   std::size_t size() const { return size_; }
   std::uint64_t pushed() const { return pushed_; }
 

@@ -31,6 +31,27 @@ FlowNetwork::FlowNetwork(std::vector<double> capacity, std::vector<bool> shared)
   link_pos_.resize(capacity.size());
   dirty_mark_.resize(capacity.size());
   stamp_.resize(capacity.size());
+  pending_mark_.resize(capacity.size());
+}
+
+void FlowNetwork::request_rebalance(std::span<const hardware::LinkId> seeds, Time now) {
+  if (!defer_) {
+    rebalance(seeds, now);
+    return;
+  }
+  for (const auto l : seeds)
+    if (pending_mark_[l] == 0) {
+      pending_mark_[l] = 1;
+      pending_.push_back(l);
+    }
+}
+
+void FlowNetwork::flush(Time now) {
+  if (pending_.empty()) return;
+  flushing_.swap(pending_);
+  pending_.clear();
+  for (const auto l : flushing_) pending_mark_[l] = 0;
+  rebalance(flushing_, now);
 }
 
 void FlowNetwork::settle(Flow& f, Time now) {
@@ -84,7 +105,7 @@ FlowId FlowNetwork::add(Time now, double bytes, std::span<const hardware::LinkId
     f.rate = rate_alone(links, max_rate, weight);
     changed_.push_back(id);
   } else {
-    rebalance(links, now);
+    request_rebalance(links, now);
   }
   return id;
 }
@@ -108,7 +129,7 @@ void FlowNetwork::remove(FlowId id, Time now) {
   }
   ++f.version;
   free_.push_back(id);
-  if (others) rebalance({f.links.data(), f.num_links}, now);
+  if (others) request_rebalance({f.links.data(), f.num_links}, now);
 }
 
 double FlowNetwork::rate_alone(std::span<const hardware::LinkId> links, double max_rate,

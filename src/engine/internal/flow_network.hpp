@@ -29,6 +29,18 @@ class FlowNetwork {
   /// Ends a flow at `now`; flows that share its links speed up (changed()).
   void remove(FlowId id, Time now);
 
+  /// From now on, add() and remove() only note which links need new rates
+  /// (a flow that starts alone still gets its rate at once); flush() solves
+  /// them together. Many flows that start or end at one instant (a thousand
+  /// pipeline sends across a pod link) then cost one solution instead of one
+  /// each. Rates are only read after a flush, and no time passes before it.
+  void defer_rates() { defer_ = true; }
+  /// Whether rates wait for flush().
+  bool rates_pending() const { return !pending_.empty(); }
+  /// Solves the rates of every flow connected to the links noted since the
+  /// last flush; flows whose finish time changed go to changed().
+  void flush(Time now);
+
   Time finish_time(FlowId id) const;
   /// The rate a flow gets with every link of its path to itself: the least
   /// of its cap and each link's capacity (over its weight on shared links).
@@ -75,6 +87,12 @@ class FlowNetwork {
   std::vector<FlowId> free_;
   std::vector<Link> links_;
   std::vector<FlowId> changed_;
+  bool defer_ = false;
+  std::vector<hardware::LinkId> pending_;       // links whose flows wait for flush()
+  std::vector<std::uint8_t> pending_mark_;      // per link: in pending_
+  std::vector<hardware::LinkId> flushing_;      // flush()'s copy of pending_
+  /// Rebalances now, or notes the links for flush() when deferring.
+  void request_rebalance(std::span<const hardware::LinkId> seeds, Time now);
   std::uint32_t search_ = 0;
   bool last_add_alone_ = false;
   // Scratch of rebalance(), kept to avoid reallocating.
