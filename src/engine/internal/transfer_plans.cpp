@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <set>
+#include <tuple>
 #include <stdexcept>
 
 namespace ptsim::engine::internal {
@@ -38,16 +41,28 @@ void TransferPlans::plan_ahead(const std::vector<SimulatedProgram>& ranks) {
   // communicator's operations run on: on one stream of each member they
   // cannot overlap (a member's stream waits until its operation is done).
   std::vector<std::uint32_t> stream_of(w_.communicators.size(), kNobody);
+  // A program's communication tasks, one per (slot, collective, bytes, kind,
+  // stream) in program order: thousands of ranks share a few programs.
+  std::map<const CompiledProgram*, std::vector<const taskgraph::Task*>> distinct;
+  const auto distinct_of = [&](const CompiledProgram* program) -> const std::vector<const taskgraph::Task*>& {
+    auto [it, fresh] = distinct.try_emplace(program);
+    if (!fresh) return it->second;
+    std::set<std::tuple<std::uint8_t, taskgraph::CollectiveKind, std::uint64_t, taskgraph::TaskKind, std::uint8_t>> seen;
+    for (const CompiledBlock& block : program->blocks)
+      for (const taskgraph::Task& task : block.tasks)
+        if (task.kind != taskgraph::TaskKind::Compute &&
+            seen.emplace(task.comm_slot, task.collective, task.bytes, task.kind, task.stream).second)
+          it->second.push_back(&task);
+    return it->second;
+  };
   try {
     for (const SimulatedProgram& r : ranks)
-      for (const CompiledBlock& block : r.program->blocks)
-        for (const taskgraph::Task& task : block.tasks) {
-          if (task.kind == taskgraph::TaskKind::Compute) continue;
-          const auto id = w_.communicator(r.rank, task.comm_slot);
-          if (id == taskgraph::kNoCommunicator) continue;  // the run reports it where it happens
-          get(id, task);
-          note_user(stream_of[id], task.stream);
-        }
+      for (const taskgraph::Task* task : distinct_of(r.program)) {
+        const auto id = w_.communicator(r.rank, task->comm_slot);
+        if (id == taskgraph::kNoCommunicator) continue;  // the run reports it where it happens
+        get(id, *task);
+        note_user(stream_of[id], task->stream);
+      }
   } catch (const std::runtime_error&) {
     return;  // a plan the cost model refuses: the run asks again and reports it in place
   }
