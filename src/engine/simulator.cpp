@@ -247,8 +247,7 @@ class Run {
     x.communicator = id;
     x.planned = &plans_.get(id, task);
     x.plan = x.planned->plan.get();
-    x.weight = options_.represents * static_cast<double>(state_.comms[id].expected) /
-               static_cast<double>(w_.communicators[id].members.size());
+    x.weight = plans_.weight(id);
     x.phase = 0;
     start_phase(t, now);
   }

@@ -44,6 +44,9 @@ class TransferPlans {
   TransferPlans(const taskgraph::Workload& w, const cost::CostModel& cost, const FlowNetwork& network,
                 std::vector<double> weights);
 
+  /// The weight of communicator `id`'s flows on shared links.
+  double weight(taskgraph::CommunicatorId id) const { return weights_[id]; }
+
   /// Finds in advance every plan the simulated ranks will ask for and marks
   /// the phases that run alone. Plans asked for later (none, unless a task
   /// was missed) are priced on the flow network.
