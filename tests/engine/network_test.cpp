@@ -148,3 +148,21 @@ TEST_CASE("NVLink traffic does not feel InfiniBand load", "[engine][network]") {
   CHECK(sent_ms(r, 0) == Approx(1));
   CHECK(sent_ms(r, 3) == Approx(4));
 }
+
+TEST_CASE("Transfers that start together share a NIC as progressive filling says", "[engine][network]") {
+  // 1, 2, 3 and 4 MB from ranks 0–3 into rank 4, all at time 0 (their rates
+  // are solved once for the instant). Four share 1 GB/s until the 1 MB one ends
+  // at 4 ms; three then share it until the 2 MB one's last MB is through
+  // (3 ms more: 7 ms); two until 9 ms; the last one alone ends at 10 ms, when
+  // all 10 MB have crossed the one NIC.
+  const auto r = run(nic_only(), 5, {{0, 4, 1}, {1, 4, 2}, {2, 4, 3}, {3, 4, 4}});
+  CHECK(sent_ms(r, 0) == Approx(4));
+  CHECK(sent_ms(r, 1) == Approx(7));
+  CHECK(sent_ms(r, 2) == Approx(9));
+  CHECK(sent_ms(r, 3) == Approx(10));
+  // Eight equal ones: each 1/8 of the NIC, all done at 8 ms.
+  std::vector<Transfer> eight;
+  for (Rank i = 0; i < 8; ++i) eight.push_back({i, 8, 1});
+  const auto e = run(nic_only(), 9, eight);
+  for (Rank i = 0; i < 8; ++i) CHECK(sent_ms(e, i) == Approx(8));
+}
