@@ -137,7 +137,7 @@ double FlowNetwork::rate_alone(std::span<const hardware::LinkId> links, double m
   double rate = max_rate > 0 ? max_rate : kInfinity;
   for (const auto id : links) {
     const Link& l = links_[id];
-    rate = std::min(rate, l.capacity / (l.shared ? weight : 1.0));
+    rate = std::min(rate, l.capacity / weight_on(weight, l));
   }
   return rate;
 }
@@ -185,7 +185,7 @@ void FlowNetwork::rebalance(std::span<const hardware::LinkId> seeds, Time now) {
     frozen_[fid] = 0;
     const Flow& f = flows_[fid];
     for (std::size_t j = 0; j < f.num_links; ++j)
-      unfrozen_weight_[f.links[j]] += weight_on(f, links_[f.links[j]]);
+      unfrozen_weight_[f.links[j]] += weight_on(f.weight, links_[f.links[j]]);
   }
 
   // Progressive filling. Each round the tightest constraint wins: the link
@@ -215,7 +215,7 @@ void FlowNetwork::rebalance(std::span<const hardware::LinkId> seeds, Time now) {
     const Flow& f = flows_[fid];
     for (std::size_t j = 0; j < f.num_links; ++j) {
       const auto l = f.links[j];
-      const double w = weight_on(f, links_[l]);
+      const double w = weight_on(f.weight, links_[l]);
       residual_[l] = std::max(0.0, residual_[l] - rate * w);
       unfrozen_weight_[l] -= w;
       if (dirty_mark_[l] != search_) {

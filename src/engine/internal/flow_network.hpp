@@ -77,7 +77,7 @@ class FlowNetwork {
     std::uint32_t mark = 0;  // component search
   };
 
-  double weight_on(const Flow& f, const Link& l) const { return l.shared ? f.weight : 1.0; }
+  static double weight_on(double weight, const Link& l) { return l.shared ? weight : 1.0; }
   void settle(Flow& f, Time now);
   void set_rate(FlowId id, double rate, Time now);
   /// Max-min fair rates over every flow connected to `seeds` through shared links.

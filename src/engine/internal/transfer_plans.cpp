@@ -100,6 +100,10 @@ void TransferPlans::plan_ahead(const std::vector<SimulatedProgram>& ranks) {
         }
         if (alone) p.alone[k] = slowest;
       }
+  }
+
+  // From the last phase back: the time to the transfer's end while every
+  // phase from here on runs alone.
   for (auto& plans : by_comm_)
     for (PlannedTransfer& p : plans) {
       std::optional<Time> rest = Time{};
@@ -108,7 +112,6 @@ void TransferPlans::plan_ahead(const std::vector<SimulatedProgram>& ranks) {
         p.rest_alone[k] = rest;
       }
     }
-  }
 }
 
 }  // namespace ptsim::engine::internal
