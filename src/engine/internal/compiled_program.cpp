@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "ptsim/common/error.hpp"
 
@@ -101,62 +102,71 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
   const auto& instances = program.instances();
   const auto n = static_cast<std::uint32_t>(instances.size());
   const std::size_t total = program.num_tasks();
-  p.instance_block.reserve(n);
-  p.offset.reserve(n + 1);
-  p.entries.resize(total + 1);
-  p.stream_order.resize(num_streams);
-  {
-    std::vector<std::size_t> per_stream(num_streams, 0);
-    for (std::uint32_t i = 0; i < n; ++i)
-      for (std::size_t s = 0; s < num_streams; ++s) per_stream[s] += p.blocks[instances[i].block].stream_tasks[s].size();
-    for (std::size_t s = 0; s < num_streams; ++s) p.stream_order[s].reserve(per_stream[s]);
+
+  // Links between instances, as (global task, other end) sorted by the
+  // first; a stable sort keeps each task's links in program order.
+  const auto& links = program.links();
+  p.link_preds.resize(links.size());
+  p.link_succs.resize(links.size());
+  for (std::size_t k = 0; k < links.size(); ++k) {
+    const TaskId before = program.global(links[k].before), after = program.global(links[k].after);
+    p.link_preds[k] = {after, before};
+    p.link_succs[k] = {before, after};
   }
-  // Dependency counts per global task: the block's own, then the links.
-  std::vector<std::uint32_t> preds(total + 1, 0), succs(total + 1, 0);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    p.instance_block.push_back(instances[i].block);
-    const TaskId base = program.offset(i);
-    p.offset.push_back(base);
-    const CompiledBlock& b = p.blocks[instances[i].block];
-    for (TaskId t = 0; t < b.tasks.size(); ++t) {
-      p.entries[base + t].task = &b.tasks[t];
-      p.entries[base + t].duration_ns = b.compute_duration[t].ns();
-      preds[base + t + 1] = b.pred_begin[t + 1] - b.pred_begin[t];
-      succs[base + t + 1] = b.succ_begin[t + 1] - b.succ_begin[t];
-    }
-    for (std::size_t s = 0; s < num_streams; ++s)
-      for (const TaskId t : b.stream_tasks[s]) p.stream_order[s].push_back(base + t);
+  const auto by_task = [](const auto& a, const auto& b) { return a.first < b.first; };
+  std::stable_sort(p.link_preds.begin(), p.link_preds.end(), by_task);
+  std::stable_sort(p.link_succs.begin(), p.link_succs.end(), by_task);
+
+  // Templates, block after block (the blocks are complete: pointers into
+  // them stay valid).
+  std::vector<std::uint32_t> first_template(p.blocks.size());
+  for (std::size_t b = 0; b < p.blocks.size(); ++b) {
+    const CompiledBlock& block = p.blocks[b];
+    first_template[b] = static_cast<std::uint32_t>(p.templates.size());
+    for (std::uint32_t t = 0; t < block.tasks.size(); ++t)
+      p.templates.push_back({&block.tasks[t], block.preds.data() + block.pred_begin[t],
+                             block.succs.data() + block.succ_begin[t], block.compute_duration[t].ns(), t,
+                             block.pred_begin[t + 1] - block.pred_begin[t],
+                             block.succ_begin[t + 1] - block.succ_begin[t]});
   }
 
-  p.offset.push_back(static_cast<TaskId>(total));
-  for (const auto& link : program.links()) {
-    ++preds[program.global(link.after) + 1];
-    ++succs[program.global(link.before) + 1];
+  // Sizes first, then every per-task array written once, in order, through
+  // raw pointers (std::vector would zero it first: every page touched twice).
+  std::vector<std::size_t> per_stream(num_streams, 0);
+  for (const auto& instance : instances)
+    for (std::size_t s = 0; s < num_streams; ++s) per_stream[s] += p.blocks[instance.block].stream_tasks[s].size();
+  p.instance_block.reserve(n);
+  p.offset.reserve(n + 1);
+  p.entries = FixedArray<std::uint32_t>(total);
+  p.stream_order.reserve(num_streams);
+  std::vector<TaskId*> order_at(num_streams);
+  for (std::size_t s = 0; s < num_streams; ++s) {
+    p.stream_order.emplace_back(per_stream[s]);
+    order_at[s] = p.stream_order[s].data();
   }
-  for (std::size_t t = 0; t < total; ++t) {
-    preds[t + 1] += preds[t];
-    succs[t + 1] += succs[t];
-  }
-  for (std::size_t t = 0; t <= total; ++t) {
-    p.entries[t].pred_begin = preds[t];
-    p.entries[t].succ_begin = succs[t];
-  }
-  p.preds.resize(preds[total]);
-  p.succs.resize(succs[total]);
-  // preds/succs now serve as fill cursors.
+  PTSIM_ASSERT(p.templates.size() < CompiledProgram::kLinked, "template ids leave the top bit free");
+
+  std::uint32_t* entry = p.entries.data();
   for (std::uint32_t i = 0; i < n; ++i) {
+    const std::uint32_t block = instances[i].block;
+    p.instance_block.push_back(block);
     const TaskId base = program.offset(i);
-    const CompiledBlock& b = p.blocks[instances[i].block];
-    for (TaskId t = 0; t < b.tasks.size(); ++t) {
-      for (std::uint32_t k = b.pred_begin[t]; k < b.pred_begin[t + 1]; ++k) p.preds[preds[base + t]++] = base + b.preds[k];
-      for (std::uint32_t k = b.succ_begin[t]; k < b.succ_begin[t + 1]; ++k) p.succs[succs[base + t]++] = base + b.succs[k];
+    p.offset.push_back(base);
+    const CompiledBlock& b = p.blocks[block];
+    const auto size = static_cast<TaskId>(b.tasks.size());
+    const std::uint32_t first = first_template[block];
+    PTSIM_ASSERT(base == entry - p.entries.data() && base + size <= total, "instances number the tasks in order");
+    for (TaskId t = 0; t < size; ++t) *entry++ = first + t;
+    for (std::size_t s = 0; s < num_streams; ++s)
+      for (const TaskId t : b.stream_tasks[s]) *order_at[s]++ = base + t;
+  }
+  PTSIM_ASSERT(entry == p.entries.data() + total, "every task has its template");
+  p.offset.push_back(static_cast<TaskId>(total));
+  for (const auto& links_of : {&p.link_preds, &p.link_succs})
+    for (const auto& [task, other] : *links_of) {
+      PTSIM_ASSERT(task < total && other < total, "links join tasks of the program");
+      p.entries.data()[task] |= CompiledProgram::kLinked;
     }
-  }
-  for (const auto& link : program.links()) {
-    const TaskId before = program.global(link.before), after = program.global(link.after);
-    p.preds[preds[after]++] = before;
-    p.succs[succs[before]++] = after;
-  }
   return p;
 }
 

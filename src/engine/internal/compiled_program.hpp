@@ -5,7 +5,11 @@
 // order as one array of global ids. Private to engine/.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "ptsim/common/time.hpp"
@@ -16,6 +20,25 @@ namespace ptsim::engine::internal {
 
 using taskgraph::TaskId;
 
+/// A fixed-size array whose elements stay uninitialised until written:
+/// compiling writes each element once, in order, and zeroing the fresh memory
+/// first (as std::vector does) would touch every page twice.
+template <typename T>
+class FixedArray {
+ public:
+  FixedArray() = default;
+  explicit FixedArray(std::size_t n) : data_(std::make_unique_for_overwrite<T[]>(n)), size_(n) {}
+  std::size_t size() const { return size_; }
+  T* data() { return data_.get(); }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+  const T* begin() const { return data_.get(); }
+  const T* end() const { return data_.get() + size_; }
+
+ private:
+  std::unique_ptr<T[]> data_;
+  std::size_t size_ = 0;
+};
+
 struct CompiledBlock {
   std::vector<taskgraph::Task> tasks;
   std::vector<Time> compute_duration;  // per task; zero for communication tasks
@@ -24,43 +47,69 @@ struct CompiledBlock {
   std::vector<std::vector<TaskId>> stream_tasks;  // issue order per stream, local ids
 };
 
-/// Flat, per global task: what the simulation loop reads on every event,
-/// one index away. Blocks keep the task templates; instances number them.
+/// What the simulation loop reads on every event, one or two indexes away:
+/// per block task a template (the task, its duration, its dependencies inside
+/// its block), and per global task only its template and its links to other
+/// instances. Four bytes per task, and four for its place in its stream's
+/// order: the memory a run touches first costs a page fault per 4 KiB (about
+/// 1.3 µs on the 2-core machine), so per-task copies of block data cost more
+/// to create than they save.
 struct CompiledProgram {
   std::vector<CompiledBlock> blocks;
   std::vector<std::uint32_t> instance_block;
   std::vector<TaskId> offset;              // per instance; back() = number of tasks
-  // Per global task, plus one sentinel: what each event reads together in
-  // one cache line — the template, the duration and where its dependencies
-  // start (links between instances included; a task's successors list its
-  // block's first, then links in program order).
-  struct Entry {
-    const taskgraph::Task* task = nullptr;  // into blocks; null for the sentinel
-    std::int64_t duration_ns = 0;           // zero for communication
-    std::uint32_t pred_begin = 0;
-    std::uint32_t succ_begin = 0;
+  struct Template {
+    const taskgraph::Task* task;
+    const std::uint32_t* preds;  // local ids in its block
+    const std::uint32_t* succs;
+    std::int64_t duration_ns;    // zero for communication
+    std::uint32_t local;         // its id in its block: global id − local = the instance's first
+    std::uint32_t num_preds, num_succs;
   };
-  std::vector<Entry> entries;
-  std::vector<std::uint32_t> preds, succs;
-  std::vector<std::vector<TaskId>> stream_order;  // per stream: its tasks in issue order
+  std::vector<Template> templates;  // every block's tasks, block after block
+  // Per global task: its template, and kLinked when links to other instances
+  // start or end at it (a few per instance; they are found by binary search).
+  static constexpr std::uint32_t kLinked = 1u << 31;
+  FixedArray<std::uint32_t> entries;
+  // Links as (task, other end), sorted by task and then in program order:
+  // link_preds by the task that waits, link_succs by the task waited for.
+  std::vector<std::pair<TaskId, TaskId>> link_preds, link_succs;
+  std::vector<FixedArray<TaskId>> stream_order;  // per stream: its tasks in issue order
   std::vector<bool> uses_slot;  // communicator slots some task of the program uses
 
   std::size_t num_tasks() const { return offset.back(); }
   /// The instance a global task belongs to (a binary search: only error
   /// messages ask).
   std::uint32_t instance_of(TaskId global) const;
-  const taskgraph::Task& task(TaskId global) const { return *entries[global].task; }
-  std::int64_t duration_ns(TaskId global) const { return entries[global].duration_ns; }
+  const taskgraph::Task& task(TaskId global) const { return *templates[entries[global] & ~kLinked].task; }
+  std::int64_t duration_ns(TaskId global) const { return templates[entries[global] & ~kLinked].duration_ns; }
 
-  /// Calls f(global id) for every task `global` waits for.
+  /// Calls f(global id) for every task `global` waits for: its block's
+  /// dependencies first, then its links.
   template <typename F>
   void for_each_pred(TaskId global, F&& f) const {
-    for (std::uint32_t k = entries[global].pred_begin; k < entries[global + 1].pred_begin; ++k) f(preds[k]);
+    const std::uint32_t e = entries[global];
+    const Template& t = templates[e & ~kLinked];
+    const TaskId first = global - t.local;
+    for (std::uint32_t k = 0; k < t.num_preds; ++k) f(first + t.preds[k]);
+    if (e & kLinked) for_each_link(link_preds, global, f);
   }
   /// Calls f(global id) for every task that waits for `global`.
   template <typename F>
   void for_each_succ(TaskId global, F&& f) const {
-    for (std::uint32_t k = entries[global].succ_begin; k < entries[global + 1].succ_begin; ++k) f(succs[k]);
+    const std::uint32_t e = entries[global];
+    const Template& t = templates[e & ~kLinked];
+    const TaskId first = global - t.local;
+    for (std::uint32_t k = 0; k < t.num_succs; ++k) f(first + t.succs[k]);
+    if (e & kLinked) for_each_link(link_succs, global, f);
+  }
+
+ private:
+  template <typename F>
+  static void for_each_link(const std::vector<std::pair<TaskId, TaskId>>& links, TaskId global, F&& f) {
+    auto it = std::lower_bound(links.begin(), links.end(), global,
+                               [](const std::pair<TaskId, TaskId>& l, TaskId g) { return l.first < g; });
+    for (; it != links.end() && it->first == global; ++it) f(it->second);
   }
 };
 
