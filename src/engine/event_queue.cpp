@@ -17,8 +17,21 @@ void EventQueue::reject(const Event& event) const {
                  fmt::format("event at {} ns pushed after time {} ns was reached", event.at.ns(), last_));
 }
 
+void EventQueue::pop_empty() { fail_invariant("pop from an empty event queue", __FILE__, __LINE__, ""); }
+
+void EventQueue::to_heap() {
+  // In (time, insertion) order, so that the buckets keep it.
+  small_ = false;
+  for (std::size_t i = head_; i < tail_; ++i) {
+    push_heap(sorted_[i], key_of(sorted_[i]));
+    --size_;  // push_heap counts it again
+    --pushed_;
+  }
+  head_ = tail_ = 0;
+}
+
 void EventQueue::refill() {
-  PTSIM_ASSERT(size_ > 0, "pop from an empty event queue");
+  PTSIM_ASSERT(occupied_ != 0, "pop from an empty event queue");
   auto& zero = buckets_[0];
   zero.clear();
   front_ = 0;

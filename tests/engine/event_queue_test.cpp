@@ -1,6 +1,7 @@
 // The future event set pops in (time, insertion) order.
 #include "ptsim/engine/event_queue.hpp"
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -53,6 +54,41 @@ TEST_CASE("Interleaved pushes and pops follow (time, insertion) order over a wid
     reference.erase(reference.begin());
   }
   CHECK(q.empty());
+}
+
+TEST_CASE("The queue keeps (time, insertion) order when it outgrows its sorted array", "[engine]") {
+  // The first 64 pending events sit in a sorted array; the 65th moves them
+  // all into the radix heap. Ties straddle the move: 40 events at 7 ns, 30 at
+  // 5 ns, then 30 more at 7 ns and 10 at 5 ns, after one pop at 5 ns.
+  engine::EventQueue q;
+  std::uint32_t next = 0;
+  std::vector<std::pair<std::int64_t, std::uint32_t>> expected;
+  const auto push = [&](std::int64_t at, int count) {
+    for (int i = 0; i < count; ++i) {
+      q.push({Time::nanoseconds(at), next, 0, 0, 0});
+      expected.emplace_back(at, next++);
+    }
+  };
+  push(7, 40);
+  push(5, 30);
+  std::stable_sort(expected.begin(), expected.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  const engine::Event first = q.pop();
+  CHECK(first.target == expected.front().second);
+  expected.erase(expected.begin());
+  CHECK(q.more_now());  // 29 more at 5 ns
+  push(7, 30);  // the array overflows: 69 pending
+  push(5, 10);
+  std::stable_sort(expected.begin(), expected.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  REQUIRE(q.size() == expected.size());
+  for (const auto& [at, target] : expected) {
+    const engine::Event e = q.pop();
+    REQUIRE(e.at.ns() == at);
+    REQUIRE(e.target == target);
+  }
+  CHECK(q.empty());
+  CHECK_THROWS(q.pop());
 }
 
 TEST_CASE("An event pushed before the time already reached is an internal error", "[engine]") {

@@ -9,6 +9,12 @@
 // non-empty bucket, and an event moves down at most 64 times over its life.
 // Every bucket stays in insertion order (a bucket is refilled only while
 // empty, and appends come later), so equal times pop first-in first-out.
+//
+// While it holds few events (a symmetric run simulates one rank per stage:
+// a dozen pending events, where the heap refilled on nearly every pop and
+// moved each event five times), the queue is a sorted array instead: a push
+// shifts the later events up one place, a pop takes the first.
+// The first time it would outgrow that array it becomes the radix heap for good.
 #pragma once
 
 #include <array>
@@ -38,6 +44,57 @@ class EventQueue {
   void push(const Event& event) {
     const auto key = static_cast<std::uint64_t>(event.at.ns());
     if (event.at.ns() < 0 || key < last_) reject(event);
+    if (small_ && push_sorted(event)) return;
+    push_heap(event, key);
+  }
+  /// Removes and returns the earliest event; the queue must not be empty.
+  Event pop() {
+    --size_;
+    if (small_) {
+      if (head_ == tail_) pop_empty();
+      const Event& e = sorted_[head_++];
+      last_ = static_cast<std::uint64_t>(e.at.ns());
+      return e;
+    }
+    if (front_ == buckets_[0].size()) refill();
+    return buckets_[0][front_++];
+  }
+  bool empty() const { return size_ == 0; }
+  /// Whether another event is due at the time of the last one popped.
+  bool more_now() const {
+    return small_ ? head_ < tail_ && static_cast<std::uint64_t>(sorted_[head_].at.ns()) == last_
+                  : front_ < buckets_[0].size();
+  }
+  std::size_t size() const { return size_; }
+  std::uint64_t pushed() const { return pushed_; }
+
+ private:
+  static constexpr int kBuckets = 65;  // 0: times equal to last_; b ≥ 1: highest differing bit b − 1
+  static constexpr std::size_t kSmall = 64;
+
+  /// Inserts behind every event not later than it (equal times stay first
+  /// in, first out). False when the array is full: it has become the heap.
+  bool push_sorted(const Event& event) {
+    if (tail_ == kSmall) {
+      if (head_ == 0) {
+        to_heap();
+        return false;
+      }
+      std::copy(sorted_.begin() + static_cast<std::ptrdiff_t>(head_),
+                sorted_.begin() + static_cast<std::ptrdiff_t>(tail_), sorted_.begin());
+      tail_ -= head_;
+      head_ = 0;
+    }
+    std::size_t i = tail_++;
+    for (; i > head_ && sorted_[i - 1].at > event.at; --i) sorted_[i] = sorted_[i - 1];
+    sorted_[i] = event;
+    ++size_;
+    ++pushed_;
+    return true;
+  }
+  /// Moves the kSmall events of the sorted array into the heap, for good.
+  void to_heap();
+  void push_heap(const Event& event, std::uint64_t key) {
     const int b = bucket_of(key);
     buckets_[static_cast<std::size_t>(b)].push_back(event);
     if (b > 0) {
@@ -47,23 +104,10 @@ class EventQueue {
     ++size_;
     ++pushed_;
   }
-  /// Removes and returns the earliest event; the queue must not be empty.
-  Event pop() {
-    if (front_ == buckets_[0].size()) refill();
-    --size_;
-    return buckets_[0][front_++];
-  }
-  bool empty() const { return size_ == 0; }
-  /// Whether another event is due at the time of the last one popped.
-  bool more_now() const { return front_ < buckets_[0].size(); }
-  std::size_t size() const { return size_; }
-  std::uint64_t pushed() const { return pushed_; }
-
- private:
-  static constexpr int kBuckets = 65;  // 0: times equal to last_; b ≥ 1: highest differing bit b − 1
 
   int bucket_of(std::uint64_t key) const { return key == last_ ? 0 : 64 - std::countl_zero(key ^ last_); }
   [[noreturn]] void reject(const Event& event) const;
+  [[noreturn]] static void pop_empty();
   static std::array<std::uint64_t, kBuckets> filled_with_max() {
     std::array<std::uint64_t, kBuckets> a;
     a.fill(~std::uint64_t{0});
@@ -76,6 +120,9 @@ class EventQueue {
   std::array<std::vector<Event>, kBuckets> buckets_;
   std::uint64_t occupied_ = 0;  // bit b − 1: bucket b ≥ 1 is not empty
   std::array<std::uint64_t, kBuckets> least_ = filled_with_max();  // earliest time in each bucket ≥ 1
+  bool small_ = true;                  // the sorted array is in use (see the top)
+  std::array<Event, kSmall> sorted_;   // [head_, tail_): pending events by (time, insertion)
+  std::size_t head_ = 0, tail_ = 0;
   std::size_t front_ = 0;       // bucket 0 pops from here (first in, first out)
   std::uint64_t last_ = 0;      // time of the last popped event, in ns
   std::size_t size_ = 0;
