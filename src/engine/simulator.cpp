@@ -134,7 +134,31 @@ class Run {
     }
     stream.work_left_ns = static_cast<double>(p.duration_ns(t)) * r.gpu_factor;
     stream.last = now;
-    begin(local, s, task, now);  // prices it and the kernels it shares the GPU with
+    start_kernel(local, s, t, task, now);
+  }
+
+  // begin() for a kernel, with the usual case inline: a kernel alone on the
+  // GPU runs at full speed, or slowed by communication in flight; beside
+  // other kernels all of them are repriced.
+  void start_kernel(std::uint32_t local, std::uint8_t s, TaskId t, const Task& task, Time now) {
+    RankState& r = state_.ranks[local];
+    auto& stream = state_.stream(local, s);
+    stream.running = true;
+    stream.waiting = false;
+    stream.started = now;
+    r.account(now);
+    const std::uint32_t bit = 1u << s;
+    r.busy_mask |= bit;
+    const std::uint32_t kernels = r.busy_mask & compute_mask_;
+    const bool communicating = (r.busy_mask & ~compute_mask_) != 0;
+    if (kernels == bit) {
+      // reprice()'s arithmetic for one kernel whose work was set just now.
+      stream.speed = communicating ? 1 / slowdown_ : 1;
+      schedule_kernel(local, s, t, now);
+    } else {
+      reprice(local, kernels, communicating, now);
+    }
+    r.allocate(task.alloc_bytes, now);
   }
 
   void schedule_kernel(std::uint32_t local, std::uint8_t s, TaskId t, Time now) {
