@@ -30,6 +30,7 @@ constexpr double kTasksPerLayerAndMicrobatch = 32;
 // against the same at 50 layers), rounded up.
 constexpr double kProgramBytesPerTask = 100;
 constexpr double kSafety = 0.8;  // leave the rest to the workload, the OS and other programs
+constexpr double kAlwaysFits = 64.0 * (1u << 20);  // see check_memory_fits without `available`
 }  // namespace
 
 double tasks_per_rank(const model::ModelSpec& model, const strategy::ParallelConfig& parallel) {
@@ -80,6 +81,12 @@ void check_memory_fits(const model::ModelSpec& model, const strategy::ParallelCo
       "can spare ({:.3g} GiB available): the model has too many layers, micro-batches or gradient "
       "buckets for one step; use a smaller global batch or a larger micro-batch",
       need / (1u << 30), tasks_per_rank(model, parallel), *available / (1u << 30)));
+}
+
+void check_memory_fits(const model::ModelSpec& model, const strategy::ParallelConfig& parallel,
+                       bool every_rank) {
+  if (simulation_memory_bytes(model, parallel, every_rank) <= kAlwaysFits) return;
+  check_memory_fits(model, parallel, every_rank, available_memory_bytes());
 }
 
 }  // namespace ptsim::simulate
