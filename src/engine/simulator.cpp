@@ -22,6 +22,7 @@ namespace ptsim::engine {
 
 using internal::CommState;
 using internal::CompiledProgram;
+using internal::PlannedTransfer;
 using internal::RankState;
 using internal::TransferState;
 using taskgraph::Task;
@@ -30,7 +31,7 @@ using taskgraph::TaskKind;
 
 namespace {
 
-constexpr std::uint8_t kKernelDone = 0;    // target: rank slot, task, version
+constexpr std::uint8_t kKernelDone = 0;    // target: rank slot, task, version (a kernel, or see arrive)
 constexpr std::uint8_t kFlowDone = 1;      // target: flow, version
 constexpr std::uint8_t kPhaseDone = 2;     // target: transfer (its latency has passed)
 constexpr std::uint8_t kBatchDone = 3;     // target: transfer, version (its batched flows are done)
@@ -229,6 +230,20 @@ class Run {
                                         r.rank, w_.op_names[task.name],
                                         w_.comm_slot_names[task.comm_slot]));
     CommState& c = state_.comms[id];
+    if (c.expected == 1 && (compute_mask_ >> s & 1u) == 0) {
+      // The only simulated member (a TP group in symmetric mode): no
+      // rendezvous, and when every phase runs alone, no transfer either — its
+      // end is known now: an event like a kernel's (only compute streams are
+      // repriced, so this stream's version moves only here).
+      const PlannedTransfer& planned = plans_.get(id, task);
+      if (!planned.rest_alone.empty() && planned.rest_alone[0]) {
+        begin(local, s, task, now);
+        auto& stream = state_.stream(local, s);
+        ++stream.version;
+        queue_.push({now + *planned.rest_alone[0], local, t, stream.version, kKernelDone, s});
+        return;
+      }
+    }
     if (c.first == nullptr) {
       c.first = &task;
     } else {
@@ -440,7 +455,7 @@ class Run {
     try_start(local, s, now);
     const CompiledProgram& p = *r.program;
     p.for_each_succ(t, [&](TaskId next) {
-      const std::uint8_t ns = p.task(next).stream;
+      const std::uint8_t ns = p.stream_of(next);
       if (ns != s && state_.is_head(local, ns, next)) try_start(local, ns, now);
     });
   }
