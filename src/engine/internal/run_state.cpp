@@ -34,12 +34,14 @@ void RankState::add_occupancy(std::uint32_t mask, Time spent) {
     occupancy_used = 0;
     for (const OccupancySlot& slot : old)
       if (slot.used) add_occupancy(slot.mask, slot.time);
+    recent_slot = {kNoSlot, kNoSlot};  // the slots moved
   }
   const std::size_t wrap = occupancy.size() - 1;
   std::size_t h = (mask * 2654435761u) >> (32 - occupancy_bits);
   while (occupancy[h].used) h = (h + 1) & wrap;
   occupancy[h] = {mask, true, spent};
   ++occupancy_used;
+  remember(mask, h);
 }
 
 namespace {

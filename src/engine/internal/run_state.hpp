@@ -4,6 +4,7 @@
 // to engine/.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -56,11 +57,22 @@ struct RankState {
   std::vector<OccupancySlot> occupancy;
   std::size_t occupancy_used = 0;
   int occupancy_bits = 0;
+  // The slots of the last two masks charged: a stream that ends one task and
+  // starts the next flips the mask between the same two values, and the
+  // compare costs less than the probe. Cleared when the table grows.
+  static constexpr std::size_t kNoSlot = ~std::size_t{0};
+  std::array<std::uint32_t, 2> recent_mask{};
+  std::array<std::size_t, 2> recent_slot{kNoSlot, kNoSlot};
 
   /// Charges the time since the last change to the current busy mask.
   void account(Time now) {
     const Time spent = now - last_change;
     last_change = now;
+    for (std::size_t k = 0; k < 2; ++k)
+      if (recent_slot[k] != kNoSlot && recent_mask[k] == busy_mask) {
+        occupancy[recent_slot[k]].time += spent;
+        return;
+      }
     if (!occupancy.empty()) {
       const std::size_t wrap = occupancy.size() - 1;
       for (std::size_t h = (busy_mask * 2654435761u) >> (32 - occupancy_bits);; h = (h + 1) & wrap) {
@@ -68,11 +80,18 @@ struct RankState {
         if (!slot.used) break;
         if (slot.mask == busy_mask) {
           slot.time += spent;
+          remember(busy_mask, h);
           return;
         }
       }
     }
     add_occupancy(busy_mask, spent);
+  }
+  void remember(std::uint32_t mask, std::size_t slot) {
+    recent_mask[1] = recent_mask[0];
+    recent_slot[1] = recent_slot[0];
+    recent_mask[0] = mask;
+    recent_slot[0] = slot;
   }
   /// A mask seen for the first time (grows the table as needed).
   void add_occupancy(std::uint32_t mask, Time spent);
