@@ -65,6 +65,7 @@ struct CompiledProgram {
     std::int64_t duration_ns;    // zero for communication
     std::uint32_t local;         // its id in its block: global id − local = the instance's first
     std::uint32_t num_preds, num_succs;
+    std::uint8_t stream;         // task->stream, one load nearer
   };
   std::vector<Template> templates;  // every block's tasks, block after block
   // Per global task: its template, and kLinked when links to other instances
@@ -83,6 +84,7 @@ struct CompiledProgram {
   std::uint32_t instance_of(TaskId global) const;
   const taskgraph::Task& task(TaskId global) const { return *templates[entries[global] & ~kLinked].task; }
   std::int64_t duration_ns(TaskId global) const { return templates[entries[global] & ~kLinked].duration_ns; }
+  std::uint8_t stream_of(TaskId global) const { return templates[entries[global] & ~kLinked].stream; }
 
   /// Calls f(global id) for every task `global` waits for: its block's
   /// dependencies first, then its links.
