@@ -1,6 +1,8 @@
 // Integer simulated time: conversions round to the nearest nanosecond.
 #include "ptsim/common/time.hpp"
 
+#include <cmath>
+
 #include "ptsim/common/error.hpp"
 #include "test_support.hpp"
 
@@ -28,4 +30,14 @@ TEST_CASE("Simulated time refuses what it cannot hold instead of wrapping", "[co
   CHECK_THROWS_AS(Time::max() + Time::nanoseconds(1), ptsim::SimulationError);
   CHECK(Time::ceil_nanoseconds(2.2).ns() == 3);
   CHECK_THROWS_AS(Time::ceil_nanoseconds(1e19), ptsim::SimulationError);
+  // The inline ceiling agrees with std::ceil at the edges: zero, whole
+  // values, the least fraction, the last doubles with a fraction (just below
+  // 2^52) and the largest count the clock takes.
+  for (const double ns : {0.0, 1e-300, 5.0, 4.999999999, 5.000000001, 4503599627370495.5,
+                          4503599627370497.0, 9007199254740993.0, 4.6e18}) {
+    INFO(ns);
+    CHECK(Time::ceil_nanoseconds(ns).ns() == static_cast<std::int64_t>(std::ceil(ns)));
+  }
+  CHECK(Time::ceil_nanoseconds(4503599627370495.5).ns() == 4503599627370496);
+  CHECK_THROWS_AS(Time::ceil_nanoseconds(-1e-300), ptsim::SimulationError);
 }

@@ -32,7 +32,11 @@ class Time {
   /// Rounds a non-negative nanosecond count up; counts beyond the clock throw.
   static constexpr Time ceil_nanoseconds(double ns) {
     if (!(ns >= 0 && ns <= max_seconds * 1e9)) fail_time_range(ns * 1e-9, "a duration");
-    return Time{static_cast<std::int64_t>(std::ceil(ns))};
+    // std::ceil, inline: without SSE4.1 it is a call into libm, once per
+    // kernel. Truncation is the floor of a non-negative value, and every
+    // double this large with a fraction is below 2^52, where it is exact.
+    const auto whole = static_cast<std::int64_t>(ns);
+    return Time{whole + (static_cast<double>(whole) < ns ? 1 : 0)};
   }
   static constexpr Time max() { return Time{std::numeric_limits<std::int64_t>::max()}; }
 
