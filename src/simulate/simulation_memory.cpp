@@ -27,7 +27,9 @@ constexpr double kTasksPerLayerAndMicrobatch = 32;
 // A compiled program's task (entry, edges, issue order) with the workload's
 // task and names: 84 bytes a task measured (peak RSS of symmetric runs of a
 // 100-layer, h = 262,144 model whose 1.04 M tasks are mostly gradient buckets,
-// against the same at 50 layers), rounded up.
+// against the same at 50 layers), rounded up. Measured before compiled
+// programs shrank to templates (docs/performance.md, change 25): the engine's
+// share is about 28 bytes a task smaller now, so the guard errs on the safe side.
 constexpr double kProgramBytesPerTask = 100;
 constexpr double kSafety = 0.8;  // leave the rest to the workload, the OS and other programs
 constexpr double kAlwaysFits = 64.0 * (1u << 20);  // see check_memory_fits without `available`
