@@ -49,14 +49,15 @@ class EventQueue {
   }
   /// Removes and returns the earliest event; the queue must not be empty.
   Event pop() {
-    --size_;
     if (small_) {
       if (head_ == tail_) pop_empty();
+      --size_;
       const Event& e = sorted_[head_++];
       last_ = static_cast<std::uint64_t>(e.at.ns());
       return e;
     }
     if (front_ == buckets_[0].size()) refill();
+    --size_;
     return buckets_[0][front_++];
   }
   bool empty() const { return size_ == 0; }
