@@ -162,6 +162,36 @@ class Run {
     r.allocate(task.alloc_bytes, now);
   }
 
+  // A kernel that ran alone on the GPU is followed on its stream by a kernel
+  // that can start now: what set_busy(false) and then try_start would do,
+  // without the busy mask leaving and re-entering the stream's bit — the
+  // instant's zero time on the mask without it is registered as they would
+  // have. False (nothing done) otherwise.
+  bool continue_kernel(std::uint32_t local, std::uint8_t s, Time now) {
+    RankState& r = state_.ranks[local];
+    const std::uint32_t bit = 1u << s;
+    if ((r.busy_mask & compute_mask_) != bit) return false;
+    TaskId t = 0;
+    if (!state_.head(local, s, t)) return false;
+    const CompiledProgram& p = *r.program;
+    const Task& task = p.task(t);
+    if (task.kind != TaskKind::Compute) return false;
+    bool ready = true;
+    p.for_each_pred(t, [&](TaskId pred) { ready = ready && r.is_done(pred); });
+    if (!ready) return false;
+    r.account(now);
+    r.note_mask(r.busy_mask & ~bit);
+    auto& stream = state_.stream(local, s);
+    stream.work_left_ns = static_cast<double>(p.duration_ns(t)) * r.gpu_factor;
+    stream.last = now;
+    stream.running = true;
+    stream.started = now;
+    stream.speed = (r.busy_mask & ~compute_mask_) != 0 ? 1 / slowdown_ : 1;
+    schedule_kernel(local, s, t, now);
+    r.allocate(task.alloc_bytes, now);
+    return true;
+  }
+
   void schedule_kernel(std::uint32_t local, std::uint8_t s, TaskId t, Time now) {
     auto& stream = state_.stream(local, s);
     ++stream.version;
@@ -432,7 +462,6 @@ class Run {
     const std::uint8_t s = task.stream;
     auto& stream = state_.stream(local, s);
     stream.running = false;
-    set_busy(local, s, false, now);
     r.mark_done(t);
     r.release(task.free_bytes, now);
     r.finish = std::max(r.finish, now);
@@ -451,8 +480,14 @@ class Run {
         mix(0, (static_cast<std::uint64_t>(now.ns()) * 0x9e3779b97f4a7c15ULL) ^
                    (static_cast<std::uint64_t>(r.rank) << 32 | t));
     if (r.record) result_.timeline.push_back({r.rank, t, stream.started, now});
+    // The stream goes idle (set_busy) only when its next task does not
+    // start at once as a kernel alone on the GPU; nothing above reads the
+    // busy mask or pushes an event, so the order of events is unchanged.
     state_.advance(local, s);
-    try_start(local, s, now);
+    if (!continue_kernel(local, s, now)) {
+      set_busy(local, s, false, now);
+      try_start(local, s, now);
+    }
     const CompiledProgram& p = *r.program;
     p.for_each_succ(t, [&](TaskId next) {
       const std::uint8_t ns = p.stream_of(next);

@@ -87,6 +87,24 @@ struct RankState {
     }
     add_occupancy(busy_mask, spent);
   }
+  /// Registers `mask` with no time if it is new (what account() does for a
+  /// mask held for no time).
+  void note_mask(std::uint32_t mask) {
+    for (std::size_t k = 0; k < 2; ++k)
+      if (recent_slot[k] != kNoSlot && recent_mask[k] == mask) return;
+    if (!occupancy.empty()) {
+      const std::size_t wrap = occupancy.size() - 1;
+      for (std::size_t h = (mask * 2654435761u) >> (32 - occupancy_bits);; h = (h + 1) & wrap) {
+        const OccupancySlot& slot = occupancy[h];
+        if (!slot.used) break;
+        if (slot.mask == mask) {
+          remember(mask, h);
+          return;
+        }
+      }
+    }
+    add_occupancy(mask, Time{});
+  }
   void remember(std::uint32_t mask, std::size_t slot) {
     recent_mask[1] = recent_mask[0];
     recent_slot[1] = recent_slot[0];
