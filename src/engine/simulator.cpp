@@ -117,6 +117,15 @@ class Run {
   }
 
  private:
+  // The head task of stream s on rank `local`, when every task it waits for is done.
+  bool ready_head(std::uint32_t local, std::uint8_t s, TaskId& t) const {
+    if (!state_.head(local, s, t)) return false;
+    const RankState& r = state_.ranks[local];
+    bool ready = true;
+    r.program->for_each_pred(t, [&](TaskId pred) { ready = ready && r.is_done(pred); });
+    return ready;
+  }
+
   // Starts the head task of stream s on rank `local` if it can start now.
   void try_start(std::uint32_t local, std::uint8_t s, Time now) {
     RankState& r = state_.ranks[local];
@@ -124,10 +133,7 @@ class Run {
     if (stream.running || stream.waiting) return;
     const CompiledProgram& p = *r.program;
     TaskId t = 0;
-    if (!state_.head(local, s, t)) return;
-    bool ready = true;
-    p.for_each_pred(t, [&](TaskId pred) { ready = ready && r.is_done(pred); });
-    if (!ready) return;
+    if (!ready_head(local, s, t)) return;
     const Task& task = p.task(t);
     if (task.kind != TaskKind::Compute) {
       arrive(local, s, t, now);
@@ -172,13 +178,10 @@ class Run {
     const std::uint32_t bit = 1u << s;
     if ((r.busy_mask & compute_mask_) != bit) return false;
     TaskId t = 0;
-    if (!state_.head(local, s, t)) return false;
+    if (!ready_head(local, s, t)) return false;
     const CompiledProgram& p = *r.program;
     const Task& task = p.task(t);
     if (task.kind != TaskKind::Compute) return false;
-    bool ready = true;
-    p.for_each_pred(t, [&](TaskId pred) { ready = ready && r.is_done(pred); });
-    if (!ready) return false;
     r.account(now);
     r.note_mask(r.busy_mask & ~bit);
     auto& stream = state_.stream(local, s);
