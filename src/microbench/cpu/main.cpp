@@ -2,14 +2,15 @@
 // sgemm over a grid of shapes and the memory-bound kernels of a training step
 // (copy, triad, layer norm, softmax, Adam, embedding gather) over sizes —
 // written in ptsim's measurement format, so that measure → calibrate → check
-// runs for real on a machine without a GPU (CI). Finishes in under a minute
-// on two cores.
+// runs for real on a machine without a GPU (CI). Three passes over the list
+// take about 60 s on two cores.
 //
-// Usage: ptsim-microbench-cpu --out FILE [--shapes FILE]
+// Usage: ptsim-microbench-cpu --out FILE [--shapes FILE] [--passes N] [--statistic min|median]
 #include <cblas.h>
 #include <omp.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -219,29 +220,52 @@ mb::Result memory_kernel(const std::string& op, std::uint64_t total_bytes, const
 
 int main(int argc, char** argv) {
   std::string out_path, shapes_path;
+  mb::Method method;
+  method.target_s = 0.05;
+  method.passes = 3;
+  method.use_min = true;
+  const auto usage_error = [](const std::string& what) {
+    std::cerr << "ptsim-microbench-cpu: " << what << "; see --help\n";
+    return 2;
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if ((a == "--out" || a == "--shapes") && i + 1 < argc) {
+    const bool has_value = i + 1 < argc;
+    if ((a == "--out" || a == "--shapes") && has_value) {
       (a == "--out" ? out_path : shapes_path) = argv[++i];
+    } else if (a == "--passes" && has_value) {
+      const std::string v = argv[++i];
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 100)
+        return usage_error("--passes '" + v + "' is not a whole number from 1 to 100");
+      method.passes = static_cast<int>(n);
+    } else if (a == "--statistic" && has_value) {
+      const std::string v = argv[++i];
+      if (v != "min" && v != "median") return usage_error("--statistic '" + v + "' is neither min nor median");
+      method.use_min = v == "min";
     } else if (a == "--help" || a == "-h") {
-      std::cout << "Usage: ptsim-microbench-cpu --out FILE [--shapes FILE]\n\n"
+      std::cout << "Usage: ptsim-microbench-cpu --out FILE [--shapes FILE] [--passes N] [--statistic min|median]\n\n"
                    "Measures OpenBLAS sgemm over a grid of shapes and the memory-bound kernels of a\n"
                    "training step over sizes (or the fp32 GEMMs and memory kernels listed in FILE,\n"
                    "as ptsim kernels --microbench-list writes), and writes ptsim's measurement\n"
-                   "format (ptsim-measurements/1) for ptsim calibrate and ptsim check-kernels.\n";
+                   "format (ptsim-measurements/1) for ptsim calibrate and ptsim check-kernels.\n\n"
+                   "  --passes N          measure the whole list N times (default 3) and pool each\n"
+                   "                      kernel's samples, so that a burst of interference on a\n"
+                   "                      shared machine hits one pass, not the kernel\n"
+                   "  --statistic S       what time_s reports: min (default; interference only adds\n"
+                   "                      time) or median\n\n"
+                   "Example: ptsim-microbench-cpu --out cpu.json && ptsim calibrate --measurements cpu.json \\\n"
+                   "           --hw hw_profiles/cpu-host.json -o cpu-calibrated.json\n";
       return 0;
+    } else if (a == "--out" || a == "--shapes" || a == "--passes" || a == "--statistic") {
+      return usage_error(a + " needs a value");
     } else {
-      std::cerr << "ptsim-microbench-cpu: unknown argument '" << a << "'; see --help\n";
-      return 2;
+      return usage_error("unknown argument '" + a + "'");
     }
   }
-  if (out_path.empty()) {
-    std::cerr << "ptsim-microbench-cpu: --out FILE is required; see --help\n";
-    return 2;
-  }
+  if (out_path.empty()) return usage_error("--out FILE is required");
   try {
-    mb::Method method;
-    method.target_s = 0.05;
     mb::Report report;
     report.device("kind", "\"cpu\"");
     report.device("name", mb::json_string(cpu_name()));
@@ -261,21 +285,36 @@ int main(int argc, char** argv) {
         for (const std::uint64_t mib : {1, 2, 4, 8, 16, 32, 64, 128, 256})
           requests.push_back({"memory", "", op, {mib * kMiB}, false, false});
     }
-    std::size_t done = 0;
-    for (const auto& r : requests) {
-      ++done;
-      if (r.op == "gemm" && r.dtype == "fp32" && r.dims[3] == 1) {
-        report.add(gemm(r.dims[0], r.dims[1], r.dims[2], method));
-      } else if (r.op == "memory" && r.kind != "copy_h2d") {
-        report.add(memory_kernel(r.kind, r.dims[0], method));
-      } else {
-        std::cerr << "skipping " << r.op << " " << r.dtype << r.kind << ": not measured on the CPU\n";
-        continue;
+    // Pass after pass over the whole list, so that the samples of one kernel
+    // are minutes apart rather than milliseconds.
+    std::vector<mb::Result> results;
+    for (int pass = 1; pass <= method.passes; ++pass) {
+      std::size_t done = 0, measured = 0;
+      for (const auto& r : requests) {
+        ++done;
+        mb::Result m;
+        if (r.op == "gemm" && r.dtype == "fp32" && r.dims[3] == 1) {
+          m = gemm(r.dims[0], r.dims[1], r.dims[2], method);
+        } else if (r.op == "memory" && r.kind != "copy_h2d") {
+          m = memory_kernel(r.kind, r.dims[0], method);
+        } else {
+          if (pass == 1) std::cerr << "skipping " << r.op << " " << r.dtype << r.kind << ": not measured on the CPU\n";
+          continue;
+        }
+        if (pass == 1) {
+          results.push_back(std::move(m));
+        } else {
+          mb::Result& kept = results[measured];
+          kept.timing.absorb(m.timing);
+          kept.verified = kept.verified && m.verified;
+        }
+        const mb::Result& k = results[measured++];
+        std::cerr << "[pass " << pass << "/" << method.passes << "] [" << done << "/" << requests.size() << "] "
+                  << k.op << " " << k.dtype << " " << k.timing.reported_s(method) * 1e6 << " us"
+                  << (k.verified ? "" : "  (FAILED verification)") << "\n";
       }
-      const auto& m = report.results().back();
-      std::cerr << "[" << done << "/" << requests.size() << "] " << m.op << " " << m.dtype << " "
-                << m.timing.median_s * 1e6 << " us" << (m.verified ? "" : "  (FAILED verification)") << "\n";
     }
+    for (auto& r : results) report.add(std::move(r));
     report.write(out_path, method);
   } catch (const std::exception& e) {
     std::cerr << "ptsim-microbench-cpu: " << e.what() << "\n";
