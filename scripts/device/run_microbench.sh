@@ -3,8 +3,13 @@
 # this tree alone (CMake and the CUDA toolkit; no Boost, fmt or JSON library),
 # runs the whole sweep and writes the measurement file into DIR as
 # <gpu>-<date>.json, with the build and run logs beside it. Under 6 minutes
-# on an H100/H200 class GPU.
-#   run_microbench.sh DIR [--quick] [--shapes FILE]
+# on an H100/H200 class GPU. With --sustained S it then times the training
+# kernels of scripts/device/sustained_shapes.txt, each after S seconds back to
+# back (the clocks of continuous load, not of a burst), into
+# <gpu>-<date>-sustained.json (44 kernels: about 44·S seconds more). The SM
+# clock, power, temperature and throttle reasons are logged every 0.5 s into
+# clocks.csv throughout.
+#   run_microbench.sh DIR [--quick] [--shapes FILE] [--sustained S]
 # Back on an ordinary machine:
 #   cp DIR/<gpu>-<date>.json hw_profiles/measured/
 #   build/ptsim calibrate --measurements hw_profiles/measured/<gpu>-<date>.json \
@@ -13,8 +18,16 @@
 #       --hw hw_profiles/<profile>.json
 set -euo pipefail
 
-out="${1:?usage: run_microbench.sh DIR [--quick] [--shapes FILE]}"
+out="${1:?usage: run_microbench.sh DIR [--quick] [--shapes FILE] [--sustained S]}"
 shift
+sweep_args=()
+sustained=""
+while (($#)); do
+  case "$1" in
+    --sustained) sustained="${2:?--sustained needs a number of seconds}"; shift 2 ;;
+    *) sweep_args+=("$1"); shift ;;
+  esac
+done
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 mkdir -p "$out"
 build="$(mktemp -d /tmp/ptsim-microbench.XXXXXX)"
@@ -33,9 +46,20 @@ cmake -S "$root/src/microbench" -B "$build" -DCMAKE_BUILD_TYPE=Release \
 cmake --build "$build" -j "$(nproc)" >> "$out/build.log" 2>&1 || { tail -n 40 "$out/build.log"; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
 
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+  --format=csv -lms 500 > "$out/clocks.csv" 2>&1 &
+clock_log=$!
+trap 'kill $clock_log 2>/dev/null || true' EXIT
+
 file="$out/$slug-$(date -u +%Y-%m-%d).json"
-"$build/ptsim-microbench" --out "$file" "$@" 2> "$out/microbench.log" || { tail -n 40 "$out/microbench.log"; exit 1; }
+"$build/ptsim-microbench" --out "$file" "${sweep_args[@]}" 2> "$out/microbench.log" || { tail -n 40 "$out/microbench.log"; exit 1; }
 echo "measured in $(( $(date +%s) - start )) s: $file"
+if [ -n "$sustained" ]; then
+  sustained_file="$out/$slug-$(date -u +%Y-%m-%d)-sustained.json"
+  "$build/ptsim-microbench" --shapes "$root/scripts/device/sustained_shapes.txt" --sustained "$sustained" \
+    --out "$sustained_file" 2> "$out/microbench-sustained.log" || { tail -n 40 "$out/microbench-sustained.log"; exit 1; }
+  echo "sustained kernels measured in $(( $(date +%s) - start )) s: $sustained_file"
+fi
 # A short table for the reply: op, kernels, failed verifications.
 python3 - "$file" <<'PY' || true
 import json, sys, collections

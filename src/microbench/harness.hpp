@@ -27,11 +27,16 @@ namespace ptsim::microbench {
 /// time_s reports: the median (GPU: CUDA events are steady) or the minimum
 /// (a shared virtual CPU, where interference only ever adds time and the
 /// median moved by 11 % between two runs where the minimum moved by 7 %).
+/// `sustain_s` > 0: before its timed runs, each kernel runs back to back for
+/// that many seconds of its own measured time, so that a GPU is timed at the
+/// clocks it holds under continuous load (power and thermal limits), as in
+/// hours of training, rather than at the boost clocks of a short burst.
 struct Method {
   int warmup = 3;
   int min_reps = 5;
   int max_reps = 100;
   double target_s = 0.2;
+  double sustain_s = 0;
   int passes = 1;
   bool use_min = false;
   const char* statistic() const { return use_min ? "min" : "median"; }
@@ -66,6 +71,7 @@ struct Timing {
 template <typename Once>
 Timing time_repeated(const Method& method, Once&& once) {
   for (int i = 0; i < method.warmup; ++i) once();
+  for (double busy = 0; busy < method.sustain_s;) busy += std::max(once(), 1e-7);  // a zero reading still counts
   Timing t;
   double total = 0;
   while (static_cast<int>(t.samples.size()) < method.min_reps ||
@@ -218,7 +224,7 @@ class Report {
     o << "},\n  \"date\": " << json_string(iso_date_utc()) << ",\n";
     o << "  \"method\": {\"warmup\": " << method.warmup << ", \"min_reps\": " << method.min_reps
       << ", \"max_reps\": " << method.max_reps << ", \"target_s\": " << json_number(method.target_s)
-      << ", \"passes\": " << method.passes << ", \"statistic\": " << json_string(method.statistic())
+      << ", \"sustain_s\": " << json_number(method.sustain_s) << ", \"passes\": " << method.passes << ", \"statistic\": " << json_string(method.statistic())
       << ", \"inputs\": \"random, rotated past the last-level cache\"},\n";
     o << "  \"kernels\": [";
     for (std::size_t i = 0; i < results_.size(); ++i) {

@@ -45,3 +45,28 @@ TEST_CASE("Pooled passes report the median or the minimum of all samples", "[mic
   CHECK(first.reported_s(method) == 0.5e-6);
   CHECK(std::string(method.statistic()) == "min");
 }
+
+TEST_CASE("A sustained method runs the kernel back to back before timing it", "[microbench]") {
+  mb::Method method;
+  method.warmup = 1;
+  method.min_reps = 2;
+  method.max_reps = 2;
+  method.target_s = 0;
+  method.sustain_s = 1.0;
+  int calls = 0;
+  // 0.25 s a run: four sustaining runs reach 1 s, then the two timed ones.
+  const mb::Timing t = mb::time_repeated(method, [&] {
+    ++calls;
+    return 0.25;
+  });
+  CHECK(calls == 1 + 4 + 2);
+  CHECK(t.reps == 2);
+  // A timer that reads zero still ends the sustaining phase.
+  calls = 0;
+  method.sustain_s = 1e-5;
+  mb::time_repeated(method, [&] {
+    ++calls;
+    return 0.0;
+  });
+  CHECK(calls == 1 + 100 + 2);
+}

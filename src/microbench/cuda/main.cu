@@ -4,8 +4,9 @@
 // step, device and host copies, and NCCL collectives across the GPUs present —
 // and writes ptsim's measurement format (ptsim-measurements/1).
 //
-// Usage: ptsim-microbench --out FILE [--shapes FILE] [--quick]
+// Usage: ptsim-microbench --out FILE [--shapes FILE] [--quick] [--sustained SECONDS]
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "benchmarks.hpp"
@@ -74,19 +75,34 @@ std::vector<mb::Request> builtin_sweep(bool quick, bool fp8) {
 int main(int argc, char** argv) {
   std::string out_path, shapes_path;
   bool quick = false;
+  double sustain_s = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if ((a == "--out" || a == "--shapes") && i + 1 < argc) {
       (a == "--out" ? out_path : shapes_path) = argv[++i];
     } else if (a == "--quick") {
       quick = true;
+    } else if (a == "--sustained" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      char* end = nullptr;
+      sustain_s = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(sustain_s > 0 && sustain_s <= 600)) {
+        std::cerr << "ptsim-microbench: --sustained '" << v << "' is not a number of seconds in (0, 600]; see --help\n";
+        return 2;
+      }
     } else if (a == "--help" || a == "-h") {
-      std::cout << "Usage: ptsim-microbench --out FILE [--shapes FILE] [--quick]\n\n"
+      std::cout << "Usage: ptsim-microbench --out FILE [--shapes FILE] [--quick] [--sustained SECONDS]\n\n"
                    "Measures cuBLASLt GEMMs (bf16, fp16, tf32, fp8) over a grid of shapes, ptsim's fused\n"
                    "attention forward and backward, memory-bound kernels, copies and, with two or more\n"
                    "GPUs, NCCL collectives; or the kernels listed in FILE (ptsim kernels\n"
                    "--microbench-list). Random inputs rotated past L2, warm-up, CUDA events, median of\n"
-                   "many runs, every result checked against a reference. Writes ptsim-measurements/1.\n";
+                   "many runs, every result checked against a reference. Writes ptsim-measurements/1.\n\n"
+                   "  --sustained S   run each kernel back to back for S seconds before timing it, so\n"
+                   "                  that it is timed at the clocks the GPU holds under continuous\n"
+                   "                  load (training) rather than a short burst's boost clocks; no\n"
+                   "                  collectives. Use with --shapes: S seconds per listed kernel.\n\n"
+                   "Example: ptsim kernels --model M.json --hw H.json --gpus 8 --tp 8 --microbench-list k.txt\n"
+                   "         ptsim-microbench --shapes k.txt --sustained 10 --out h200-sustained.json\n";
       return 0;
     } else {
       std::cerr << "ptsim-microbench: unknown argument '" << a << "'; see --help\n";
@@ -105,6 +121,7 @@ int main(int argc, char** argv) {
     const bool fp8 = prop.major >= 9 || (prop.major == 8 && prop.minor >= 9);
     mb::Method method;
     method.target_s = quick ? 0.02 : 0.05;
+    method.sustain_s = sustain_s;
     const auto requests = shapes_path.empty() ? builtin_sweep(quick, fp8) : mb::read_requests(shapes_path);
     std::size_t done = 0;
     for (const auto& r : requests) {
@@ -127,7 +144,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "[%zu/%zu] %s %s %.2f us%s\n", done, requests.size(), m.op.c_str(), m.dtype.c_str(),
                    m.timing.median_s * 1e6, m.verified ? "" : "  (FAILED verification)");
     }
-    for (auto& r : cu::collectives({1 * kMiB, 16 * kMiB, 256 * kMiB, 1024 * kMiB}, method)) report.add(std::move(r));
+    if (sustain_s == 0)
+      for (auto& r : cu::collectives({1 * kMiB, 16 * kMiB, 256 * kMiB, 1024 * kMiB}, method)) report.add(std::move(r));
     report.write(out_path, method);
   } catch (const std::exception& e) {
     std::cerr << "ptsim-microbench: " << e.what() << "\n";
