@@ -60,6 +60,8 @@ const std::vector<StrategyField> kFields = {
      "reduce gradient buckets during the last micro-batch's backward (default: after it)"},
     {"overlap_param_gather", "overlap_param_gather", "", &S::overlap_param_gather, 1, 1, {}, "",
      "with ZeRO ≥ 1: gather updated parameters under the next forward, bucket by bucket"},
+    {"grad_reduce_in_bf16", "grad_reduce_in_bf16", "", &S::grad_reduce_in_bf16, 1, 1, {}, "",
+     "keep and reduce gradients in bf16 (2 bytes) instead of Megatron's fp32 (4 bytes) under bf16 training"},
     {"moe_capacity_factor", "moe_expert_capacity_factor", "", &S::moe_capacity_factor, 1, 1, {}, "F",
      "MoE: tokens an expert takes, as a multiple of its even share (default: dropless)"},
     {"tp_comm_overlap", "tp_comm_overlap", "", &S::tp_comm_overlap, 1, 1, {}, "",

@@ -217,6 +217,7 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   }
   c.overlap_grad_reduce = s.overlap_grad_reduce.value_or(false);
   c.overlap_param_gather = s.overlap_param_gather.value_or(false);
+  c.grad_reduce_in_bf16 = s.grad_reduce_in_bf16.value_or(false);
   c.tp_comm_overlap = s.tp_comm_overlap.value_or(false);
   c.scatter_gather_pipeline = s.scatter_gather_pipeline.value_or(false);
   if (c.overlap_param_gather && c.zero_stage == 0)

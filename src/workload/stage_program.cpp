@@ -484,7 +484,7 @@ class StageBuilder {
       for (const auto& [n, slot] : {std::pair{p.dense, slots::kDataParallel}, {p.expert, slots::kExpertDataParallel}})
         if (n > 0 && group_of(slot) > 1)
           out_.instantiate(dp_collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
-                                         static_cast<std::uint64_t>(2 * n), false),
+                                         static_cast<std::uint64_t>(c_.gradient_bytes() * n), false),
                            mb, static_cast<std::int32_t>(layer));
       return;
     }
@@ -512,7 +512,7 @@ class StageBuilder {
   void zero3_boundary_gradients(std::int64_t n) {
     if (ctx_.dense_group > 1)
       out_.instantiate(dp_collective("zero3.grad_reducescatter", slots::kDataParallel, CollectiveKind::ReduceScatter,
-                                     static_cast<std::uint64_t>(2 * n), false),
+                                     static_cast<std::uint64_t>(c_.gradient_bytes() * n), false),
                        -1, -1);
   }
 
@@ -541,15 +541,16 @@ class StageBuilder {
     flush_bucket(expert_bucket_, slots::kExpertDataParallel);
   }
 
-  // Megatron-LM's DDP: a bucket of bf16 gradients all-reduced (ZeRO:
-  // reduce-scattered) over the ranks that hold the same parameters.
+  // Megatron-LM's DDP: a bucket of gradients (fp32 unless
+  // --grad-reduce-in-bf16) all-reduced (ZeRO: reduce-scattered) over the
+  // ranks that hold the same parameters.
   void flush_bucket(std::int64_t& bucket, std::uint8_t slot) {
     if (bucket == 0) return;
     const bool shard = c_.zero_stage >= 1;
     const std::string name = fmt::format("{}.grad_{}.bucket", slot == slots::kExpertDataParallel ? "edp" : "dp",
                                          shard ? "reducescatter" : "allreduce");
     out_.instantiate(dp_collective(name, slot, shard ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
-                                   static_cast<std::uint64_t>(2 * bucket), false),
+                                   static_cast<std::uint64_t>(c_.gradient_bytes() * bucket), false),
                      -1, -1);
     bucket = 0;
   }
@@ -577,7 +578,8 @@ class StageBuilder {
     // reduction is done, their gradients are summed over the embedding group
     // (Megatron-LM's finalize_model_grads), before the optimizer runs.
     if (ctx_.embedding_group && (first_virtual_any() || last_virtual_any())) {
-      const auto bytes = static_cast<std::uint64_t>(2 * (m_.vocab_size / c_.tp) * m_.hidden_size);
+      const auto bytes =
+          static_cast<std::uint64_t>(c_.gradient_bytes() * (m_.vocab_size / c_.tp) * m_.hidden_size);
       out_.instantiate(out_.block("embedding.grad_allreduce",
                                   [&](BlockRecorder& b) {
                                     const auto id = b.emit_collective(streams::kEmbeddingGrad, slots::kEmbedding,
@@ -596,7 +598,7 @@ class StageBuilder {
     };
     const std::int64_t updated =
         shard(ctx_.stage_parameters.dense, ctx_.dense_group) + shard(ctx_.stage_parameters.expert, ctx_.expert_group);
-    const OpSpec step = optimizer_step_op(updated);
+    const OpSpec step = optimizer_step_op(updated, c_.gradient_bytes());
     out_.instantiate(out_.block(fmt::format("optimizer.{}", updated),
                                 [&](BlockRecorder& b) {
                                   b.begin_list();

@@ -85,8 +85,8 @@ RankParameters stage_parameters(const model::ModelSpec& m, const strategy::Paral
 StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::ParallelConfig& c, std::int64_t stage) {
   const RankParameters p = stage_parameters(model, c, stage);
   const std::int64_t mirror = c.schedule == strategy::ScheduleKind::DualPipe ? 2 : 1;
-  const StaticMemory dense = static_memory(p.dense, c.zero_stage, c.gradient_group() * mirror);
-  const StaticMemory experts = static_memory(p.expert, c.zero_stage, c.expert_dp() * mirror);
+  const StaticMemory dense = static_memory(p.dense, c.zero_stage, c.gradient_group() * mirror, c.gradient_bytes());
+  const StaticMemory experts = static_memory(p.expert, c.zero_stage, c.expert_dp() * mirror, c.gradient_bytes());
   return {dense.parameters + experts.parameters, dense.params_bytes + experts.params_bytes,
           dense.grads_bytes + experts.grads_bytes, dense.optimizer_bytes + experts.optimizer_bytes};
 }

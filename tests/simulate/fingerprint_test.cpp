@@ -16,6 +16,10 @@
 // out and re-recorded by the unchanged engine before that), then a sum over
 // tasks instead of a chain, so that it checks each task's finish time but not
 // the order in which simultaneous finishes are processed.
+// Re-recorded once for a change of the model, not the engine (2026-11-30):
+// gradients held and reduced in fp32 under bf16, as Megatron-LM does; with
+// 2-byte gradients forced everywhere the new build reproduced every old
+// recorded value, so nothing else moved.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

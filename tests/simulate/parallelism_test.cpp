@@ -97,46 +97,59 @@ TEST_CASE("ZeRO static memory per GPU follows the ZeRO paper for GPT-3 175B on 3
   // biases split, norms and row biases replicated), h = 12288.
   const double h = 12288, nd = 6;
   const double psi = 12 * ((12 * h * h + 7 * h) / 8 + 6 * h);
-  const std::map<int, double> expected = {{0, 16 * psi},
-                                          {1, 2 * psi + 2 * psi + 12 * psi / nd},
-                                          {2, 2 * psi + 14 * psi / nd},
-                                          {3, 16 * psi / nd}};
+  // The ZeRO paper's 16-bit gradients (Rajbhandari et al. 2020 §5):
+  // 16Ψ · 4Ψ + 12Ψ/N · 2Ψ + 14Ψ/N · 16Ψ/N; Megatron-LM's fp32 gradients
+  // under bf16 (its docs/source/distrib_optimizer.md: "bf16 param, fp32
+  // grads: 18, distributed optimizer 6 + 12/d"): 18Ψ · 6Ψ + 12Ψ/N ·
+  // 2Ψ + 16Ψ/N · 18Ψ/N.
+  const std::map<int, double> bf16_grads = {
+      {0, 16 * psi}, {1, 2 * psi + 2 * psi + 12 * psi / nd}, {2, 2 * psi + 14 * psi / nd}, {3, 16 * psi / nd}};
+  const std::map<int, double> fp32_grads = {
+      {0, 18 * psi}, {1, 6 * psi + 12 * psi / nd}, {2, 2 * psi + 16 * psi / nd}, {3, 18 * psi / nd}};
   const auto model = test::shipped_model("gpt3-175b");
-  for (const auto& [stage, bytes] : expected) {
-    INFO("ZeRO-" << stage);
-    config::StrategyInput s;
-    s.gpus = 384;
-    s.tp = 8;
-    s.pp = 8;
-    s.global_batch_size = 48;
-    s.zero = stage;
-    const auto run = config::resolve_run(model, s);
-    const auto step = workload::build_step_workload(run.model, run.parallel);
-    CHECK(static_cast<double>(step.stage_static_memory[1].total_bytes()) == Approx(bytes).epsilon(0.01));
-  }
+  for (const bool in_bf16 : {true, false})
+    for (const auto& [stage, bytes] : in_bf16 ? bf16_grads : fp32_grads) {
+      INFO("ZeRO-" << stage << (in_bf16 ? ", bf16 gradients" : ", fp32 gradients"));
+      config::StrategyInput s;
+      s.gpus = 384;
+      s.tp = 8;
+      s.pp = 8;
+      s.global_batch_size = 48;
+      s.zero = stage;
+      if (in_bf16) s.grad_reduce_in_bf16 = true;
+      const auto run = config::resolve_run(model, s);
+      const auto step = workload::build_step_workload(run.model, run.parallel);
+      CHECK(static_cast<double>(step.stage_static_memory[1].total_bytes()) == Approx(bytes).epsilon(0.01));
+    }
 }
 
 TEST_CASE("ZeRO-3 moves 1.5 times plain data parallelism's gradient traffic", "[simulate][zero]") {
-  // One micro-batch, no pipeline: DP all-reduces 2Ψ once (bus 2(n−1)/n·2Ψ);
-  // ZeRO-3 gathers the parameters for forward and backward and
-  // reduce-scatters the gradients: 3·(n−1)/n·2Ψ.
+  // One micro-batch, no pipeline. With G-byte gradients and 2-byte weights,
+  // DP all-reduces GΨ once (bus 2(n−1)/n·GΨ); ZeRO-3 gathers the weights for
+  // forward and backward and reduce-scatters the gradients:
+  // (n−1)/n·(2 + 2 + G)Ψ; ZeRO-1 and -2 reduce-scatter the gradients and
+  // gather the weights: (n−1)/n·(G + 2)Ψ. G = 2: 1.5 and 1 times plain DP;
+  // G = 4 (Megatron's fp32 default): 1 and 0.75 times.
   const auto hw = test::shipped_hardware("h100-sxm5-80gb");
-  config::StrategyInput s;
-  s.gpus = 8;
-  s.global_batch_size = 8;
-  const auto dp = test::simulate(balanced_gpt(4), hw, s);
-  s.zero = 3;
-  const auto z3 = test::simulate(balanced_gpt(4), hw, s);
-  const double plain = dp.result.communication.at("dp").bus_bytes;
-  CHECK(plain > 0);
-  CHECK(z3.result.communication.at("dp").bus_bytes == Approx(1.5 * plain).epsilon(0.01));
-  // ZeRO-1 and -2 move what all-reduce moves (reduce-scatter plus all-gather).
-  s.zero = 1;
-  CHECK(test::simulate(balanced_gpt(4), hw, s).result.communication.at("dp").bus_bytes ==
-        Approx(plain).epsilon(0.01));
-  s.zero = 2;
-  CHECK(test::simulate(balanced_gpt(4), hw, s).result.communication.at("dp").bus_bytes ==
-        Approx(plain).epsilon(0.01));
+  for (const bool in_bf16 : {true, false}) {
+    INFO((in_bf16 ? "bf16 gradients" : "fp32 gradients"));
+    const double g = in_bf16 ? 2 : 4;
+    config::StrategyInput s;
+    s.gpus = 8;
+    s.global_batch_size = 8;
+    if (in_bf16) s.grad_reduce_in_bf16 = true;
+    const auto dp = test::simulate(balanced_gpt(4), hw, s);
+    s.zero = 3;
+    const auto z3 = test::simulate(balanced_gpt(4), hw, s);
+    const double plain = dp.result.communication.at("dp").bus_bytes;
+    CHECK(plain > 0);
+    CHECK(z3.result.communication.at("dp").bus_bytes == Approx((4 + g) / (2 * g) * plain).epsilon(0.01));
+    for (const int stage : {1, 2}) {
+      s.zero = stage;
+      CHECK(test::simulate(balanced_gpt(4), hw, s).result.communication.at("dp").bus_bytes ==
+            Approx((2 + g) / (2 * g) * plain).epsilon(0.01));
+    }
+  }
 }
 
 TEST_CASE("Context parallelism divides activations by cp and passes key/value blocks around the ring",

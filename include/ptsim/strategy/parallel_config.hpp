@@ -66,6 +66,14 @@ struct ParallelConfig {
   int zero_stage = 0;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  /// Gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16;
+  /// DeepSpeed's fp16 ZeRO). By default Megatron-LM accumulates and reduces
+  /// them in fp32 under bf16 training (megatron/training/arguments.py:
+  /// "bfloat16 requires gradient accumulation and all-reduce to be done in
+  /// fp32"), which doubles the bytes of every gradient reduction.
+  bool grad_reduce_in_bf16 = false;
+  /// Bytes of one gradient element, held and reduced.
+  int gradient_bytes() const { return grad_reduce_in_bf16 ? 2 : 4; }
   /// Transformer Engine's TP communication overlap: the all-gather before a
   /// column-parallel GEMM and the reduce-scatter after a row-parallel one run
   /// in chunks beside the GEMM (needs sequence parallelism).

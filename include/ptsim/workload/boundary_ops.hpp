@@ -20,9 +20,10 @@ BlockOps embedding_ops(const model::ModelSpec& m, const MicroShape& shape);
 /// reductions are three small all-reduces over TP.
 BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape);
 
-/// Mixed-precision Adam over `parameters` local parameters: reads the bf16
-/// gradient and the fp32 master weight and two moments, writes those three
-/// back and the bf16 weight: 2 + 12 + 12 + 2 = 28 bytes per parameter.
-OpSpec optimizer_step_op(std::int64_t parameters);
+/// Mixed-precision Adam over `parameters` local parameters: reads the
+/// gradient (`gradient_bytes`: 4 in fp32, 2 in bf16) and the fp32 master
+/// weight and two moments, writes those three back and the bf16 weight:
+/// G + 12 + 12 + 2 bytes per parameter.
+OpSpec optimizer_step_op(std::int64_t parameters, int gradient_bytes);
 
 }  // namespace ptsim::workload

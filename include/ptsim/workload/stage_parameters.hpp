@@ -1,10 +1,13 @@
 // Parameters one rank holds, and the static memory they cost: what sits in
 // HBM before the first micro-batch starts. Mixed-precision Adam as the ZeRO
 // paper counts it (Rajbhandari et al. 2020 §3.1, §5): bf16 weights (2 bytes),
-// bf16 gradients (2) and fp32 master weights, momentum and variance (12) per
+// gradients (G bytes) and fp32 master weights, momentum and variance (12) per
 // parameter; ZeRO stage 1 shards the 12 over the N_d ranks that reduce the
 // parameter's gradient, stage 2 the gradients too, stage 3 the weights too:
-//   stage 0: 16Ψ · 1: 4Ψ + 12Ψ/N_d · 2: 2Ψ + 14Ψ/N_d · 3: 16Ψ/N_d.
+//   stage 0: (14 + G)Ψ · 1: (2 + G)Ψ + 12Ψ/N_d · 2: 2Ψ + (12 + G)Ψ/N_d · 3: (14 + G)Ψ/N_d.
+// G = 2 is the ZeRO paper's fp16 gradient; Megatron-LM keeps bf16 training's
+// gradients in fp32, G = 4: "bf16 param, fp32 grads: 18 bytes, distributed
+// optimizer 6 + 12/d" (Megatron-LM docs/source/distrib_optimizer.md).
 #pragma once
 
 #include <cstdint>
@@ -45,12 +48,14 @@ std::int64_t output_parameters_per_rank(const model::ModelSpec& m, std::int64_t 
 struct StaticMemory {
   std::int64_t parameters = 0;
   std::uint64_t params_bytes = 0;     // bf16 weights (ZeRO-3: the rank's shard)
-  std::uint64_t grads_bytes = 0;      // bf16 gradients (ZeRO-2/3: the rank's shard)
+  std::uint64_t grads_bytes = 0;      // gradients, 2 or 4 bytes each (ZeRO-2/3: the rank's shard)
   std::uint64_t optimizer_bytes = 0;  // fp32 master weights and Adam moments (ZeRO ≥ 1: the shard)
   std::uint64_t total_bytes() const { return params_bytes + grads_bytes + optimizer_bytes; }
 };
 
-/// Static memory of `parameters` whose gradients `group` ranks reduce, under ZeRO `stage`.
-StaticMemory static_memory(std::int64_t parameters, int zero_stage = 0, std::int64_t group = 1);
+/// Static memory of `parameters` whose gradients `group` ranks reduce, under
+/// ZeRO `stage`, with gradients of `gradient_bytes` (4: fp32, Megatron's bf16 default; 2: bf16).
+StaticMemory static_memory(std::int64_t parameters, int zero_stage = 0, std::int64_t group = 1,
+                           int gradient_bytes = 4);
 
 }  // namespace ptsim::workload
