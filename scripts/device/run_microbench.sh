@@ -8,8 +8,10 @@
 # back (the clocks of continuous load, not of a burst), into
 # <gpu>-<date>-sustained.json (44 kernels: about 44·S seconds more). The SM
 # clock, power, temperature and throttle reasons are logged every 0.5 s into
-# clocks.csv throughout.
-#   run_microbench.sh DIR [--quick] [--shapes FILE] [--sustained S]
+# clocks.csv throughout. --sustained-only skips the sweep: on a device lent
+# for 10 minutes a command, run the sweep in one call and
+# `--sustained 3 --sustained-only` (about 3 minutes on an H200) in another.
+#   run_microbench.sh DIR [--quick] [--shapes FILE] [--sustained S [--sustained-only]]
 # Back on an ordinary machine:
 #   cp DIR/<gpu>-<date>.json hw_profiles/measured/
 #   build/ptsim calibrate --measurements hw_profiles/measured/<gpu>-<date>.json \
@@ -22,9 +24,11 @@ out="${1:?usage: run_microbench.sh DIR [--quick] [--shapes FILE] [--sustained S]
 shift
 sweep_args=()
 sustained=""
+sustained_only=0
 while (($#)); do
   case "$1" in
     --sustained) sustained="${2:?--sustained needs a number of seconds}"; shift 2 ;;
+    --sustained-only) sustained_only=1; shift ;;
     *) sweep_args+=("$1"); shift ;;
   esac
 done
@@ -52,8 +56,12 @@ clock_log=$!
 trap 'kill $clock_log 2>/dev/null || true' EXIT
 
 file="$out/$slug-$(date -u +%Y-%m-%d).json"
-"$build/ptsim-microbench" --out "$file" "${sweep_args[@]}" 2> "$out/microbench.log" || { tail -n 40 "$out/microbench.log"; exit 1; }
-echo "measured in $(( $(date +%s) - start )) s: $file"
+if [ "$sustained_only" = 1 ]; then
+  [ -n "$sustained" ] || { echo "run_microbench.sh: --sustained-only needs --sustained S" >&2; exit 2; }
+else
+  "$build/ptsim-microbench" --out "$file" "${sweep_args[@]}" 2> "$out/microbench.log" || { tail -n 40 "$out/microbench.log"; exit 1; }
+  echo "measured in $(( $(date +%s) - start )) s: $file"
+fi
 if [ -n "$sustained" ]; then
   sustained_file="$out/$slug-$(date -u +%Y-%m-%d)-sustained.json"
   "$build/ptsim-microbench" --shapes "$root/scripts/device/sustained_shapes.txt" --sustained "$sustained" \
@@ -61,15 +69,18 @@ if [ -n "$sustained" ]; then
   echo "sustained kernels measured in $(( $(date +%s) - start )) s: $sustained_file"
 fi
 # A short table for the reply: op, kernels, failed verifications.
-python3 - "$file" <<'PY' || true
-import json, sys, collections
-d = json.load(open(sys.argv[1]))
-count, failed = collections.Counter(), collections.Counter()
-for k in d["kernels"]:
-    key = k["op"] + ("/" + k["dtype"] if k["op"] == "gemm" else "")
-    count[key] += 1
-    failed[key] += not k["verified"]
-print(d["device"])
-for key in sorted(count):
-    print(f"{key:20s} {count[key]:4d} measured, {failed[key]} failed verification")
+python3 - "$file" "${sustained_file:-}" <<'PY' || true
+import json, os, sys, collections
+for path in sys.argv[1:]:
+    if not path or not os.path.exists(path):
+        continue
+    d = json.load(open(path))
+    count, failed = collections.Counter(), collections.Counter()
+    for k in d["kernels"]:
+        key = k["op"] + ("/" + k["dtype"] if k["op"] == "gemm" else "")
+        count[key] += 1
+        failed[key] += not k["verified"]
+    print(os.path.basename(path), d["device"])
+    for key in sorted(count):
+        print(f"{key:20s} {count[key]:4d} measured, {failed[key]} failed verification")
 PY
