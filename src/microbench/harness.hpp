@@ -224,8 +224,8 @@ class Report {
     o << "},\n  \"date\": " << json_string(iso_date_utc()) << ",\n";
     o << "  \"method\": {\"warmup\": " << method.warmup << ", \"min_reps\": " << method.min_reps
       << ", \"max_reps\": " << method.max_reps << ", \"target_s\": " << json_number(method.target_s)
-      << ", \"sustain_s\": " << json_number(method.sustain_s) << ", \"passes\": " << method.passes << ", \"statistic\": " << json_string(method.statistic())
-      << ", \"inputs\": \"random, rotated past the last-level cache\"},\n";
+      << ", \"sustain_s\": " << json_number(method.sustain_s) << ", \"passes\": " << method.passes
+      << ", \"statistic\": " << json_string(method.statistic()) << ", \"inputs\": \"random, rotated past the last-level cache\"},\n";
     o << "  \"kernels\": [";
     for (std::size_t i = 0; i < results_.size(); ++i) {
       const Result& r = results_[i];

@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
       }
       const auto& m = report.results().back();
       std::fprintf(stderr, "[%zu/%zu] %s %s %.2f us%s\n", done, requests.size(), m.op.c_str(), m.dtype.c_str(),
-                   m.timing.median_s * 1e6, m.verified ? "" : "  (FAILED verification)");
+                   m.timing.reported_s(method) * 1e6, m.verified ? "" : "  (FAILED verification)");
     }
     if (sustain_s == 0)
       for (auto& r : cu::collectives({1 * kMiB, 16 * kMiB, 256 * kMiB, 1024 * kMiB}, method)) report.add(std::move(r));
