@@ -79,6 +79,8 @@ CompiledBlock compile_block(const taskgraph::TaskGraph& graph, std::uint32_t id,
   }
   b.pred_begin.push_back(static_cast<std::uint32_t>(b.preds.size()));
   b.succ_begin.push_back(static_cast<std::uint32_t>(b.succs.size()));
+  for (std::size_t s = 0; s < num_streams; ++s)
+    if (!b.stream_tasks[s].empty()) b.used_streams.push_back(static_cast<std::uint8_t>(s));
   check_acyclic(b, id);
   return b;
 }
@@ -134,7 +136,8 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
   // raw pointers (std::vector would zero it first: every page touched twice).
   std::vector<std::size_t> per_stream(num_streams, 0);
   for (const auto& instance : instances)
-    for (std::size_t s = 0; s < num_streams; ++s) per_stream[s] += p.blocks[instance.block].stream_tasks[s].size();
+    for (const std::uint8_t s : p.blocks[instance.block].used_streams)
+      per_stream[s] += p.blocks[instance.block].stream_tasks[s].size();
   p.instance_block.reserve(n);
   p.offset.reserve(n + 1);
   p.entries = FixedArray<std::uint32_t>(total);
@@ -157,7 +160,7 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
     const std::uint32_t first = first_template[block];
     PTSIM_ASSERT(base == entry - p.entries.data() && base + size <= total, "instances number the tasks in order");
     for (TaskId t = 0; t < size; ++t) *entry++ = first + t;
-    for (std::size_t s = 0; s < num_streams; ++s)
+    for (const std::uint8_t s : b.used_streams)
       for (const TaskId t : b.stream_tasks[s]) *order_at[s]++ = base + t;
   }
   PTSIM_ASSERT(entry == p.entries.data() + total, "every task has its template");

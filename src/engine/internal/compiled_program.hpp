@@ -45,6 +45,7 @@ struct CompiledBlock {
   std::vector<std::uint32_t> pred_begin, preds;  // local ids
   std::vector<std::uint32_t> succ_begin, succs;
   std::vector<std::vector<TaskId>> stream_tasks;  // issue order per stream, local ids
+  std::vector<std::uint8_t> used_streams;  // the streams with tasks, ascending (a block uses one or two of 18)
 };
 
 /// What the simulation loop reads on every event, one or two indexes away:
