@@ -8,6 +8,8 @@
 #   scripts/bench.sh --repeats 5 --only gpt3
 #   scripts/bench.sh --json bench.json
 #   scripts/bench.sh --micro         # also the Google Benchmark hot-path suite
+#   scripts/bench.sh --only symmetric --instructions  # + callgrind's count, which
+#                                    # a busy host does not move (needs valgrind)
 #   scripts/bench.sh --only none --scaling   # the cost-per-unit curve only
 #
 # Builds Release in $PTSIM_BUILD_DIR (default build) first. Run it on an idle
@@ -21,7 +23,7 @@ micro=0
 for a in "$@"; do
   case "$a" in
     --micro) micro=1 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) args+=("$a") ;;
   esac
 done

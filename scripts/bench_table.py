@@ -9,6 +9,8 @@ simulation's own wall time from the --json it writes.
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -66,6 +68,22 @@ def run_once(ptsim, subcommand, args, workdir):
     }
 
 
+def count_instructions(ptsim, subcommand, args, workdir):
+    """Instructions one run executes, counted by callgrind: unlike wall time,
+    the same on a busy or an idle host, so a change's effect shows whatever
+    else the machine is doing (about 50x slower than a plain run)."""
+    out_json = os.path.join(workdir, "out.json")
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+           ptsim, subcommand] + args + ["--json", out_json]
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"bench: `{' '.join(cmd)}` failed with exit code {proc.returncode}:\n{proc.stderr}")
+    match = re.search(r"Collected : (\d+)", proc.stderr)
+    if not match:
+        sys.exit(f"bench: callgrind printed no instruction count for `{' '.join(cmd)}`:\n{proc.stderr}")
+    return int(match.group(1))
+
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -121,11 +139,17 @@ def main():
     ap.add_argument("--only", default="", help="run only cases whose name contains this text")
     ap.add_argument("--json", help="also write every run's figures to this file")
     ap.add_argument("--micro-bench", help="Google Benchmark binary to run after the table")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count each case's instructions once under callgrind (valgrind): "
+                         "figures a busy host does not move")
     ap.add_argument("--scaling", action="store_true",
                     help="also print the cost per rank × micro-batch × layer over a range of each")
     opts = ap.parse_args()
     if opts.repeats < 1 or opts.plan_repeats < 1:
         sys.exit("bench: --repeats and --plan-repeats must be at least 1")
+    if opts.instructions and shutil.which("valgrind") is None:
+        sys.exit("bench: --instructions needs valgrind (scripts/setup.sh installs it; "
+                 "or apt-get install valgrind)")
 
     cases = [c for c in CASES if opts.only in c[0]]
     if not cases and not (opts.scaling or opts.micro_bench):
@@ -139,6 +163,12 @@ def main():
                 print(f"  {name}: run {i + 1}/{n}", file=sys.stderr, flush=True)
                 runs.append(run_once(opts.ptsim, sub, args, workdir))
             record[name] = runs
+            instructions = None
+            if opts.instructions:
+                print(f"  {name}: counting instructions (callgrind)", file=sys.stderr, flush=True)
+                instructions = count_instructions(opts.ptsim, sub, args, workdir)
+                for r in runs:
+                    r["instructions"] = instructions
             wall = median([r["wall_s"] for r in runs])
             sim_wall = median([r["sim_wall_s"] for r in runs])
             events = median([r["events"] for r in runs])
@@ -156,8 +186,13 @@ def main():
                          f"{events:,.0f}" if events else "—",
                          f"{rate / 1e6:.2f} M/s" if rate else "—",
                          f"{rss / 2**20:,.0f} MiB", ", ".join(target) or "—"])
+            if opts.instructions:
+                rows[-1][-1:-1] = [f"{instructions / 1e6:,.1f} M",
+                                   f"{instructions / events:,.0f}" if events else "—"]
 
     header = ["case", "runs", "wall", "sim wall", "events", "events/s", "peak RSS", "target"]
+    if opts.instructions:
+        header[-1:-1] = ["instructions", "per event"]
     if rows:
         widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
         line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
