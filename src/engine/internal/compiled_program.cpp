@@ -132,21 +132,16 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
                              block.succ_begin[t + 1] - block.succ_begin[t], block.tasks[t].stream});
   }
 
-  // Sizes first, then every per-task array written once, in order, through
-  // raw pointers (std::vector would zero it first: every page touched twice).
+  // Sizes first, then the per-task array written once, in order, through a
+  // raw pointer (std::vector would zero it first: every page touched twice).
   std::vector<std::size_t> per_stream(num_streams, 0);
   for (const auto& instance : instances)
-    for (const std::uint8_t s : p.blocks[instance.block].used_streams)
-      per_stream[s] += p.blocks[instance.block].stream_tasks[s].size();
+    for (const std::uint8_t s : p.blocks[instance.block].used_streams) ++per_stream[s];
   p.instance_block.reserve(n);
   p.offset.reserve(n + 1);
   p.entries = FixedArray<std::uint32_t>(total);
-  p.stream_order.reserve(num_streams);
-  std::vector<TaskId*> order_at(num_streams);
-  for (std::size_t s = 0; s < num_streams; ++s) {
-    p.stream_order.emplace_back(per_stream[s]);
-    order_at[s] = p.stream_order[s].data();
-  }
+  p.stream_instances.resize(num_streams);
+  for (std::size_t s = 0; s < num_streams; ++s) p.stream_instances[s].reserve(per_stream[s]);
   PTSIM_ASSERT(p.templates.size() < CompiledProgram::kLinked, "template ids leave the top bit free");
 
   std::uint32_t* entry = p.entries.data();
@@ -160,8 +155,7 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
     const std::uint32_t first = first_template[block];
     PTSIM_ASSERT(base == entry - p.entries.data() && base + size <= total, "instances number the tasks in order");
     for (TaskId t = 0; t < size; ++t) *entry++ = first + t;
-    for (const std::uint8_t s : b.used_streams)
-      for (const TaskId t : b.stream_tasks[s]) *order_at[s]++ = base + t;
+    for (const std::uint8_t s : b.used_streams) p.stream_instances[s].push_back(i);
   }
   PTSIM_ASSERT(entry == p.entries.data() + total, "every task has its template");
   p.offset.push_back(static_cast<TaskId>(total));

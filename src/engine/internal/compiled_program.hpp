@@ -1,8 +1,8 @@
 // CompiledProgram: a Program flattened for the simulation loop — every
 // compute task's duration asked of the cost model once per block (not per
 // instance), then per global task its template, duration and dependencies
-// (links between instances included) in flat arrays, and each stream's issue
-// order as one array of global ids. Private to engine/.
+// (links between instances included) in flat arrays, and per stream the
+// instances that issue tasks on it. Private to engine/.
 #pragma once
 
 #include <algorithm>
@@ -76,7 +76,10 @@ struct CompiledProgram {
   // Links as (task, other end), sorted by task and then in program order:
   // link_preds by the task that waits, link_succs by the task waited for.
   std::vector<std::pair<TaskId, TaskId>> link_preds, link_succs;
-  std::vector<FixedArray<TaskId>> stream_order;  // per stream: its tasks in issue order
+  // Per stream: the instances with tasks on it, in issue order. A stream's
+  // issue order is theirs, each giving its block's list for the stream; no
+  // per-task copy (4 bytes a task, a page fault per 4 KiB written).
+  std::vector<std::vector<std::uint32_t>> stream_instances;
   std::vector<bool> uses_slot;  // communicator slots some task of the program uses
 
   std::size_t num_tasks() const { return offset.back(); }

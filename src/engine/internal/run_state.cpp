@@ -87,6 +87,7 @@ RunState::RunState(const taskgraph::Workload& w, const cost::CostModel& cost,
     r.rank = rank;
     r.program = programs[pid].get();
     r.done.assign((r.program->num_tasks() + 63) / 64, 0);
+    for (std::uint8_t st = 0; st < num_streams; ++st) enter_instance(static_cast<std::uint32_t>(i), st, 0);
     r.allocated = w.program_base_memory_bytes[pid];
     r.stats.rank = rank;
     r.stats.base_memory_bytes = r.allocated;
@@ -113,10 +114,24 @@ RunState::RunState(const taskgraph::Workload& w, const cost::CostModel& cost,
   }
 }
 
+void RunState::enter_instance(std::uint32_t local, std::uint8_t s, std::uint32_t k) {
+  StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
+  const CompiledProgram& p = *ranks[local].program;
+  st.instance_at = k;
+  if (k >= p.stream_instances[s].size()) {
+    st.cursor = st.end = nullptr;
+    return;
+  }
+  const std::uint32_t instance = p.stream_instances[s][k];
+  const auto& tasks = p.blocks[p.instance_block[instance]].stream_tasks[s];
+  st.base = p.offset[instance];
+  st.cursor = tasks.data();
+  st.end = tasks.data() + tasks.size();
+}
+
 bool RunState::all_finished() const {
-  for (std::size_t i = 0; i < ranks.size(); ++i)
-    for (std::uint8_t s = 0; s < num_streams; ++s)
-      if (streams[i * num_streams + s].next < ranks[i].program->stream_order[s].size()) return false;
+  for (const StreamState& st : streams)
+    if (st.cursor != st.end) return false;
   return true;
 }
 

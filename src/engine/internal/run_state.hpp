@@ -19,7 +19,14 @@
 namespace ptsim::engine::internal {
 
 struct StreamState {
-  std::uint32_t next = 0;    // index of the head task in the program's stream order
+  // The head task: its place in its instance's list of tasks on this stream
+  // (block-local ids, read through to `end`), that instance's first global id,
+  // and the instance's index in the program's stream_instances. cursor == end:
+  // the stream has run all its tasks.
+  const TaskId* cursor = nullptr;
+  const TaskId* end = nullptr;
+  TaskId base = 0;
+  std::uint32_t instance_at = 0;
   Time started;              // start of the running task
   bool running = false;      // a task is executing
   bool waiting = false;      // the head task waits for the other members of its communicator
@@ -168,23 +175,27 @@ class RunState {
   /// false when the stream has run all its tasks.
   bool head(std::uint32_t local, std::uint8_t s, TaskId& out) const {
     const StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
-    const auto& order = ranks[local].program->stream_order[s];
-    if (st.next >= order.size()) return false;
-    out = order[st.next];
+    if (st.cursor == st.end) return false;
+    out = st.base + *st.cursor;
     return true;
   }
   /// Whether `global` (a task on stream s) heads its stream on rank `local`.
   bool is_head(std::uint32_t local, std::uint8_t s, TaskId global) const {
     const StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
-    const auto& order = ranks[local].program->stream_order[s];
-    return st.next < order.size() && order[st.next] == global;
+    return st.cursor != st.end && st.base + *st.cursor == global;
   }
   /// Moves stream s of rank `local` past its head task.
   void advance(std::uint32_t local, std::uint8_t s) {
-    ++streams[static_cast<std::size_t>(local) * num_streams + s].next;
+    StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
+    if (++st.cursor == st.end) enter_instance(local, s, st.instance_at + 1);
   }
   /// Moves per-rank statistics and recordings into `result`.
   RunResult collect(RunResult result);
+
+ private:
+  /// Points stream s of rank `local` at the first task of the k-th instance
+  /// with tasks on it, or at nothing when there is none.
+  void enter_instance(std::uint32_t local, std::uint8_t s, std::uint32_t k);
 };
 
 }  // namespace ptsim::engine::internal
