@@ -62,6 +62,10 @@ const std::vector<StrategyField> kFields = {
      "with ZeRO ≥ 1: gather updated parameters under the next forward, bucket by bucket"},
     {"grad_reduce_in_bf16", "grad_reduce_in_bf16", "", &S::grad_reduce_in_bf16, 1, 1, {}, "",
      "keep and reduce gradients in bf16 (2 bytes) instead of Megatron's fp32 (4 bytes) under bf16 training"},
+    {"zero3_blocking", "zero3_blocking", "", &S::zero3_blocking, 1, 1, {}, "",
+     "with ZeRO-3: each layer waits for its parameter all-gather, started when the layer is reached, and "
+     "for the previous layer's gradient reduce-scatter (DeepSpeed 0.3; default: gathered a layer ahead, "
+     "reduced beside the backward)"},
     {"moe_capacity_factor", "moe_expert_capacity_factor", "", &S::moe_capacity_factor, 1, 1, {}, "F",
      "MoE: tokens an expert takes, as a multiple of its even share (default: dropless)"},
     {"tp_comm_overlap", "tp_comm_overlap", "", &S::tp_comm_overlap, 1, 1, {}, "",

@@ -218,8 +218,11 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   c.overlap_grad_reduce = s.overlap_grad_reduce.value_or(false);
   c.overlap_param_gather = s.overlap_param_gather.value_or(false);
   c.grad_reduce_in_bf16 = s.grad_reduce_in_bf16.value_or(false);
+  c.zero3_blocking = s.zero3_blocking.value_or(false);
   c.tp_comm_overlap = s.tp_comm_overlap.value_or(false);
   c.scatter_gather_pipeline = s.scatter_gather_pipeline.value_or(false);
+  if (c.zero3_blocking && c.zero_stage != 3)
+    check.fail_flag("zero3_blocking", "applies to ZeRO stage 3 only", "add --zero 3 or drop --zero3-blocking");
   if (c.overlap_param_gather && c.zero_stage == 0)
     check.fail_flag("overlap_param_gather", "needs sharded parameters or optimizer states",
                     "add --use-distributed-optimizer or --zero 1|2|3");

@@ -301,7 +301,7 @@ class StageBuilder {
   // A collective on the data-parallel stream, its own block.
   std::uint32_t dp_collective(const std::string& name, std::uint8_t slot, CollectiveKind kind, std::uint64_t bytes,
                               bool blocks_next, std::uint64_t alloc = 0) {
-    return out_.block(fmt::format("{}.{}.{}", name, bytes, alloc), [&](BlockRecorder& b) {
+    return out_.block(fmt::format("{}.{}.{}{}", name, bytes, alloc, blocks_next ? ".blocking" : ""), [&](BlockRecorder& b) {
       b.emit_collective(streams::kDataParallel, slot, categories::kDataParallel, bytes, name, blocks_next, kind,
                         alloc);
     });
@@ -344,6 +344,10 @@ class StageBuilder {
     return slot == slots::kExpertDataParallel ? ctx_.expert_group : ctx_.dense_group;
   }
 
+  // A layer's parameter all-gather. Prefetched (the default), it waits for
+  // the kernel issued before it and the layer waits for it (wait_gathered);
+  // blocking (DeepSpeed 0.3), it is issued as the layer starts and blocks the
+  // layer's first kernel itself.
   void zero3_gather(std::int64_t layer, std::int32_t mb) {
     const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
     std::vector<TaskRef> refs;
@@ -352,11 +356,11 @@ class StageBuilder {
         const auto g = static_cast<double>(group_of(slot));
         const auto alloc = static_cast<std::uint64_t>(2.0 * static_cast<double>(n) * (g - 1) / g);
         const auto i = out_.instantiate(dp_collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
-                                                      static_cast<std::uint64_t>(2 * n), false, alloc),
+                                                      static_cast<std::uint64_t>(2 * n), c_.zero3_blocking, alloc),
                                         mb, static_cast<std::int32_t>(layer));
         refs.push_back({i, 0});
       }
-    gathers_[layer] = refs;
+    if (!c_.zero3_blocking) gathers_[layer] = refs;
   }
 
   void wait_gathered(std::unordered_map<std::int64_t, std::vector<TaskRef>>& map, std::int64_t layer) {
@@ -372,11 +376,13 @@ class StageBuilder {
   void for_layers(std::size_t chunk, bool reverse, std::int32_t mb, Run run) {
     const std::int64_t n = ctx_.chunks[chunk].count;
     const auto layer_at = [&](std::int64_t i) { return ctx_.chunks[chunk].first + (reverse ? n - 1 - i : i); };
-    if (zero3() && n > 0) zero3_gather(layer_at(0), mb);
+    const bool prefetch = zero3() && !c_.zero3_blocking;
+    if (prefetch && n > 0) zero3_gather(layer_at(0), mb);
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t layer = layer_at(i);
-      if (zero3() && i + 1 < n) zero3_gather(layer_at(i + 1), mb);
-      if (zero3()) wait_gathered(gathers_, layer);
+      if (prefetch && i + 1 < n) zero3_gather(layer_at(i + 1), mb);
+      if (prefetch) wait_gathered(gathers_, layer);
+      if (zero3() && !prefetch) zero3_gather(layer, mb);
       wait_gathered(param_gather_, layer);
       run(layer, layer - ctx_.chunks[chunk].first);
     }
@@ -484,7 +490,7 @@ class StageBuilder {
       for (const auto& [n, slot] : {std::pair{p.dense, slots::kDataParallel}, {p.expert, slots::kExpertDataParallel}})
         if (n > 0 && group_of(slot) > 1)
           out_.instantiate(dp_collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
-                                         static_cast<std::uint64_t>(c_.gradient_bytes() * n), false),
+                                         static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking),
                            mb, static_cast<std::int32_t>(layer));
       return;
     }
@@ -512,7 +518,7 @@ class StageBuilder {
   void zero3_boundary_gradients(std::int64_t n) {
     if (ctx_.dense_group > 1)
       out_.instantiate(dp_collective("zero3.grad_reducescatter", slots::kDataParallel, CollectiveKind::ReduceScatter,
-                                     static_cast<std::uint64_t>(c_.gradient_bytes() * n), false),
+                                     static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking),
                        -1, -1);
   }
 

@@ -152,6 +152,48 @@ TEST_CASE("ZeRO-3 moves 1.5 times plain data parallelism's gradient traffic", "[
   }
 }
 
+TEST_CASE("Blocking ZeRO-3 collectives leave none of their time hidden", "[simulate][zero]") {
+  // DeepSpeed 0.3's ZeRO-3 (--zero3-blocking): every layer waits for its
+  // parameter all-gather and the next layer for its gradient reduce-scatter,
+  // so the compute stream sits idle for all of the data-parallel time and no
+  // kernel shares the GPU with communication: compute takes what it takes on
+  // one GPU alone. With the default prefetch, the next layer's gathers run
+  // under the current one: part of their time is hidden, and the kernels
+  // beside them are slowed by the profile's compute-communication factor.
+  const auto hw = test::shipped_hardware("dgx-a100-superpod");
+  config::StrategyInput s;
+  s.gpus = 1;
+  s.global_batch_size = 1;
+  const auto alone = test::simulate(balanced_gpt(8), hw, s);
+  s.gpus = 64;
+  s.global_batch_size = 64;
+  s.zero = 3;
+  s.grad_reduce_in_bf16 = true;
+  const auto overlapped = test::simulate(balanced_gpt(8), hw, s);
+  s.zero3_blocking = true;
+  const auto blocking = test::simulate(balanced_gpt(8), hw, s);
+  const auto& dp_blocking = blocking.result.communication.at("dp");
+  const auto& dp_overlapped = overlapped.result.communication.at("dp");
+  // The same collectives either way.
+  CHECK(dp_blocking.bus_bytes == Approx(dp_overlapped.bus_bytes).epsilon(1e-12));
+  REQUIRE(dp_blocking.time_s > 0);
+  CHECK(dp_blocking.exposed_s == Approx(dp_blocking.time_s).epsilon(1e-6));
+  CHECK(dp_overlapped.exposed_s < 0.9 * dp_overlapped.time_s);
+  CHECK(blocking.result.breakdown.compute_s == Approx(alone.result.breakdown.compute_s).epsilon(1e-6));
+  CHECK(overlapped.result.breakdown.compute_s > 1.05 * alone.result.breakdown.compute_s);
+  CHECK(blocking.result.step_time_s > overlapped.result.step_time_s);
+}
+
+TEST_CASE("Blocking ZeRO-3 collectives need ZeRO stage 3", "[config][zero]") {
+  config::StrategyInput s;
+  s.gpus = 8;
+  s.global_batch_size = 8;
+  s.zero = 2;
+  s.zero3_blocking = true;
+  CHECK_THROWS_WITH(config::resolve_run(test::shipped_model("gpt3-175b"), s),
+                    Catch::Contains("--zero3-blocking") && Catch::Contains("ZeRO stage 3"));
+}
+
 TEST_CASE("Context parallelism divides activations by cp and passes key/value blocks around the ring",
           "[simulate][cp]") {
   const auto hw = test::shipped_hardware("h100-sxm5-80gb");

@@ -72,6 +72,15 @@ struct ParallelConfig {
   /// "bfloat16 requires gradient accumulation and all-reduce to be done in
   /// fp32"), which doubles the bytes of every gradient reduction.
   bool grad_reduce_in_bf16 = false;
+  /// ZeRO-3 collectives that block compute, as DeepSpeed 0.3 ran them: a
+  /// layer's parameter all-gather starts when the layer is reached and the
+  /// layer waits for it, and its gradient reduce-scatter ends before the next
+  /// layer's backward (every parameter gather began with a device-wide
+  /// torch.cuda.synchronize(), partition_parameters.py _allgather_param,
+  /// which also waited for the reductions on their own stream).
+  /// Default: the next layer's parameters are gathered while a layer runs
+  /// (FSDP's prefetch) and gradients are reduced beside the backward.
+  bool zero3_blocking = false;
   /// Bytes of one gradient element, held and reduced.
   int gradient_bytes() const { return grad_reduce_in_bf16 ? 2 : 4; }
   /// Transformer Engine's TP communication overlap: the all-gather before a
