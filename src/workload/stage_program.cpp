@@ -344,10 +344,8 @@ class StageBuilder {
     return slot == slots::kExpertDataParallel ? ctx_.expert_group : ctx_.dense_group;
   }
 
-  // A layer's parameter all-gather. Prefetched (the default), it waits for
-  // the kernel issued before it and the layer waits for it (wait_gathered);
-  // blocking (DeepSpeed 0.3), it is issued as the layer starts and blocks the
-  // layer's first kernel itself.
+  // A layer's parameter all-gather: it waits for the kernel issued before it,
+  // and the layer waits for it (wait_gathered).
   void zero3_gather(std::int64_t layer, std::int32_t mb) {
     const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
     std::vector<TaskRef> refs;
@@ -356,11 +354,11 @@ class StageBuilder {
         const auto g = static_cast<double>(group_of(slot));
         const auto alloc = static_cast<std::uint64_t>(2.0 * static_cast<double>(n) * (g - 1) / g);
         const auto i = out_.instantiate(dp_collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
-                                                      static_cast<std::uint64_t>(2 * n), c_.zero3_blocking, alloc),
+                                                      static_cast<std::uint64_t>(2 * n), false, alloc),
                                         mb, static_cast<std::int32_t>(layer));
         refs.push_back({i, 0});
       }
-    if (!c_.zero3_blocking) gathers_[layer] = refs;
+    gathers_[layer] = refs;
   }
 
   void wait_gathered(std::unordered_map<std::int64_t, std::vector<TaskRef>>& map, std::int64_t layer) {
@@ -371,18 +369,18 @@ class StageBuilder {
   }
 
   // The layers of a chunk in `order`, each after the previous; ZeRO-3
-  // gathers a layer's parameters while the one before it runs.
+  // gathers a layer's parameters while the one before it runs, or, blocking
+  // (DeepSpeed 0.3), as the layer is reached.
   template <typename Run>
   void for_layers(std::size_t chunk, bool reverse, std::int32_t mb, Run run) {
     const std::int64_t n = ctx_.chunks[chunk].count;
     const auto layer_at = [&](std::int64_t i) { return ctx_.chunks[chunk].first + (reverse ? n - 1 - i : i); };
-    const bool prefetch = zero3() && !c_.zero3_blocking;
-    if (prefetch && n > 0) zero3_gather(layer_at(0), mb);
+    const std::int64_t ahead = c_.zero3_blocking ? 0 : 1;  // layers gathered before the one running
+    if (zero3() && ahead > 0 && n > 0) zero3_gather(layer_at(0), mb);
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t layer = layer_at(i);
-      if (prefetch && i + 1 < n) zero3_gather(layer_at(i + 1), mb);
-      if (prefetch) wait_gathered(gathers_, layer);
-      if (zero3() && !prefetch) zero3_gather(layer, mb);
+      if (zero3() && i + ahead < n) zero3_gather(layer_at(i + ahead), mb);
+      if (zero3()) wait_gathered(gathers_, layer);
       wait_gathered(param_gather_, layer);
       run(layer, layer - ctx_.chunks[chunk].first);
     }
