@@ -36,6 +36,7 @@ constexpr std::uint8_t kFlowDone = 1;      // target: flow, version
 constexpr std::uint8_t kPhaseDone = 2;     // target: transfer (its latency has passed)
 constexpr std::uint8_t kBatchDone = 3;     // target: transfer, version (its batched flows are done)
 constexpr std::uint8_t kTransferDone = 4;  // target: transfer, version (its remaining phases ran alone)
+constexpr std::int64_t kExactInDouble = std::int64_t{1} << 53;  // whole numbers below it are exact doubles
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   // splitmix64 finaliser over an FNV-style accumulation: cheap and well spread.
@@ -117,13 +118,17 @@ class Run {
   }
 
  private:
-  // The head task of stream s on rank `local`, when every task it waits for is done.
-  bool ready_head(std::uint32_t local, std::uint8_t s, TaskId& t) const {
-    if (!state_.head(local, s, t)) return false;
+  using Template = CompiledProgram::Template;
+
+  // The template of the head task t of stream s on rank `local`, when every
+  // task it waits for is done; null otherwise.
+  const Template* ready_head(std::uint32_t local, std::uint8_t s, TaskId& t) const {
+    if (!state_.head(local, s, t)) return nullptr;
     const RankState& r = state_.ranks[local];
+    const Template& tp = r.program->tmpl(t);
     bool ready = true;
-    r.program->for_each_pred(t, [&](TaskId pred) { ready = ready && r.is_done(pred); });
-    return ready;
+    r.program->for_each_pred(t, tp, [&](TaskId pred) { ready = ready && r.is_done(pred); });
+    return ready ? &tp : nullptr;
   }
 
   // Starts the head task of stream s on rank `local` if it can start now.
@@ -131,23 +136,22 @@ class Run {
     RankState& r = state_.ranks[local];
     auto& stream = state_.stream(local, s);
     if (stream.running || stream.waiting) return;
-    const CompiledProgram& p = *r.program;
     TaskId t = 0;
-    if (!ready_head(local, s, t)) return;
-    const Task& task = p.task(t);
-    if (task.kind != TaskKind::Compute) {
+    const Template* tp = ready_head(local, s, t);
+    if (tp == nullptr) return;
+    if (tp->kind != TaskKind::Compute) {
       arrive(local, s, t, now);
       return;
     }
-    stream.work_left_ns = static_cast<double>(p.duration_ns(t)) * r.gpu_factor;
+    stream.work_left_ns = static_cast<double>(tp->duration_ns) * r.gpu_factor;
     stream.last = now;
-    start_kernel(local, s, t, task, now);
+    start_kernel(local, s, t, *tp, now);
   }
 
   // begin() for a kernel, with the usual case inline: a kernel alone on the
   // GPU runs at full speed, or slowed by communication in flight; beside
   // other kernels all of them are repriced.
-  void start_kernel(std::uint32_t local, std::uint8_t s, TaskId t, const Task& task, Time now) {
+  void start_kernel(std::uint32_t local, std::uint8_t s, TaskId t, const Template& tp, Time now) {
     RankState& r = state_.ranks[local];
     auto& stream = state_.stream(local, s);
     stream.running = true;
@@ -161,11 +165,11 @@ class Run {
     if (kernels == bit) {
       // reprice()'s arithmetic for one kernel whose work was set just now.
       stream.speed = communicating ? 1 / slowdown_ : 1;
-      schedule_kernel(local, s, t, now);
+      schedule_started_kernel(local, s, t, tp.duration_ns, now);
     } else {
       reprice(local, kernels, communicating, now);
     }
-    r.allocate(task.alloc_bytes, now);
+    r.allocate(tp.task->alloc_bytes, now);
   }
 
   // A kernel that ran alone on the GPU is followed on its stream by a kernel
@@ -178,21 +182,33 @@ class Run {
     const std::uint32_t bit = 1u << s;
     if ((r.busy_mask & compute_mask_) != bit) return false;
     TaskId t = 0;
-    if (!ready_head(local, s, t)) return false;
-    const CompiledProgram& p = *r.program;
-    const Task& task = p.task(t);
-    if (task.kind != TaskKind::Compute) return false;
+    const Template* tp = ready_head(local, s, t);
+    if (tp == nullptr || tp->kind != TaskKind::Compute) return false;
     r.account(now);
     r.note_mask(r.busy_mask & ~bit);
     auto& stream = state_.stream(local, s);
-    stream.work_left_ns = static_cast<double>(p.duration_ns(t)) * r.gpu_factor;
+    stream.work_left_ns = static_cast<double>(tp->duration_ns) * r.gpu_factor;
     stream.last = now;
     stream.running = true;
     stream.started = now;
     stream.speed = (r.busy_mask & ~compute_mask_) != 0 ? 1 / slowdown_ : 1;
-    schedule_kernel(local, s, t, now);
-    r.allocate(task.alloc_bytes, now);
+    schedule_started_kernel(local, s, t, tp->duration_ns, now);
+    r.allocate(tp->task->alloc_bytes, now);
     return true;
+  }
+
+  // A kernel of `duration_ns` that starts now: at full speed on a GPU of
+  // nominal speed it ends its duration from now. That is what schedule_kernel
+  // computes — ⌈d − 10⁻⁶⌉ is d for a whole number d of nanoseconds below
+  // 2⁵³, exact in a double — without its division and rounding.
+  void schedule_started_kernel(std::uint32_t local, std::uint8_t s, TaskId t, std::int64_t duration_ns, Time now) {
+    auto& stream = state_.stream(local, s);
+    if (stream.speed != 1 || state_.ranks[local].gpu_factor != 1 || duration_ns >= kExactInDouble) {
+      schedule_kernel(local, s, t, now);
+      return;
+    }
+    ++stream.version;
+    queue_.push({now + Time::nanoseconds(duration_ns), local, t, stream.version, kKernelDone, s});
   }
 
   void schedule_kernel(std::uint32_t local, std::uint8_t s, TaskId t, Time now) {
@@ -461,8 +477,10 @@ class Run {
 
   void finish_task(std::uint32_t local, TaskId t, Time now) {
     RankState& r = state_.ranks[local];
-    const Task& task = r.program->task(t);
-    const std::uint8_t s = task.stream;
+    const CompiledProgram& p = *r.program;
+    const Template& tp = p.tmpl(t);
+    const Task& task = *tp.task;
+    const std::uint8_t s = tp.stream;
     auto& stream = state_.stream(local, s);
     stream.running = false;
     r.mark_done(t);
@@ -472,7 +490,7 @@ class Run {
     totals.busy += now - stream.started;
     totals.bytes += task.bytes;
     totals.flops += task.flops;
-    if (task.kind != TaskKind::Compute) totals.bus_bytes += bus_bytes(r.rank, task);
+    if (tp.kind != TaskKind::Compute) totals.bus_bytes += bus_bytes(r.rank, task);
     ++totals.count;
     ++result_.tasks;
     // A sum over tasks of a hash of (rank, task, finish time): it changes
@@ -491,8 +509,7 @@ class Run {
       set_busy(local, s, false, now);
       try_start(local, s, now);
     }
-    const CompiledProgram& p = *r.program;
-    p.for_each_succ(t, [&](TaskId next) {
+    p.for_each_succ(t, tp, [&](TaskId next) {
       const std::uint8_t ns = p.stream_of(next);
       if (ns != s && state_.is_head(local, ns, next)) try_start(local, ns, now);
     });

@@ -129,7 +129,8 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
       p.templates.push_back({&block.tasks[t], block.preds.data() + block.pred_begin[t],
                              block.succs.data() + block.succ_begin[t], block.compute_duration[t].ns(), t,
                              block.pred_begin[t + 1] - block.pred_begin[t],
-                             block.succ_begin[t + 1] - block.succ_begin[t], block.tasks[t].stream});
+                             block.succ_begin[t + 1] - block.succ_begin[t], block.tasks[t].stream,
+                             block.tasks[t].kind});
   }
 
   // Sizes first, then the per-task array written once, in order, through a

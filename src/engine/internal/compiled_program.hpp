@@ -67,6 +67,7 @@ struct CompiledProgram {
     std::uint32_t local;         // its id in its block: global id − local = the instance's first
     std::uint32_t num_preds, num_succs;
     std::uint8_t stream;         // task->stream, one load nearer
+    taskgraph::TaskKind kind;    // task->kind, likewise
   };
   std::vector<Template> templates;  // every block's tasks, block after block
   // Per global task: its template, and kLinked when links to other instances
@@ -86,7 +87,10 @@ struct CompiledProgram {
   /// The instance a global task belongs to (a binary search: only error
   /// messages ask).
   std::uint32_t instance_of(TaskId global) const;
-  const taskgraph::Task& task(TaskId global) const { return *templates[entries[global] & ~kLinked].task; }
+  /// The template of a global task: the hot path reads it once per task and
+  /// takes the task, duration, stream and dependencies from it.
+  const Template& tmpl(TaskId global) const { return templates[entries[global] & ~kLinked]; }
+  const taskgraph::Task& task(TaskId global) const { return *tmpl(global).task; }
   std::int64_t duration_ns(TaskId global) const { return templates[entries[global] & ~kLinked].duration_ns; }
   std::uint8_t stream_of(TaskId global) const { return templates[entries[global] & ~kLinked].stream; }
 
@@ -94,20 +98,25 @@ struct CompiledProgram {
   /// dependencies first, then its links.
   template <typename F>
   void for_each_pred(TaskId global, F&& f) const {
-    const std::uint32_t e = entries[global];
-    const Template& t = templates[e & ~kLinked];
+    for_each_pred(global, tmpl(global), f);
+  }
+  /// The same, with `global`'s template already at hand.
+  template <typename F>
+  void for_each_pred(TaskId global, const Template& t, F&& f) const {
     const TaskId first = global - t.local;
     for (std::uint32_t k = 0; k < t.num_preds; ++k) f(first + t.preds[k]);
-    if (e & kLinked) for_each_link(link_preds, global, f);
+    if (entries[global] & kLinked) for_each_link(link_preds, global, f);
   }
   /// Calls f(global id) for every task that waits for `global`.
   template <typename F>
   void for_each_succ(TaskId global, F&& f) const {
-    const std::uint32_t e = entries[global];
-    const Template& t = templates[e & ~kLinked];
+    for_each_succ(global, tmpl(global), f);
+  }
+  template <typename F>
+  void for_each_succ(TaskId global, const Template& t, F&& f) const {
     const TaskId first = global - t.local;
     for (std::uint32_t k = 0; k < t.num_succs; ++k) f(first + t.succs[k]);
-    if (e & kLinked) for_each_link(link_succs, global, f);
+    if (entries[global] & kLinked) for_each_link(link_succs, global, f);
   }
 
  private:
