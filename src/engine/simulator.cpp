@@ -91,7 +91,7 @@ class Run {
         case kKernelDone:
           if (state_.stream(e.target, e.stream).version != e.version) continue;
           ++result_.events;
-          finish_task(e.target, e.task, e.at);
+          finish_task(e.target, e.stream, e.task, e.at);
           break;
         case kFlowDone:
           if (network_.version(e.target) != e.version) continue;
@@ -125,7 +125,7 @@ class Run {
   const Template* ready_head(std::uint32_t local, std::uint8_t s, TaskId& t) const {
     if (!state_.head(local, s, t)) return nullptr;
     const RankState& r = state_.ranks[local];
-    const Template& tp = r.program->tmpl(t);
+    const Template& tp = state_.head_template(local, s);
     bool ready = true;
     r.program->for_each_pred(t, tp, [&](TaskId pred) { ready = ready && r.is_done(pred); });
     return ready ? &tp : nullptr;
@@ -140,7 +140,7 @@ class Run {
     const Template* tp = ready_head(local, s, t);
     if (tp == nullptr) return;
     if (tp->kind != TaskKind::Compute) {
-      arrive(local, s, t, now);
+      arrive(local, s, t, *tp->task, now);
       return;
     }
     stream.work_left_ns = static_cast<double>(tp->duration_ns) * r.gpu_factor;
@@ -269,9 +269,8 @@ class Run {
   }
 
   // Rank `local` reaches communication task t: rendezvous with the other members.
-  void arrive(std::uint32_t local, std::uint8_t s, TaskId t, Time now) {
+  void arrive(std::uint32_t local, std::uint8_t s, TaskId t, const Task& task, Time now) {
     RankState& r = state_.ranks[local];
-    const Task& task = r.program->task(t);
     const taskgraph::CommunicatorId id = w_.communicator(r.rank, task.comm_slot);
     if (id == taskgraph::kNoCommunicator)
       throw SimulationError(fmt::format("rank {}: task '{}' uses communicator slot '{}', which "
@@ -299,13 +298,9 @@ class Run {
       internal::check_matching(*c.first, task, w_, r.rank, id);
     }
     state_.stream(local, s).waiting = true;
-    c.arrivals.emplace_back(local, t);
+    c.arrivals.push_back({local, t, s});
     if (c.arrivals.size() < c.expected) return;
-    for (const auto& [member, member_task] : c.arrivals) {
-      const RankState& m = state_.ranks[member];
-      const Task& mt = m.program->task(member_task);
-      begin(member, mt.stream, mt, now);
-    }
+    for (const internal::Arrival& a : c.arrivals) begin(a.local, a.stream, *state_.head_template(a.local, a.stream).task, now);
     start_transfer(id, task, now);
   }
 
@@ -447,7 +442,7 @@ class Run {
     // Finishing the members may start the communicator's next operation, so
     // they are walked from a buffer of their own: a spare one whose capacity
     // goes to the communicator, so that no transfer allocates.
-    std::vector<std::pair<std::uint32_t, TaskId>> arrivals;
+    std::vector<internal::Arrival> arrivals;
     if (!spare_arrivals_.empty()) {
       arrivals = std::move(spare_arrivals_.back());
       spare_arrivals_.pop_back();
@@ -455,7 +450,7 @@ class Run {
     arrivals.swap(c.arrivals);
     c.first = nullptr;
     free_transfers_.push_back(t);
-    for (const auto& [local, task] : arrivals) finish_task(local, task, now);
+    for (const internal::Arrival& a : arrivals) finish_task(a.local, a.stream, a.task, now);
     arrivals.clear();
     spare_arrivals_.push_back(std::move(arrivals));
   }
@@ -475,13 +470,14 @@ class Run {
     }
   }
 
-  void finish_task(std::uint32_t local, TaskId t, Time now) {
+  // Task t, the head of stream s on rank `local`, ends now.
+  void finish_task(std::uint32_t local, std::uint8_t s, TaskId t, Time now) {
     RankState& r = state_.ranks[local];
     const CompiledProgram& p = *r.program;
-    const Template& tp = p.tmpl(t);
-    const Task& task = *tp.task;
-    const std::uint8_t s = tp.stream;
     auto& stream = state_.stream(local, s);
+    const std::uint32_t first_template = stream.first_template;  // advance() may enter the next instance
+    const Template& tp = p.templates[first_template + *stream.cursor];
+    const Task& task = *tp.task;
     stream.running = false;
     r.mark_done(t);
     r.release(task.free_bytes, now);
@@ -509,8 +505,7 @@ class Run {
       set_busy(local, s, false, now);
       try_start(local, s, now);
     }
-    p.for_each_succ(t, tp, [&](TaskId next) {
-      const std::uint8_t ns = p.stream_of(next);
+    p.for_each_succ(t, tp, first_template, [&](TaskId next, std::uint8_t ns) {
       if (ns != s && state_.is_head(local, ns, next)) try_start(local, ns, now);
     });
   }
@@ -525,7 +520,7 @@ class Run {
   RunResult result_;
   std::vector<TransferState> transfers_;
   std::vector<std::uint32_t> free_transfers_;
-  std::vector<std::vector<std::pair<std::uint32_t, TaskId>>> spare_arrivals_;  // see finish_transfer
+  std::vector<std::vector<internal::Arrival>> spare_arrivals_;  // see finish_transfer
   internal::TransferPlans plans_;
 };
 

@@ -42,7 +42,7 @@ std::string describe_blocked(const RunState& state, const taskgraph::Workload& w
                           state.comms[id].arrivals.size(), state.comms[id].expected);
       } else {
         std::string missing;
-        p.for_each_pred(t, [&](TaskId pred) {
+        p.for_each_pred(t, p.find_template(t), [&](TaskId pred) {
           if (!r.is_done(pred)) missing += (missing.empty() ? "" : ", ") + describe_task(p, source, pred, w);
         });
         why = "waits for " + missing;

@@ -105,26 +105,12 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
   const auto n = static_cast<std::uint32_t>(instances.size());
   const std::size_t total = program.num_tasks();
 
-  // Links between instances, as (global task, other end) sorted by the
-  // first; a stable sort keeps each task's links in program order.
-  const auto& links = program.links();
-  p.link_preds.resize(links.size());
-  p.link_succs.resize(links.size());
-  for (std::size_t k = 0; k < links.size(); ++k) {
-    const TaskId before = program.global(links[k].before), after = program.global(links[k].after);
-    p.link_preds[k] = {after, before};
-    p.link_succs[k] = {before, after};
-  }
-  const auto by_task = [](const auto& a, const auto& b) { return a.first < b.first; };
-  std::stable_sort(p.link_preds.begin(), p.link_preds.end(), by_task);
-  std::stable_sort(p.link_succs.begin(), p.link_succs.end(), by_task);
-
   // Templates, block after block (the blocks are complete: pointers into
   // them stay valid).
-  std::vector<std::uint32_t> first_template(p.blocks.size());
+  p.first_template.resize(p.blocks.size());
   for (std::size_t b = 0; b < p.blocks.size(); ++b) {
     const CompiledBlock& block = p.blocks[b];
-    first_template[b] = static_cast<std::uint32_t>(p.templates.size());
+    p.first_template[b] = static_cast<std::uint32_t>(p.templates.size());
     for (std::uint32_t t = 0; t < block.tasks.size(); ++t)
       p.templates.push_back({&block.tasks[t], block.preds.data() + block.pred_begin[t],
                              block.succs.data() + block.succ_begin[t], block.compute_duration[t].ns(), t,
@@ -132,39 +118,50 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
                              block.succ_begin[t + 1] - block.succ_begin[t], block.tasks[t].stream,
                              block.tasks[t].kind});
   }
+  p.block_stream_tasks.resize(p.blocks.size() * num_streams);
+  for (std::size_t b = 0; b < p.blocks.size(); ++b)
+    for (const std::uint8_t s : p.blocks[b].used_streams) {
+      const auto& list = p.blocks[b].stream_tasks[s];
+      p.block_stream_tasks[b * num_streams + s] = {list.data(), list.data() + list.size()};
+    }
 
-  // Sizes first, then the per-task array written once, in order, through a
-  // raw pointer (std::vector would zero it first: every page touched twice).
+  // Per instance its block and first id; per stream the instances on it.
   std::vector<std::size_t> per_stream(num_streams, 0);
   for (const auto& instance : instances)
     for (const std::uint8_t s : p.blocks[instance.block].used_streams) ++per_stream[s];
   p.instance_block.reserve(n);
   p.offset.reserve(n + 1);
-  p.entries = FixedArray<std::uint32_t>(total);
   p.stream_instances.resize(num_streams);
   for (std::size_t s = 0; s < num_streams; ++s) p.stream_instances[s].reserve(per_stream[s]);
-  PTSIM_ASSERT(p.templates.size() < CompiledProgram::kLinked, "template ids leave the top bit free");
-
-  std::uint32_t* entry = p.entries.data();
+  std::size_t next = 0;  // the first id of instance i, as the instances before it add up
   for (std::uint32_t i = 0; i < n; ++i) {
     const std::uint32_t block = instances[i].block;
-    p.instance_block.push_back(block);
     const TaskId base = program.offset(i);
+    next += p.blocks[block].tasks.size();
+    PTSIM_ASSERT(base + p.blocks[block].tasks.size() == next && next <= total, "instances number the tasks in order");
+    p.instance_block.push_back(block);
     p.offset.push_back(base);
-    const CompiledBlock& b = p.blocks[block];
-    const auto size = static_cast<TaskId>(b.tasks.size());
-    const std::uint32_t first = first_template[block];
-    PTSIM_ASSERT(base == entry - p.entries.data() && base + size <= total, "instances number the tasks in order");
-    for (TaskId t = 0; t < size; ++t) *entry++ = first + t;
-    for (const std::uint8_t s : b.used_streams) p.stream_instances[s].push_back(i);
+    for (const std::uint8_t s : p.blocks[block].used_streams) p.stream_instances[s].push_back({base, block});
   }
-  PTSIM_ASSERT(entry == p.entries.data() + total, "every task has its template");
+  PTSIM_ASSERT(next == total, "the instances hold every task");
   p.offset.push_back(static_cast<TaskId>(total));
-  for (const auto& links_of : {&p.link_preds, &p.link_succs})
-    for (const auto& [task, other] : *links_of) {
-      PTSIM_ASSERT(task < total && other < total, "links join tasks of the program");
-      p.entries.data()[task] |= CompiledProgram::kLinked;
-    }
+
+  // Links between instances, as (global task, other end, its stream) sorted
+  // by the first; a stable sort keeps each task's links in program order.
+  const auto& links = program.links();
+  p.link_preds.resize(links.size());
+  p.link_succs.resize(links.size());
+  p.linked.assign((total + 63) / 64, 0);
+  for (std::size_t k = 0; k < links.size(); ++k) {
+    const TaskId before = program.global(links[k].before), after = program.global(links[k].after);
+    PTSIM_ASSERT(before < total && after < total, "links join tasks of the program");
+    p.link_preds[k] = {after, before, p.find_template(before).stream};
+    p.link_succs[k] = {before, after, p.find_template(after).stream};
+    for (const TaskId t : {before, after}) p.linked[t >> 6] |= std::uint64_t{1} << (t & 63);
+  }
+  const auto by_task = [](const CompiledProgram::Link& a, const CompiledProgram::Link& b) { return a.task < b.task; };
+  std::stable_sort(p.link_preds.begin(), p.link_preds.end(), by_task);
+  std::stable_sort(p.link_succs.begin(), p.link_succs.end(), by_task);
   return p;
 }
 

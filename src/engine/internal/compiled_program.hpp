@@ -20,25 +20,6 @@ namespace ptsim::engine::internal {
 
 using taskgraph::TaskId;
 
-/// A fixed-size array whose elements stay uninitialised until written:
-/// compiling writes each element once, in order, and zeroing the fresh memory
-/// first (as std::vector does) would touch every page twice.
-template <typename T>
-class FixedArray {
- public:
-  FixedArray() = default;
-  explicit FixedArray(std::size_t n) : data_(std::make_unique_for_overwrite<T[]>(n)), size_(n) {}
-  std::size_t size() const { return size_; }
-  T* data() { return data_.get(); }
-  const T& operator[](std::size_t i) const { return data_[i]; }
-  const T* begin() const { return data_.get(); }
-  const T* end() const { return data_.get() + size_; }
-
- private:
-  std::unique_ptr<T[]> data_;
-  std::size_t size_ = 0;
-};
-
 struct CompiledBlock {
   std::vector<taskgraph::Task> tasks;
   std::vector<Time> compute_duration;  // per task; zero for communication tasks
@@ -50,11 +31,13 @@ struct CompiledBlock {
 
 /// What the simulation loop reads on every event, one or two indexes away:
 /// per block task a template (the task, its duration, its dependencies inside
-/// its block), and per global task only its template and its links to other
-/// instances. Four bytes per task, and four for its place in its stream's
-/// order: the memory a run touches first costs a page fault per 4 KiB (about
-/// 1.3 µs on the 2-core machine), so per-task copies of block data cost more
-/// to create than they save.
+/// its block), per stream the instances that issue tasks on it, and per task
+/// one bit: whether links to other instances start or end at it. Nothing else
+/// per task: the memory a run touches first costs a page fault per 4 KiB
+/// (about 1.3 µs on the 2-core machine), so per-task copies of block data
+/// cost more to create than they save. The loop finds a task's template from
+/// where it stands — a stream's head, or a dependency inside the same
+/// instance — as its block's first template plus the task's local id.
 struct CompiledProgram {
   std::vector<CompiledBlock> blocks;
   std::vector<std::uint32_t> instance_block;
@@ -69,62 +52,73 @@ struct CompiledProgram {
     std::uint8_t stream;         // task->stream, one load nearer
     taskgraph::TaskKind kind;    // task->kind, likewise
   };
-  std::vector<Template> templates;  // every block's tasks, block after block
-  // Per global task: its template, and kLinked when links to other instances
-  // start or end at it (a few per instance; they are found by binary search).
-  static constexpr std::uint32_t kLinked = 1u << 31;
-  FixedArray<std::uint32_t> entries;
+  std::vector<Template> templates;          // every block's tasks, block after block
+  std::vector<std::uint32_t> first_template;  // per block: its first task's template
+  // Bit per global task: links to other instances start or end at it (a few
+  // per instance; they are found by binary search).
+  std::vector<std::uint64_t> linked;
   // Links as (task, other end), sorted by task and then in program order:
   // link_preds by the task that waits, link_succs by the task waited for.
-  std::vector<std::pair<TaskId, TaskId>> link_preds, link_succs;
-  // Per stream: the instances with tasks on it, in issue order. A stream's
-  // issue order is theirs, each giving its block's list for the stream; no
-  // per-task copy (4 bytes a task, a page fault per 4 KiB written).
-  std::vector<std::vector<std::uint32_t>> stream_instances;
+  struct Link {
+    TaskId task;
+    TaskId other;
+    std::uint8_t other_stream;  // the stream of `other`
+  };
+  std::vector<Link> link_preds, link_succs;
+  // Per stream: the instances with tasks on it, in issue order, each as its
+  // first global id and its block. A stream's issue order is theirs, each
+  // giving its block's list for the stream; no per-task copy (4 bytes a task,
+  // a page fault per 4 KiB written).
+  struct StreamInstance {
+    TaskId base;
+    std::uint32_t block;
+  };
+  std::vector<std::vector<StreamInstance>> stream_instances;
+  // [block · num_streams + s]: the block's tasks on stream s (local ids, issue
+  // order), so that entering an instance reads two small arrays, not the
+  // instance's offset, its block and the block's per-stream vectors.
+  std::vector<std::pair<const TaskId*, const TaskId*>> block_stream_tasks;
   std::vector<bool> uses_slot;  // communicator slots some task of the program uses
 
   std::size_t num_tasks() const { return offset.back(); }
   /// The instance a global task belongs to (a binary search: only error
-  /// messages ask).
+  /// messages and set-up ask).
   std::uint32_t instance_of(TaskId global) const;
-  /// The template of a global task: the hot path reads it once per task and
-  /// takes the task, duration, stream and dependencies from it.
-  const Template& tmpl(TaskId global) const { return templates[entries[global] & ~kLinked]; }
-  const taskgraph::Task& task(TaskId global) const { return *tmpl(global).task; }
-  std::int64_t duration_ns(TaskId global) const { return templates[entries[global] & ~kLinked].duration_ns; }
-  std::uint8_t stream_of(TaskId global) const { return templates[entries[global] & ~kLinked].stream; }
-
-  /// Calls f(global id) for every task `global` waits for: its block's
-  /// dependencies first, then its links.
-  template <typename F>
-  void for_each_pred(TaskId global, F&& f) const {
-    for_each_pred(global, tmpl(global), f);
+  /// The template of any global task, by that binary search (error messages
+  /// and set-up; the loop finds templates from its streams).
+  const Template& find_template(TaskId global) const {
+    const std::uint32_t i = instance_of(global);
+    return templates[first_template[instance_block[i]] + (global - offset[i])];
   }
-  /// The same, with `global`'s template already at hand.
+  const taskgraph::Task& task(TaskId global) const { return *find_template(global).task; }
+  bool is_linked(TaskId global) const { return (linked[global >> 6] >> (global & 63)) & 1u; }
+
+  /// Calls f(global id) for every task `global` (template t) waits for: its
+  /// block's dependencies first, then its links.
   template <typename F>
   void for_each_pred(TaskId global, const Template& t, F&& f) const {
     const TaskId first = global - t.local;
     for (std::uint32_t k = 0; k < t.num_preds; ++k) f(first + t.preds[k]);
-    if (entries[global] & kLinked) for_each_link(link_preds, global, f);
+    if (is_linked(global))
+      for (const Link* l = first_link(link_preds, global); l != link_preds.data() + link_preds.size() && l->task == global; ++l)
+        f(l->other);
   }
-  /// Calls f(global id) for every task that waits for `global`.
+  /// Calls f(global id, stream) for every task that waits for `global`
+  /// (template t, its block's templates from `first_tmpl` on).
   template <typename F>
-  void for_each_succ(TaskId global, F&& f) const {
-    for_each_succ(global, tmpl(global), f);
-  }
-  template <typename F>
-  void for_each_succ(TaskId global, const Template& t, F&& f) const {
+  void for_each_succ(TaskId global, const Template& t, std::uint32_t first_tmpl, F&& f) const {
     const TaskId first = global - t.local;
-    for (std::uint32_t k = 0; k < t.num_succs; ++k) f(first + t.succs[k]);
-    if (entries[global] & kLinked) for_each_link(link_succs, global, f);
+    for (std::uint32_t k = 0; k < t.num_succs; ++k) f(first + t.succs[k], templates[first_tmpl + t.succs[k]].stream);
+    if (is_linked(global))
+      for (const Link* l = first_link(link_succs, global); l != link_succs.data() + link_succs.size() && l->task == global; ++l)
+        f(l->other, l->other_stream);
   }
 
  private:
-  template <typename F>
-  static void for_each_link(const std::vector<std::pair<TaskId, TaskId>>& links, TaskId global, F&& f) {
-    auto it = std::lower_bound(links.begin(), links.end(), global,
-                               [](const std::pair<TaskId, TaskId>& l, TaskId g) { return l.first < g; });
-    for (; it != links.end() && it->first == global; ++it) f(it->second);
+  static const Link* first_link(const std::vector<Link>& links, TaskId global) {
+    const auto it = std::lower_bound(links.begin(), links.end(), global,
+                                     [](const Link& l, TaskId g) { return l.task < g; });
+    return links.data() + (it - links.begin());
   }
 };
 

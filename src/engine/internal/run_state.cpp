@@ -122,11 +122,12 @@ void RunState::enter_instance(std::uint32_t local, std::uint8_t s, std::uint32_t
     st.cursor = st.end = nullptr;
     return;
   }
-  const std::uint32_t instance = p.stream_instances[s][k];
-  const auto& tasks = p.blocks[p.instance_block[instance]].stream_tasks[s];
-  st.base = p.offset[instance];
-  st.cursor = tasks.data();
-  st.end = tasks.data() + tasks.size();
+  const CompiledProgram::StreamInstance& instance = p.stream_instances[s][k];
+  const auto& [begin, end] = p.block_stream_tasks[static_cast<std::size_t>(instance.block) * num_streams + s];
+  st.base = instance.base;
+  st.first_template = p.first_template[instance.block];
+  st.cursor = begin;
+  st.end = end;
 }
 
 bool RunState::all_finished() const {

@@ -27,9 +27,10 @@ struct StreamState {
   const TaskId* end = nullptr;
   TaskId base = 0;
   std::uint32_t instance_at = 0;
-  Time started;              // start of the running task
+  std::uint32_t first_template = 0;  // of the instance's block: the head's template is this + *cursor
   bool running = false;      // a task is executing
   bool waiting = false;      // the head task waits for the other members of its communicator
+  Time started;              // start of the running task
   // A running kernel: work left in full-speed nanoseconds as of `last`, and
   // its current speed (below 1 while communication shares the GPU).
   double work_left_ns = 0;
@@ -131,10 +132,17 @@ struct RankState {
   void release_nonzero(std::uint64_t bytes, Time now);
 };
 
+/// A member that has reached a communicator's pending operation.
+struct Arrival {
+  std::uint32_t local;  // rank slot
+  taskgraph::TaskId task;
+  std::uint8_t stream;  // the task's stream, which it heads
+};
+
 struct CommState {
   std::uint32_t expected = 0;           // simulated members
   const taskgraph::Task* first = nullptr;  // first arrival's task, to check the others against
-  std::vector<std::pair<std::uint32_t, taskgraph::TaskId>> arrivals;  // (rank slot, task)
+  std::vector<Arrival> arrivals;
 };
 
 struct PlannedTransfer;  // transfer_plans.hpp
@@ -178,6 +186,12 @@ class RunState {
     if (st.cursor == st.end) return false;
     out = st.base + *st.cursor;
     return true;
+  }
+  /// The template of the head task of stream s of rank `local` (which must
+  /// have one).
+  const CompiledProgram::Template& head_template(std::uint32_t local, std::uint8_t s) const {
+    const StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
+    return ranks[local].program->templates[st.first_template + *st.cursor];
   }
   /// Whether `global` (a task on stream s) heads its stream on rank `local`.
   bool is_head(std::uint32_t local, std::uint8_t s, TaskId global) const {
