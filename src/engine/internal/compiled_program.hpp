@@ -1,14 +1,13 @@
 // CompiledProgram: a Program flattened for the simulation loop — every
 // compute task's duration asked of the cost model once per block (not per
-// instance), then per global task its template, duration and dependencies
-// (links between instances included) in flat arrays, and per stream the
-// instances that issue tasks on it. Private to engine/.
+// instance), per block task a template (task, duration, dependencies), per
+// stream the instances that issue tasks on it, and the links between
+// instances. Private to engine/.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <utility>
 #include <vector>
 
