@@ -24,6 +24,7 @@ using internal::CommState;
 using internal::CompiledProgram;
 using internal::PlannedTransfer;
 using internal::RankState;
+using internal::StreamState;
 using internal::TransferState;
 using taskgraph::Task;
 using taskgraph::TaskId;
@@ -114,18 +115,21 @@ class Run {
       }
     }
     if (!state_.all_finished()) throw SimulationError(internal::describe_blocked(state_, w_));
+    // Every task of every simulated rank ran exactly once.
+    for (const RankState& r : state_.ranks) result_.tasks += r.program->num_tasks();
     return state_.collect(std::move(result_));
   }
 
  private:
   using Template = CompiledProgram::Template;
 
-  // The template of the head task t of stream s on rank `local`, when every
-  // task it waits for is done; null otherwise.
-  const Template* ready_head(std::uint32_t local, std::uint8_t s, TaskId& t) const {
-    if (!state_.head(local, s, t)) return nullptr;
-    const RankState& r = state_.ranks[local];
-    const Template& tp = state_.head_template(local, s);
+  // The template of the head task t of stream `st` on rank `r`, when every
+  // task it waits for is done; null otherwise. (The hot helpers take the
+  // rank's and the stream's state, looked up once per step, not indexes.)
+  static const Template* ready_head(const RankState& r, const StreamState& st, TaskId& t) {
+    if (st.cursor == st.end) return nullptr;
+    t = st.base + *st.cursor;
+    const Template& tp = r.program->templates[st.first_template + *st.cursor];
     bool ready = true;
     r.program->for_each_pred(t, tp, [&](TaskId pred) { ready = ready && r.is_done(pred); });
     return ready ? &tp : nullptr;
@@ -137,7 +141,7 @@ class Run {
     auto& stream = state_.stream(local, s);
     if (stream.running || stream.waiting) return;
     TaskId t = 0;
-    const Template* tp = ready_head(local, s, t);
+    const Template* tp = ready_head(r, stream, t);
     if (tp == nullptr) return;
     if (tp->kind != TaskKind::Compute) {
       arrive(local, s, t, *tp->task, now);
@@ -145,15 +149,14 @@ class Run {
     }
     stream.work_left_ns = static_cast<double>(tp->duration_ns) * r.gpu_factor;
     stream.last = now;
-    start_kernel(local, s, t, *tp, now);
+    start_kernel(local, s, r, stream, t, *tp, now);
   }
 
   // begin() for a kernel, with the usual case inline: a kernel alone on the
   // GPU runs at full speed, or slowed by communication in flight; beside
   // other kernels all of them are repriced.
-  void start_kernel(std::uint32_t local, std::uint8_t s, TaskId t, const Template& tp, Time now) {
-    RankState& r = state_.ranks[local];
-    auto& stream = state_.stream(local, s);
+  void start_kernel(std::uint32_t local, std::uint8_t s, RankState& r, StreamState& stream, TaskId t,
+                    const Template& tp, Time now) {
     stream.running = true;
     stream.waiting = false;
     stream.started = now;
@@ -165,7 +168,7 @@ class Run {
     if (kernels == bit) {
       // reprice()'s arithmetic for one kernel whose work was set just now.
       stream.speed = communicating ? 1 / slowdown_ : 1;
-      schedule_started_kernel(local, s, t, tp.duration_ns, now);
+      schedule_started_kernel(local, s, r, stream, t, tp.duration_ns, now);
     } else {
       reprice(local, kernels, communicating, now);
     }
@@ -177,22 +180,20 @@ class Run {
   // without the busy mask leaving and re-entering the stream's bit — the
   // instant's zero time on the mask without it is registered as they would
   // have. False (nothing done) otherwise.
-  bool continue_kernel(std::uint32_t local, std::uint8_t s, Time now) {
-    RankState& r = state_.ranks[local];
+  bool continue_kernel(std::uint32_t local, std::uint8_t s, RankState& r, StreamState& stream, Time now) {
     const std::uint32_t bit = 1u << s;
     if ((r.busy_mask & compute_mask_) != bit) return false;
     TaskId t = 0;
-    const Template* tp = ready_head(local, s, t);
+    const Template* tp = ready_head(r, stream, t);
     if (tp == nullptr || tp->kind != TaskKind::Compute) return false;
     r.account(now);
     r.note_mask(r.busy_mask & ~bit);
-    auto& stream = state_.stream(local, s);
     stream.work_left_ns = static_cast<double>(tp->duration_ns) * r.gpu_factor;
     stream.last = now;
     stream.running = true;
     stream.started = now;
     stream.speed = (r.busy_mask & ~compute_mask_) != 0 ? 1 / slowdown_ : 1;
-    schedule_started_kernel(local, s, t, tp->duration_ns, now);
+    schedule_started_kernel(local, s, r, stream, t, tp->duration_ns, now);
     r.allocate(tp->task->alloc_bytes, now);
     return true;
   }
@@ -201,9 +202,9 @@ class Run {
   // nominal speed it ends its duration from now. That is what schedule_kernel
   // computes — ⌈d − 10⁻⁶⌉ is d for a whole number d of nanoseconds below
   // 2⁵³, exact in a double — without its division and rounding.
-  void schedule_started_kernel(std::uint32_t local, std::uint8_t s, TaskId t, std::int64_t duration_ns, Time now) {
-    auto& stream = state_.stream(local, s);
-    if (stream.speed != 1 || state_.ranks[local].gpu_factor != 1 || duration_ns >= kExactInDouble) {
+  void schedule_started_kernel(std::uint32_t local, std::uint8_t s, const RankState& r, StreamState& stream, TaskId t,
+                               std::int64_t duration_ns, Time now) {
+    if (stream.speed != 1 || r.gpu_factor != 1 || duration_ns >= kExactInDouble) {
       schedule_kernel(local, s, t, now);
       return;
     }
@@ -488,7 +489,6 @@ class Run {
     totals.flops += task.flops;
     if (tp.kind != TaskKind::Compute) totals.bus_bytes += bus_bytes(r.rank, task);
     ++totals.count;
-    ++result_.tasks;
     // A sum over tasks of a hash of (rank, task, finish time): it changes
     // when any task finishes at another time, and not when tasks that finish
     // at the same instant are processed in another order (which changes no
@@ -500,8 +500,8 @@ class Run {
     // The stream goes idle (set_busy) only when its next task does not
     // start at once as a kernel alone on the GPU; nothing above reads the
     // busy mask or pushes an event, so the order of events is unchanged.
-    state_.advance(local, s);
-    if (!continue_kernel(local, s, now)) {
+    state_.advance(local, s, stream);
+    if (!continue_kernel(local, s, r, stream, now)) {
       set_busy(local, s, false, now);
       try_start(local, s, now);
     }

@@ -198,9 +198,8 @@ class RunState {
     const StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
     return st.cursor != st.end && st.base + *st.cursor == global;
   }
-  /// Moves stream s of rank `local` past its head task.
-  void advance(std::uint32_t local, std::uint8_t s) {
-    StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
+  /// Moves stream s of rank `local` (state `st`) past its head task.
+  void advance(std::uint32_t local, std::uint8_t s, StreamState& st) {
     if (++st.cursor == st.end) enter_instance(local, s, st.instance_at + 1);
   }
   /// Moves per-rank statistics and recordings into `result`.
