@@ -137,8 +137,9 @@ class Run {
 
   // Starts the head task of stream s on rank `local` if it can start now.
   void try_start(std::uint32_t local, std::uint8_t s, Time now) {
-    RankState& r = state_.ranks[local];
-    auto& stream = state_.stream(local, s);
+    try_start(local, s, state_.ranks[local], state_.stream(local, s), now);
+  }
+  void try_start(std::uint32_t local, std::uint8_t s, RankState& r, StreamState& stream, Time now) {
     if (stream.running || stream.waiting) return;
     TaskId t = 0;
     const Template* tp = ready_head(r, stream, t);
@@ -223,7 +224,9 @@ class Run {
   // kernels: communication slows them by the profile's factor, and kernels
   // of several compute streams share the GPU equally.
   void set_busy(std::uint32_t local, std::uint8_t s, bool busy, Time now) {
-    RankState& r = state_.ranks[local];
+    set_busy(local, s, state_.ranks[local], busy, now);
+  }
+  void set_busy(std::uint32_t local, std::uint8_t s, RankState& r, bool busy, Time now) {
     r.account(now);
     const std::uint32_t bit = 1u << s;
     const std::uint32_t before = r.busy_mask;
@@ -502,11 +505,13 @@ class Run {
     // busy mask or pushes an event, so the order of events is unchanged.
     state_.advance(local, s, stream);
     if (!continue_kernel(local, s, r, stream, now)) {
-      set_busy(local, s, false, now);
-      try_start(local, s, now);
+      set_busy(local, s, r, false, now);
+      try_start(local, s, r, stream, now);
     }
     p.for_each_succ(t, tp, first_template, [&](TaskId next, std::uint8_t ns) {
-      if (ns != s && state_.is_head(local, ns, next)) try_start(local, ns, now);
+      if (ns == s) return;
+      StreamState& other = state_.stream(local, ns);
+      if (other.heads(next)) try_start(local, ns, r, other, now);
     });
   }
 

@@ -37,6 +37,9 @@ struct StreamState {
   double speed = 1;
   Time last;
   std::uint32_t version = 0;  // its pending finish event is stale when this moved on
+
+  /// Whether `global` is the head task.
+  bool heads(TaskId global) const { return cursor != end && base + *cursor == global; }
 };
 
 struct RankState {
@@ -192,11 +195,6 @@ class RunState {
   const CompiledProgram::Template& head_template(std::uint32_t local, std::uint8_t s) const {
     const StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
     return ranks[local].program->templates[st.first_template + *st.cursor];
-  }
-  /// Whether `global` (a task on stream s) heads its stream on rank `local`.
-  bool is_head(std::uint32_t local, std::uint8_t s, TaskId global) const {
-    const StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
-    return st.cursor != st.end && st.base + *st.cursor == global;
   }
   /// Moves stream s of rank `local` (state `st`) past its head task.
   void advance(std::uint32_t local, std::uint8_t s, StreamState& st) {
