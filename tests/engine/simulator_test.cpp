@@ -158,6 +158,46 @@ TEST_CASE("Streams of a rank run side by side, each in issue order", "[engine]")
   CHECK(ms(occupied(r.ranks[0], 1)) == Approx(1));
 }
 
+TEST_CASE("Links between block instances order tasks across streams, in one program shared by ranks",
+          "[engine]") {
+  // Block A: a 1 ms kernel, then a 2 ms all-reduce on the comm stream that
+  // waits for it. Block B: a 2 ms kernel. Instances A0 B0 A1 B1; links: each
+  // B kernel waits for the all-reduce of the A before it (another stream),
+  // each A kernel after the first for the B kernel before it. Both ranks run
+  // the same program. By hand: A0.k 0–1, A0.ar 1–3, B0.k 3–5, A1.k 5–6,
+  // A1.ar 6–8, B1.k 8–10. Without the cross-stream link B0.k would start at 1.
+  taskgraph::TaskGraph a, b;
+  const auto a_kernel = a.add_task(kernel(1));
+  const auto a_reduce = a.add_task(comm(TaskKind::Collective, CollectiveKind::AllReduce, 2));
+  a.add_dependency(a_kernel, a_reduce);
+  const auto b_kernel = b.add_task(kernel(2));
+  taskgraph::Program program;
+  const auto block_a = program.add_block(a), block_b = program.add_block(b);
+  std::uint32_t previous_b = 0;
+  for (std::int32_t mb = 0; mb < 2; ++mb) {
+    const auto ia = program.add_instance(block_a, mb, -1);
+    if (mb > 0) program.add_link({previous_b, b_kernel}, {ia, a_kernel});
+    const auto ib = program.add_instance(block_b, mb, -1);
+    program.add_link({ia, a_reduce}, {ib, b_kernel});
+    previous_b = ib;
+  }
+  taskgraph::Workload w = make_workload({taskgraph::TaskGraph{}, taskgraph::TaskGraph{}}, {{0, {0, 1}}});
+  w.programs = {program};
+  w.program_of_rank = {0, 0};
+  w.program_base_memory_bytes = {100};
+  const auto r = run(w);
+  REQUIRE(r.ranks.size() == 2);
+  CHECK(r.tasks == 12);
+  for (const auto& rank : r.ranks) {
+    CHECK(ms(rank.finish) == Approx(10));
+    CHECK(ms(occupied(rank, 1)) == Approx(6));  // kernels alone: 1 + 2 + 1 + 2
+    CHECK(ms(occupied(rank, 2)) == Approx(4));  // all-reduces alone: 2 + 2
+    CHECK(ms(occupied(rank, 0)) == Approx(0));
+    CHECK(rank.categories[0].count == 4);
+    CHECK(rank.categories[1].count == 2);
+  }
+}
+
 TEST_CASE("Memory is allocated when a task starts and freed when it ends", "[engine]") {
   taskgraph::TaskGraph p;
   p.add_task(kernel(1, 50));      // +50
