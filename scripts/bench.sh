@@ -4,7 +4,8 @@
 # `simulation.wall_s` in --json reports: workload build + engine + summary),
 # events, events per second of simulation wall time, and peak RSS.
 #
-#   scripts/bench.sh                 # all cases, 3 repeats (the plans once)
+#   scripts/bench.sh                 # all cases, 3 repeats (the plans once, the
+#                                    # symmetric cases 21 times: --short-repeats)
 #   scripts/bench.sh --repeats 5 --only gpt3
 #   scripts/bench.sh --json bench.json
 #   scripts/bench.sh --micro         # also the Google Benchmark hot-path suite
@@ -23,7 +24,7 @@ micro=0
 for a in "$@"; do
   case "$a" in
     --micro) micro=1 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) args+=("$a") ;;
   esac
 done

@@ -136,6 +136,10 @@ def main():
     ap.add_argument("--ptsim", required=True)
     ap.add_argument("--repeats", type=int, default=3, help="runs per simulate case (default 3)")
     ap.add_argument("--plan-repeats", type=int, default=1, help="runs per plan case (default 1)")
+    ap.add_argument("--short-repeats", type=int, default=21,
+                    help="runs per simulate case whose target is under a second (default 21, and at "
+                         "least --repeats): one run is tens of milliseconds, and on a shared host "
+                         "bursts of load move a median of a few runs by half")
     ap.add_argument("--only", default="", help="run only cases whose name contains this text")
     ap.add_argument("--json", help="also write every run's figures to this file")
     ap.add_argument("--micro-bench", help="Google Benchmark binary to run after the table")
@@ -145,8 +149,8 @@ def main():
     ap.add_argument("--scaling", action="store_true",
                     help="also print the cost per rank × micro-batch × layer over a range of each")
     opts = ap.parse_args()
-    if opts.repeats < 1 or opts.plan_repeats < 1:
-        sys.exit("bench: --repeats and --plan-repeats must be at least 1")
+    if opts.repeats < 1 or opts.plan_repeats < 1 or opts.short_repeats < 1:
+        sys.exit("bench: --repeats, --plan-repeats and --short-repeats must be at least 1")
     if opts.instructions and shutil.which("valgrind") is None:
         sys.exit("bench: --instructions needs valgrind (scripts/setup.sh installs it; "
                  "or apt-get install valgrind)")
@@ -157,7 +161,8 @@ def main():
     rows, record = [], {}
     with tempfile.TemporaryDirectory(prefix="ptsim-bench-") as workdir:
         for name, sub, args, target_wall, target_rss, is_plan in cases:
-            n = opts.plan_repeats if is_plan else opts.repeats
+            short = not is_plan and target_wall is not None and target_wall < 1
+            n = opts.plan_repeats if is_plan else max(opts.repeats, opts.short_repeats) if short else opts.repeats
             runs = []
             for i in range(n):
                 print(f"  {name}: run {i + 1}/{n}", file=sys.stderr, flush=True)
