@@ -37,10 +37,10 @@ void BM_EventQueue(benchmark::State& state) {
   std::uniform_int_distribution<std::int64_t> gap(1, 1'000'000);
   engine::EventQueue q;
   for (std::size_t i = 0; i < size; ++i)
-    q.push({Time::nanoseconds(gap(rng)), static_cast<std::uint32_t>(i), 0, 0, 0});
+    q.push(engine::Event::make(Time::nanoseconds(gap(rng)), static_cast<std::uint32_t>(i), 0, 0));
   for (auto _ : state) {
     const engine::Event e = q.pop();
-    q.push({e.at + Time::nanoseconds(gap(rng)), e.target, e.task, e.version, e.kind});
+    q.push(engine::Event::make(e.at + Time::nanoseconds(gap(rng)), e.target(), e.version, e.kind()));
   }
   state.SetItemsProcessed(state.iterations());
 }

@@ -17,6 +17,13 @@ void EventQueue::reject(const Event& event) const {
                  fmt::format("event at {} ns pushed after time {} ns was reached", event.at.ns(), last_));
 }
 
+void Event::too_many(std::size_t target, const char* what) {
+  throw SimulationError(fmt::format("the simulation needs more than {} {} at once (number {}), more "
+                                    "than its events can name; simulate fewer ranks (--mode "
+                                    "symmetric) or a smaller job",
+                                    std::size_t{kMaxTarget} + 1, what, target));
+}
+
 void EventQueue::pop_empty() { fail_invariant("pop from an empty event queue", __FILE__, __LINE__, ""); }
 
 void EventQueue::to_heap() {

@@ -68,6 +68,7 @@ class Run {
         slowdown_(cost.compute_slowdown_with_communication()), compute_mask_(w.compute_stream_mask),
         plans_(w, cost, network_, flow_weights()) {
     network_.defer_rates();
+    Event::check_target(state_.ranks.size() == 0 ? 0 : state_.ranks.size() - 1, "simulated ranks");
     std::vector<internal::SimulatedProgram> simulated;
     simulated.reserve(state_.ranks.size());
     for (const RankState& r : state_.ranks) simulated.push_back({r.rank, r.program});
@@ -88,30 +89,30 @@ class Run {
       if (queue_.empty()) break;
       const Event e = queue_.pop();
       now = e.at;
-      switch (e.kind) {
+      switch (e.kind()) {
         case kKernelDone:
-          if (state_.stream(e.target, e.stream).version != e.version) continue;
+          if (state_.stream(e.target(), e.stream()).version != e.version) continue;
           ++result_.events;
-          finish_task(e.target, e.stream, e.task, e.at);
+          finish_task(e.target(), e.stream(), e.at);
           break;
         case kFlowDone:
-          if (network_.version(e.target) != e.version) continue;
+          if (network_.version(e.target()) != e.version) continue;
           ++result_.events;
-          flow_done(e.target, e.at);
+          flow_done(e.target(), e.at);
           break;
         case kBatchDone:
-          if (transfers_[e.target].version != e.version) continue;
+          if (transfers_[e.target()].version != e.version) continue;
           ++result_.events;
-          batch_done(e.target, e.at);
+          batch_done(e.target(), e.at);
           break;
         case kTransferDone:
-          if (transfers_[e.target].version != e.version) continue;
+          if (transfers_[e.target()].version != e.version) continue;
           ++result_.events;
-          finish_transfer(e.target, e.at);
+          finish_transfer(e.target(), e.at);
           break;
         default:
           ++result_.events;
-          next_phase(e.target, e.at);
+          next_phase(e.target(), e.at);
       }
     }
     if (!state_.all_finished()) throw SimulationError(internal::describe_blocked(state_, w_));
@@ -150,14 +151,14 @@ class Run {
     }
     stream.work_left_ns = static_cast<double>(tp->duration_ns) * r.gpu_factor;
     stream.last = now;
-    start_kernel(local, s, r, stream, t, *tp, now);
+    start_kernel(local, s, r, stream, *tp, now);
   }
 
   // begin() for a kernel, with the usual case inline: a kernel alone on the
   // GPU runs at full speed, or slowed by communication in flight; beside
   // other kernels all of them are repriced.
-  void start_kernel(std::uint32_t local, std::uint8_t s, RankState& r, StreamState& stream, TaskId t,
-                    const Template& tp, Time now) {
+  void start_kernel(std::uint32_t local, std::uint8_t s, RankState& r, StreamState& stream, const Template& tp,
+                    Time now) {
     stream.running = true;
     stream.waiting = false;
     stream.started = now;
@@ -169,7 +170,7 @@ class Run {
     if (kernels == bit) {
       // reprice()'s arithmetic for one kernel whose work was set just now.
       stream.speed = communicating ? 1 / slowdown_ : 1;
-      schedule_started_kernel(local, s, r, stream, t, tp.duration_ns, now);
+      schedule_started_kernel(local, s, r, stream, tp.duration_ns, now);
     } else {
       reprice(local, kernels, communicating, now);
     }
@@ -194,7 +195,7 @@ class Run {
     stream.running = true;
     stream.started = now;
     stream.speed = (r.busy_mask & ~compute_mask_) != 0 ? 1 / slowdown_ : 1;
-    schedule_started_kernel(local, s, r, stream, t, tp->duration_ns, now);
+    schedule_started_kernel(local, s, r, stream, tp->duration_ns, now);
     r.allocate(tp->task->alloc_bytes, now);
     return true;
   }
@@ -203,21 +204,21 @@ class Run {
   // nominal speed it ends its duration from now. That is what schedule_kernel
   // computes — ⌈d − 10⁻⁶⌉ is d for a whole number d of nanoseconds below
   // 2⁵³, exact in a double — without its division and rounding.
-  void schedule_started_kernel(std::uint32_t local, std::uint8_t s, const RankState& r, StreamState& stream, TaskId t,
+  void schedule_started_kernel(std::uint32_t local, std::uint8_t s, const RankState& r, StreamState& stream,
                                std::int64_t duration_ns, Time now) {
     if (stream.speed != 1 || r.gpu_factor != 1 || duration_ns >= kExactInDouble) {
-      schedule_kernel(local, s, t, now);
+      schedule_kernel(local, s, now);
       return;
     }
     ++stream.version;
-    queue_.push({now + Time::nanoseconds(duration_ns), local, t, stream.version, kKernelDone, s});
+    queue_.push(Event::make(now + Time::nanoseconds(duration_ns), local, stream.version, kKernelDone, s));
   }
 
-  void schedule_kernel(std::uint32_t local, std::uint8_t s, TaskId t, Time now) {
+  void schedule_kernel(std::uint32_t local, std::uint8_t s, Time now) {
     auto& stream = state_.stream(local, s);
     ++stream.version;
     const Time left = Time::ceil_nanoseconds(std::max(0.0, stream.work_left_ns / stream.speed - 1e-6));
-    queue_.push({now + left, local, t, stream.version, kKernelDone, s});
+    queue_.push(Event::make(now + left, local, stream.version, kKernelDone, s));
   }
 
   // A stream starting or stopping changes the speed of the rank's running
@@ -256,9 +257,7 @@ class Run {
           std::max(0.0, kernel.work_left_ns - static_cast<double>((now - kernel.last).ns()) * kernel.speed);
       kernel.last = now;
       kernel.speed = speed;
-      TaskId head = 0;
-      state_.head(local, c, head);
-      schedule_kernel(local, c, head, now);
+      schedule_kernel(local, c, now);
     }
   }
 
@@ -292,7 +291,7 @@ class Run {
         begin(local, s, task, now);
         auto& stream = state_.stream(local, s);
         ++stream.version;
-        queue_.push({now + *planned.rest_alone[0], local, t, stream.version, kKernelDone, s});
+        queue_.push(Event::make(now + *planned.rest_alone[0], local, stream.version, kKernelDone, s));
         return;
       }
     }
@@ -321,6 +320,7 @@ class Run {
   void start_transfer(taskgraph::CommunicatorId id, const Task& task, Time now) {
     std::uint32_t t;
     if (free_transfers_.empty()) {
+      Event::check_target(transfers_.size(), "collectives and transfers in flight");
       t = static_cast<std::uint32_t>(transfers_.size());
       transfers_.emplace_back();
     } else {
@@ -353,19 +353,21 @@ class Run {
     if (const std::optional<Time> rest = x.planned->rest_alone[x.phase]) {
       // This phase and every later one alone: one event for the transfer's end.
       ++x.version;
-      queue_.push({now + *rest, t, 0, x.version, kTransferDone});
+      queue_.push(Event::make(now + *rest, t, x.version, kTransferDone));
       return;
     }
     if (const std::optional<Time> alone = x.planned->alone[x.phase]) {
       x.batched = true;
       ++x.version;
-      queue_.push({now + *alone, t, 0, x.version, kBatchDone});
+      queue_.push(Event::make(now + *alone, t, x.version, kBatchDone));
       return;
     }
     x.flows.reserve(phase.flows.size());
     bool alone = true;
     for (const cost::FlowSpec& f : phase.flows) {
-      x.flows.push_back(network_.add(now, f.bytes, f.path.view(), f.max_rate, std::max(1.0, x.weight), t));
+      const internal::FlowId id = network_.add(now, f.bytes, f.path.view(), f.max_rate, std::max(1.0, x.weight), t);
+      Event::check_target(id, "flows");
+      x.flows.push_back(id);
       alone = alone && network_.last_add_was_alone();
     }
     // Alone on their links, the flows keep their rates until another flow
@@ -375,7 +377,7 @@ class Run {
       Time end = now;
       for (const auto f : x.flows) end = std::max(end, network_.finish_time(f));
       ++x.version;
-      queue_.push({end, t, 0, x.version, kBatchDone});
+      queue_.push(Event::make(end, t, x.version, kBatchDone));
       network_.changed().clear();  // only its own flows, each alone on its links
     }
     reschedule_flows(now);
@@ -400,7 +402,7 @@ class Run {
     ++x.version;
     for (const auto f : x.flows)
       if (network_.active(f))
-        queue_.push({std::max(now, network_.finish_time(f)), f, 0, network_.version(f), kFlowDone});
+        queue_.push(Event::make(std::max(now, network_.finish_time(f)), f, network_.version(f), kFlowDone));
   }
 
   // A phase's flows are done: its latency, then the next phase.
@@ -409,7 +411,7 @@ class Run {
     if (latency == Time{}) {
       next_phase(t, now);
     } else {
-      queue_.push({now + latency, t, 0, 0, kPhaseDone});
+      queue_.push(Event::make(now + latency, t, 0, kPhaseDone));
     }
   }
 
@@ -424,7 +426,7 @@ class Run {
         unbatch(t, now);
         continue;
       }
-      queue_.push({network_.finish_time(f), f, 0, network_.version(f), kFlowDone});
+      queue_.push(Event::make(network_.finish_time(f), f, network_.version(f), kFlowDone));
     }
     changed.clear();
   }
@@ -454,7 +456,7 @@ class Run {
     arrivals.swap(c.arrivals);
     c.first = nullptr;
     free_transfers_.push_back(t);
-    for (const internal::Arrival& a : arrivals) finish_task(a.local, a.stream, a.task, now);
+    for (const internal::Arrival& a : arrivals) finish_task(a.local, a.stream, now);
     arrivals.clear();
     spare_arrivals_.push_back(std::move(arrivals));
   }
@@ -474,11 +476,12 @@ class Run {
     }
   }
 
-  // Task t, the head of stream s on rank `local`, ends now.
-  void finish_task(std::uint32_t local, std::uint8_t s, TaskId t, Time now) {
+  // The head task of stream s on rank `local` ends now.
+  void finish_task(std::uint32_t local, std::uint8_t s, Time now) {
     RankState& r = state_.ranks[local];
     const CompiledProgram& p = *r.program;
     auto& stream = state_.stream(local, s);
+    const TaskId t = stream.base + *stream.cursor;
     const std::uint32_t first_template = stream.first_template;  // advance() may enter the next instance
     const Template& tp = p.templates[first_template + *stream.cursor];
     const Task& task = *tp.task;

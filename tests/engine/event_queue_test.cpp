@@ -5,19 +5,20 @@
 #include <random>
 #include <set>
 
+#include "ptsim/common/error.hpp"
 #include "test_support.hpp"
 
 using namespace ptsim;
 
 TEST_CASE("Events at equal times pop in insertion order", "[engine]") {
   engine::EventQueue q;
-  q.push({Time::nanoseconds(5), 1, 0, 0, 0});
-  q.push({Time::nanoseconds(3), 2, 0, 0, 0});
-  q.push({Time::nanoseconds(5), 3, 0, 0, 0});
-  q.push({Time::nanoseconds(5), 4, 0, 0, 0});
-  q.push({Time::nanoseconds(1), 5, 0, 0, 0});
+  q.push(engine::Event::make(Time::nanoseconds(5), 1, 0, 0));
+  q.push(engine::Event::make(Time::nanoseconds(3), 2, 0, 0));
+  q.push(engine::Event::make(Time::nanoseconds(5), 3, 0, 0));
+  q.push(engine::Event::make(Time::nanoseconds(5), 4, 0, 0));
+  q.push(engine::Event::make(Time::nanoseconds(1), 5, 0, 0));
   std::vector<std::uint32_t> order;
-  while (!q.empty()) order.push_back(q.pop().target);
+  while (!q.empty()) order.push_back(q.pop().target());
   CHECK(order == std::vector<std::uint32_t>{5, 2, 1, 3, 4});
 }
 
@@ -36,7 +37,7 @@ TEST_CASE("Interleaved pushes and pops follow (time, insertion) order over a wid
     for (int i = 0; i < pushes; ++i) {
       const int scale = static_cast<int>(rng() % 41);
       const std::int64_t delay = rng() % 3 == 0 ? 0 : static_cast<std::int64_t>(rng() % (std::uint64_t{1} << scale));
-      q.push({Time::nanoseconds(now + delay), next, 0, 0, 0});
+      q.push(engine::Event::make(Time::nanoseconds(now + delay), next, 0, 0));
       reference.insert({now + delay, next});
       ++next;
     }
@@ -45,12 +46,12 @@ TEST_CASE("Interleaved pushes and pops follow (time, insertion) order over a wid
       const auto expected = *reference.begin();
       reference.erase(reference.begin());
       REQUIRE(e.at.ns() == expected.first);
-      REQUIRE(e.target == expected.second);
+      REQUIRE(e.target() == expected.second);
       now = e.at.ns();
     }
   }
   while (!reference.empty()) {
-    REQUIRE(q.pop().target == reference.begin()->second);
+    REQUIRE(q.pop().target() == reference.begin()->second);
     reference.erase(reference.begin());
   }
   CHECK(q.empty());
@@ -65,7 +66,7 @@ TEST_CASE("The queue keeps (time, insertion) order when it outgrows its sorted a
   std::vector<std::pair<std::int64_t, std::uint32_t>> expected;
   const auto push = [&](std::int64_t at, int count) {
     for (int i = 0; i < count; ++i) {
-      q.push({Time::nanoseconds(at), next, 0, 0, 0});
+      q.push(engine::Event::make(Time::nanoseconds(at), next, 0, 0));
       expected.emplace_back(at, next++);
     }
   };
@@ -74,7 +75,7 @@ TEST_CASE("The queue keeps (time, insertion) order when it outgrows its sorted a
   std::stable_sort(expected.begin(), expected.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   const engine::Event first = q.pop();
-  CHECK(first.target == expected.front().second);
+  CHECK(first.target() == expected.front().second);
   expected.erase(expected.begin());
   CHECK(q.more_now());  // 29 more at 5 ns
   push(7, 30);  // the array overflows: 69 pending
@@ -85,7 +86,7 @@ TEST_CASE("The queue keeps (time, insertion) order when it outgrows its sorted a
   for (const auto& [at, target] : expected) {
     const engine::Event e = q.pop();
     REQUIRE(e.at.ns() == at);
-    REQUIRE(e.target == target);
+    REQUIRE(e.target() == target);
   }
   CHECK(q.empty());
   CHECK_THROWS(q.pop());
@@ -93,9 +94,28 @@ TEST_CASE("The queue keeps (time, insertion) order when it outgrows its sorted a
 
 TEST_CASE("An event pushed before the time already reached is an internal error", "[engine]") {
   engine::EventQueue q;
-  q.push({Time::nanoseconds(10), 1, 0, 0, 0});
+  q.push(engine::Event::make(Time::nanoseconds(10), 1, 0, 0));
   q.pop();
-  CHECK_THROWS(q.push({Time::nanoseconds(9), 2, 0, 0, 0}));
-  q.push({Time::nanoseconds(10), 3, 0, 0, 0});
-  CHECK(q.pop().target == 3);
+  CHECK_THROWS(q.push(engine::Event::make(Time::nanoseconds(9), 2, 0, 0)));
+  q.push(engine::Event::make(Time::nanoseconds(10), 3, 0, 0));
+  CHECK(q.pop().target() == 3);
+}
+
+TEST_CASE("An event packs its target, kind and stream into one word, and targets beyond it are refused",
+          "[engine]") {
+  const auto e = engine::Event::make(Time::nanoseconds(42), engine::Event::kMaxTarget, 7u, 5, 31);
+  CHECK(sizeof(engine::Event) == 16);
+  CHECK(e.at.ns() == 42);
+  CHECK(e.target() == (1u << 24) - 1);
+  CHECK(e.kind() == 5);
+  CHECK(e.stream() == 31);
+  CHECK(e.version == 7u);
+  const auto zero = engine::Event::make(Time{}, 0, 0, 0);
+  CHECK(zero.target() == 0);
+  CHECK(zero.kind() == 0);
+  CHECK(zero.stream() == 0);
+  CHECK_NOTHROW(engine::Event::check_target(engine::Event::kMaxTarget, "flows"));
+  CHECK_THROWS_AS(engine::Event::check_target(std::size_t{1} << 24, "flows"), SimulationError);
+  CHECK_THROWS_WITH(engine::Event::check_target(std::size_t{1} << 24, "flows"),
+                    Catch::Contains("more than 16777216 flows at once"));
 }

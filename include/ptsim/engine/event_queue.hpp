@@ -20,6 +20,7 @@
 #include <array>
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -27,13 +28,38 @@
 
 namespace ptsim::engine {
 
+/// 16 bytes, so that the sorted array shifts, and the radix heap moves, one
+/// 16-byte word per event: the target, the simulator's kind and the stream
+/// share one 32-bit field. (A finishing task is its stream's head, so events
+/// need not carry it.)
 struct Event {
+  static constexpr std::uint32_t kMaxTarget = (1u << 24) - 1;
+  static constexpr std::uint32_t kMaxKind = 7;
+  static constexpr std::uint32_t kMaxStream = 31;
+
   Time at;
-  std::uint32_t target = 0;   // what finishes: a rank slot, a flow, a transfer
-  std::uint32_t task = 0;     // the task that finishes (rank events)
+  std::uint32_t packed = 0;   // target (bits 0–23), kind (24–26), stream (27–31)
   std::uint32_t version = 0;  // stale when its target has moved on since
-  std::uint8_t kind = 0;      // interpreted by the simulator
-  std::uint8_t stream = 0;    // interpreted by the simulator
+
+  /// What finishes: `target` (a rank slot, a flow, a transfer: at most
+  /// kMaxTarget, which whoever numbers them checks once with check_target),
+  /// the simulator's `kind` (≤ kMaxKind) and `stream` (≤ kMaxStream).
+  static Event make(Time at, std::uint32_t target, std::uint32_t version, std::uint8_t kind,
+                    std::uint8_t stream = 0) {
+    return {at, target | std::uint32_t{kind} << 24 | std::uint32_t{stream} << 27, version};
+  }
+  std::uint32_t target() const { return packed & kMaxTarget; }
+  std::uint8_t kind() const { return static_cast<std::uint8_t>(packed >> 24 & kMaxKind); }
+  std::uint8_t stream() const { return static_cast<std::uint8_t>(packed >> 27); }
+
+  /// Throws SimulationError when `target` (`what`: "simulated ranks",
+  /// "flows", …) does not fit an event.
+  static void check_target(std::size_t target, const char* what) {
+    if (target > kMaxTarget) too_many(target, what);
+  }
+
+ private:
+  [[noreturn]] static void too_many(std::size_t target, const char* what);
 };
 
 class EventQueue {
