@@ -32,7 +32,7 @@ using taskgraph::TaskKind;
 
 namespace {
 
-constexpr std::uint8_t kKernelDone = 0;    // target: rank slot, task, version (a kernel, or see arrive)
+constexpr std::uint8_t kKernelDone = 0;    // target: rank slot, stream, version; its head task ends (a kernel, or see arrive)
 constexpr std::uint8_t kFlowDone = 1;      // target: flow, version
 constexpr std::uint8_t kPhaseDone = 2;     // target: transfer (its latency has passed)
 constexpr std::uint8_t kBatchDone = 3;     // target: transfer, version (its batched flows are done)
