@@ -152,11 +152,15 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
   p.link_preds.resize(links.size());
   p.link_succs.resize(links.size());
   p.linked.assign((total + 63) / 64, 0);
+  // A link names its ends by instance: their templates need no search.
+  const auto stream_of = [&](const taskgraph::TaskRef& ref) {
+    return p.templates[p.first_template[p.instance_block[ref.instance]] + ref.task].stream;
+  };
   for (std::size_t k = 0; k < links.size(); ++k) {
     const TaskId before = program.global(links[k].before), after = program.global(links[k].after);
     PTSIM_ASSERT(before < total && after < total, "links join tasks of the program");
-    p.link_preds[k] = {after, before, p.find_template(before).stream};
-    p.link_succs[k] = {before, after, p.find_template(after).stream};
+    p.link_preds[k] = {after, before, stream_of(links[k].before)};
+    p.link_succs[k] = {before, after, stream_of(links[k].after)};
     for (const TaskId t : {before, after}) p.linked[t >> 6] |= std::uint64_t{1} << (t & 63);
   }
   const auto by_task = [](const CompiledProgram::Link& a, const CompiledProgram::Link& b) { return a.task < b.task; };
