@@ -129,8 +129,8 @@ class Run {
   // rank's and the stream's state, looked up once per step, not indexes.)
   static const Template* ready_head(const RankState& r, const StreamState& st, TaskId& t) {
     if (st.cursor == st.end) return nullptr;
-    t = st.base + *st.cursor;
-    const Template& tp = r.program->templates[st.first_template + *st.cursor];
+    t = st.head_id();
+    const Template& tp = internal::RunState::head_template(r, st);
     bool ready = true;
     r.program->for_each_pred(t, tp, [&](TaskId pred) { ready = ready && r.is_done(pred); });
     return ready ? &tp : nullptr;
@@ -146,7 +146,7 @@ class Run {
     const Template* tp = ready_head(r, stream, t);
     if (tp == nullptr) return;
     if (tp->kind != TaskKind::Compute) {
-      arrive(local, s, t, *tp->task, now);
+      arrive(local, s, *tp->task, now);
       return;
     }
     stream.work_left_ns = static_cast<double>(tp->duration_ns) * r.gpu_factor;
@@ -271,8 +271,9 @@ class Run {
     r.allocate(task.alloc_bytes, now);
   }
 
-  // Rank `local` reaches communication task t: rendezvous with the other members.
-  void arrive(std::uint32_t local, std::uint8_t s, TaskId t, const Task& task, Time now) {
+  // Rank `local` reaches communication task `task`, the head of its stream s:
+  // rendezvous with the other members.
+  void arrive(std::uint32_t local, std::uint8_t s, const Task& task, Time now) {
     RankState& r = state_.ranks[local];
     const taskgraph::CommunicatorId id = w_.communicator(r.rank, task.comm_slot);
     if (id == taskgraph::kNoCommunicator)
@@ -301,9 +302,12 @@ class Run {
       internal::check_matching(*c.first, task, w_, r.rank, id);
     }
     state_.stream(local, s).waiting = true;
-    c.arrivals.push_back({local, t, s});
+    c.arrivals.push_back({local, s});
     if (c.arrivals.size() < c.expected) return;
-    for (const internal::Arrival& a : c.arrivals) begin(a.local, a.stream, *state_.head_template(a.local, a.stream).task, now);
+    for (const internal::Arrival& a : c.arrivals) {
+      const StreamState& member = state_.stream(a.local, a.stream);
+      begin(a.local, a.stream, *internal::RunState::head_template(state_.ranks[a.local], member).task, now);
+    }
     start_transfer(id, task, now);
   }
 
@@ -481,9 +485,9 @@ class Run {
     RankState& r = state_.ranks[local];
     const CompiledProgram& p = *r.program;
     auto& stream = state_.stream(local, s);
-    const TaskId t = stream.base + *stream.cursor;
+    const TaskId t = stream.head_id();
     const std::uint32_t first_template = stream.first_template;  // advance() may enter the next instance
-    const Template& tp = p.templates[first_template + *stream.cursor];
+    const Template& tp = internal::RunState::head_template(r, stream);
     const Task& task = *tp.task;
     stream.running = false;
     r.mark_done(t);

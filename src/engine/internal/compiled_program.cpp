@@ -153,9 +153,7 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
   p.link_succs.resize(links.size());
   p.linked.assign((total + 63) / 64, 0);
   // A link names its ends by instance: their templates need no search.
-  const auto stream_of = [&](const taskgraph::TaskRef& ref) {
-    return p.templates[p.first_template[p.instance_block[ref.instance]] + ref.task].stream;
-  };
+  const auto stream_of = [&](const taskgraph::TaskRef& ref) { return p.template_of(ref.instance, ref.task).stream; };
   for (std::size_t k = 0; k < links.size(); ++k) {
     const TaskId before = program.global(links[k].before), after = program.global(links[k].after);
     PTSIM_ASSERT(before < total && after < total, "links join tasks of the program");

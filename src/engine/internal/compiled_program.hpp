@@ -87,7 +87,11 @@ struct CompiledProgram {
   /// and set-up; the loop finds templates from its streams).
   const Template& find_template(TaskId global) const {
     const std::uint32_t i = instance_of(global);
-    return templates[first_template[instance_block[i]] + (global - offset[i])];
+    return template_of(i, global - offset[i]);
+  }
+  /// The template of task `local` of instance `instance`.
+  const Template& template_of(std::uint32_t instance, std::uint32_t local) const {
+    return templates[first_template[instance_block[instance]] + local];
   }
   const taskgraph::Task& task(TaskId global) const { return *find_template(global).task; }
   bool is_linked(TaskId global) const { return (linked[global >> 6] >> (global & 63)) & 1u; }

@@ -38,8 +38,10 @@ struct StreamState {
   Time last;
   std::uint32_t version = 0;  // its pending finish event is stale when this moved on
 
+  /// The global id of the head task (the stream must have one).
+  TaskId head_id() const { return base + *cursor; }
   /// Whether `global` is the head task.
-  bool heads(TaskId global) const { return cursor != end && base + *cursor == global; }
+  bool heads(TaskId global) const { return cursor != end && head_id() == global; }
 };
 
 struct RankState {
@@ -135,11 +137,11 @@ struct RankState {
   void release_nonzero(std::uint64_t bytes, Time now);
 };
 
-/// A member that has reached a communicator's pending operation.
+/// A member that has reached a communicator's pending operation: the head
+/// task of its stream.
 struct Arrival {
   std::uint32_t local;  // rank slot
-  taskgraph::TaskId task;
-  std::uint8_t stream;  // the task's stream, which it heads
+  std::uint8_t stream;
 };
 
 struct CommState {
@@ -187,14 +189,13 @@ class RunState {
   bool head(std::uint32_t local, std::uint8_t s, TaskId& out) const {
     const StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
     if (st.cursor == st.end) return false;
-    out = st.base + *st.cursor;
+    out = st.head_id();
     return true;
   }
-  /// The template of the head task of stream s of rank `local` (which must
-  /// have one).
-  const CompiledProgram::Template& head_template(std::uint32_t local, std::uint8_t s) const {
-    const StreamState& st = streams[static_cast<std::size_t>(local) * num_streams + s];
-    return ranks[local].program->templates[st.first_template + *st.cursor];
+  /// The template of the head task of stream `st` of rank `r` (the stream
+  /// must have one).
+  static const CompiledProgram::Template& head_template(const RankState& r, const StreamState& st) {
+    return r.program->templates[st.first_template + *st.cursor];
   }
   /// Moves stream s of rank `local` (state `st`) past its head task.
   void advance(std::uint32_t local, std::uint8_t s, StreamState& st) {
