@@ -74,6 +74,9 @@ const std::vector<StrategyField> kFields = {
     {"scatter_gather_pipeline", "scatter_gather_tensors_in_pipeline", "", &S::scatter_gather_pipeline, 1, 1, {}, "",
      "without SP: each TP rank sends 1/t of a pipeline activation and the receivers all-gather it "
      "(Megatron-LM 2021)"},
+    {"no_async_tp_allreduce", "no_async_tensor_model_parallel_allreduce", "", &S::no_async_tp_allreduce, 1, 1, {}, "",
+     "without SP: all-reduce a column-parallel linear's input gradient after its weight gradient, blocking "
+     "the next GEMM (Megatron-LM before September 2021; default: beside the weight-gradient GEMM)"},
     {"rank_order", "rank_order", "", &S::rank_order, 1, 1, {}, "ORDER",
      "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)"},
     {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused"}, "NAME",

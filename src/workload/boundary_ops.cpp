@@ -87,7 +87,7 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
   if (tp)
     bw.push_back(collective_op(sp ? "lm_head.dgrad.reducescatter" : "lm_head.dgrad.allreduce",
                                sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
-                               CommGroup::TensorParallel, 2 * N * h, true));
+                               CommGroup::TensorParallel, 2 * N * h, shape.async_dgrad_reduce()));
   OpSpec wgrad = with_freed(matmul("lm_head.wgrad", v, h, N), 2 * Nsp * h);
   wgrad.weight_grad = true;
   bw.push_back(wgrad);

@@ -126,7 +126,7 @@ class LayerBuilder {
     if (reduce_input_grad && tp_)
       bw.push_back(collective_op(name + ".dgrad." + (sp_ ? "reducescatter" : "allreduce"),
                                  sp_ ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
-                                 CommGroup::TensorParallel, 2 * N_ * h_, true));
+                                 CommGroup::TensorParallel, 2 * N_ * h_, shape_.async_dgrad_reduce()));
     bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), saved)));
     backward(std::move(bw));
   }
@@ -230,7 +230,7 @@ class LayerBuilder {
     bw.push_back(matmul("attn.kv_up.dgrad", N_, kl, heads / t_ * (dn + dv), 1, dt));
     if (tp_)
       bw.push_back(collective_op("attn.kv_up.dgrad.allreduce", CollectiveKind::AllReduce, CommGroup::TensorParallel,
-                                 2 * N_ * kl, true));
+                                 2 * N_ * kl, shape_.async_dgrad_reduce()));
     bw.push_back(weight_grad(freeing(matmul("attn.kv_up.wgrad", kl, heads / t_ * (dn + dv), N_, 1, dt), 2 * N_ * kl)));
     bw.push_back(freeing(memory_op("attn.kv_norm.bwd", 2 * N_ * kl * 4, KernelClass::Norm), 2 * N_ * kl));
     bw.push_back(matmul("attn.kv_down.dgrad", N_, h_, kl + dr, 1, dt));
@@ -239,7 +239,7 @@ class LayerBuilder {
       bw.push_back(matmul("attn.q_up.dgrad", N_, ql, heads / t_ * (dn + dr), 1, dt));
       if (tp_)
         bw.push_back(collective_op("attn.q_up.dgrad.allreduce", CollectiveKind::AllReduce, CommGroup::TensorParallel,
-                                   2 * N_ * ql, true));
+                                   2 * N_ * ql, shape_.async_dgrad_reduce()));
       bw.push_back(weight_grad(freeing(matmul("attn.q_up.wgrad", ql, heads / t_ * (dn + dr), N_, 1, dt), 2 * N_ * ql)));
       bw.push_back(freeing(memory_op("attn.q_norm.bwd", 2 * N_ * ql * 4, KernelClass::Norm), 2 * N_ * ql));
       bw.push_back(matmul("attn.q_down.dgrad", N_, h_, ql, 1, dt));
@@ -248,7 +248,7 @@ class LayerBuilder {
       bw.push_back(matmul("attn.q_proj.dgrad", N_, h_, heads / t_ * (dn + dr), 1, dt));
       if (tp_)
         bw.push_back(collective_op("attn.q_proj.dgrad.allreduce", CollectiveKind::AllReduce,
-                                   CommGroup::TensorParallel, 2 * N_ * h_, true));
+                                   CommGroup::TensorParallel, 2 * N_ * h_, shape_.async_dgrad_reduce()));
       bw.push_back(weight_grad(freeing(matmul("attn.q_proj.wgrad", h_, heads / t_ * (dn + dr), N_, 1, dt), input_saved)));
     }
     // Under SP the replicated input gradient only needs slicing: no collective.
@@ -473,6 +473,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.cp = c.cp;
   s.sequence_parallel = c.sequence_parallel;
   s.tp_comm_overlap = c.tp_comm_overlap;
+  s.async_tp_allreduce = c.async_tp_allreduce;
   s.flash_attention = c.attention == strategy::AttentionBackend::Flash;
   s.gemm_dtype = c.precision;
   s.ep = c.ep;

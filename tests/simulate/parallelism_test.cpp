@@ -394,3 +394,36 @@ TEST_CASE("TP communication overlap hides sequence parallelism's gathers and sca
   CHECK(overlapped.result.communication.at("tp").bus_bytes ==
         Approx(plain.result.communication.at("tp").bus_bytes).epsilon(1e-12));
 }
+
+TEST_CASE("Without the async TP all-reduce every TP collective is exposed", "[simulate][tp]") {
+  // One TP group, no pipeline, no data parallelism: the only thing TP
+  // communication can hide behind is the weight-gradient GEMM that runs
+  // beside a column-parallel linear's input-gradient all-reduce.
+  const auto hw = test::shipped_hardware("a100-sxm4-80gb");
+  config::StrategyInput s;
+  s.gpus = 8;
+  s.tp = 8;
+  s.global_batch_size = 1;
+  const auto model = test::shipped_model("llama3-8b");
+  const auto async = test::simulate(model, hw, s);
+  s.no_async_tp_allreduce = true;
+  const auto blocking = test::simulate(model, hw, s);
+  const auto& tp_async = async.result.communication.at("tp");
+  const auto& tp_blocking = blocking.result.communication.at("tp");
+  // Same collectives, same bytes.
+  CHECK(tp_blocking.bus_bytes == Approx(tp_async.bus_bytes).epsilon(1e-12));
+  // Nothing runs beside them now: exposed is all of their time.
+  CHECK(tp_blocking.exposed_s == Approx(tp_blocking.time_s).epsilon(1e-9));
+  CHECK(tp_async.exposed_s < tp_async.time_s);
+  // The step grows by what had been hidden, less the slowdown the overlapped
+  // GEMMs had paid for sharing the GPU with communication: at most that.
+  const double hidden = tp_async.time_s - tp_async.exposed_s;
+  CHECK(blocking.result.step_time_s > async.result.step_time_s);
+  CHECK(blocking.result.step_time_s - async.result.step_time_s <= hidden * (1 + 1e-9));
+  // Sequence parallelism's reduce-scatter runs beside the weight gradient either way.
+  s.sequence_parallel = true;
+  const auto sp_blocking = test::simulate(model, hw, s);
+  s.no_async_tp_allreduce.reset();
+  const auto sp_async = test::simulate(model, hw, s);
+  CHECK(sp_blocking.result.step_time_s == sp_async.result.step_time_s);
+}

@@ -87,6 +87,14 @@ struct ParallelConfig {
   /// column-parallel GEMM and the reduce-scatter after a row-parallel one run
   /// in chunks beside the GEMM (needs sequence parallelism).
   bool tp_comm_overlap = false;
+  /// Without SP, the TP all-reduce of a column-parallel linear's input
+  /// gradient runs beside its weight-gradient GEMM (Megatron-LM's
+  /// --async-tensor-model-parallel-allreduce, from commit cf7efd4f5a of
+  /// 2021-08-30, later the default). False: after it, blocking the
+  /// GEMMs that follow, as Megatron-LM ran before (the input's
+  /// copy_to_tensor_model_parallel_region all-reduced the gradient in its
+  /// backward, after the linear's), and as --no-async-tensor-model-parallel-allreduce asks.
+  bool async_tp_allreduce = true;
   /// Megatron-LM 2021's pipeline sends without SP: each TP rank sends 1/t of
   /// the activation; the receiving TP group all-gathers it over NVLink.
   bool scatter_gather_pipeline = false;

@@ -27,6 +27,12 @@ struct MicroShape {
   std::int64_t cp = 1;           // the sequence is split over cp ranks (ring attention)
   bool sequence_parallel = false;
   bool tp_comm_overlap = false;  // SP's gathers and scatters pipelined with their GEMMs
+  /// Without SP: a column-parallel linear's input gradient is all-reduced
+  /// beside its weight-gradient GEMM (false: the GEMMs after it wait, as
+  /// Megatron-LM ran before September 2021). Under SP always beside it.
+  bool async_tp_allreduce = true;
+  /// Whether the TP reduction of an input gradient runs beside the GEMMs after it.
+  bool async_dgrad_reduce() const { return sequence_parallel || async_tp_allreduce; }
   bool flash_attention = true;   // fused attention kernels; false: Megatron's unfused path
   Dtype gemm_dtype = Dtype::Bf16;  // inputs of the layers' linear GEMMs (fp8 under FP8 training)
   std::int64_t ep = 1;           // expert parallelism
