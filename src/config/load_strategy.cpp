@@ -64,7 +64,8 @@ const std::vector<StrategyField> kFields = {
      "keep and reduce gradients in bf16 (2 bytes) instead of Megatron's fp32 (4 bytes) under bf16 training"},
     {"zero3_blocking", "zero3_blocking", "", &S::zero3_blocking, 1, 1, {}, "",
      "with ZeRO-3: each layer waits for its parameter all-gather, started when the layer is reached, and "
-     "for the previous layer's gradient reduce-scatter (DeepSpeed 0.3; default: gathered a layer ahead, "
+     "for the previous layer's gradient reduce-scatter, one collective per parameter tensor over a list "
+     "that PyTorch copies rank by rank (DeepSpeed 0.3; default: a layer at a time, gathered a layer ahead, "
      "reduced beside the backward)"},
     {"moe_capacity_factor", "moe_expert_capacity_factor", "", &S::moe_capacity_factor, 1, 1, {}, "F",
      "MoE: tokens an expert takes, as a multiple of its even share (default: dropless)"},

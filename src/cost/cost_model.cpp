@@ -19,7 +19,22 @@ double CostModel::compute_slowdown_with_communication() const {
 
 TransferPlan CostModel::communication_plan(const taskgraph::Task& task,
                                            const taskgraph::Communicator& communicator) const {
-  return choose_plan(task.collective, task.bytes, communicator.members, *cluster_, latency_);
+  TransferPlan plan = choose_plan(task.collective, task.bytes, communicator.members, *cluster_, latency_);
+  const bool gather = task.collective == taskgraph::CollectiveKind::AllGather;
+  if ((task.flags & taskgraph::kTensorList) && communicator.members.size() > 1 &&
+      (gather || task.collective == taskgraph::CollectiveKind::ReduceScatter)) {
+    // One copy kernel per member, each reading and writing its piece.
+    const auto n = communicator.members.size();
+    taskgraph::Task piece;
+    piece.kernel = taskgraph::KernelClass::Copy;
+    piece.bytes = 2 * task.bytes / n;
+    const double copies_s = static_cast<double>(n) * compute_seconds(cluster_->profile(), piece);
+    PhaseSpec copies;
+    copies.latency = Time::from_seconds(copies_s);
+    plan.phases.insert(gather ? plan.phases.end() : plan.phases.begin(), std::move(copies));
+    plan.estimated_s += copies_s;
+  }
+  return plan;
 }
 
 }  // namespace ptsim::cost

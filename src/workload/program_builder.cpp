@@ -163,10 +163,11 @@ TaskId BlockRecorder::emit_send(std::uint8_t stream, std::uint8_t slot, std::uin
 TaskId BlockRecorder::emit_collective(std::uint8_t stream, std::uint8_t slot, std::uint8_t category,
                                       std::uint64_t bytes, const std::string& name,
                                       bool blocks_next, taskgraph::CollectiveKind kind,
-                                      std::uint64_t alloc_bytes) {
+                                      std::uint64_t alloc_bytes, std::uint8_t flags) {
   Task task;
   task.kind = TaskKind::Collective;
   task.collective = kind;
+  task.flags = flags;
   task.alloc_bytes = alloc_bytes;
   task.stream = stream;
   task.comm_slot = slot;

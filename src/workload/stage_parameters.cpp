@@ -1,6 +1,10 @@
 // Per-rank parameter counts and their static memory (see stage_parameters.hpp).
 #include "ptsim/workload/stage_parameters.hpp"
 
+#include <fmt/format.h>
+
+#include "ptsim/common/error.hpp"
+
 namespace ptsim::workload {
 
 namespace {
@@ -53,6 +57,40 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
   p.dense += h * m.num_moe_experts + (m.add_bias_linear ? m.num_moe_experts : 0);  // router
   if (m.moe_shared_expert_intermediate_size > 0) p += dense_mlp(m, m.moe_shared_expert_intermediate_size, tp);
   return p;
+}
+
+std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                                  std::int64_t layer) {
+  if (m.multi_latent_attention || m.is_moe_layer(layer))
+    throw ConfigError(fmt::format("model {}: parameters one tensor at a time (--zero3-blocking, DeepSpeed 0.3) "
+                                  "are modelled for dense layers with standard attention only; layer {} is {}",
+                                  m.name, layer, m.multi_latent_attention ? "multi-latent attention" : "MoE"));
+  const std::int64_t h = m.hidden_size, tp = c.tp;
+  const bool bias = m.add_bias_linear;
+  std::vector<std::int64_t> t;
+  const auto norm = [&] {
+    t.push_back(h);
+    if (m.normalization == model::Normalization::LayerNorm) t.push_back(h);
+  };
+  // A linear of `in` × `out` on this rank, with its bias of `out_bias` elements.
+  const auto linear = [&](std::int64_t weight, std::int64_t out_bias) {
+    t.push_back(weight);
+    if (bias) t.push_back(out_bias);
+  };
+  const std::int64_t q = m.num_attention_heads * m.kv_channels, kv = m.num_query_groups * m.kv_channels;
+  norm();
+  linear(h * (q + 2 * kv) / tp, (q + 2 * kv) / tp);  // QKV, column-parallel
+  if (m.qk_layernorm) {
+    t.push_back(m.kv_channels);
+    t.push_back(m.kv_channels);
+  }
+  linear(q * h / tp, h);  // output projection, row-parallel: its bias whole
+  norm();
+  const std::int64_t width = m.ffn_hidden_size;
+  const std::int64_t fc1 = m.activation == model::Activation::SwiGlu ? 2 * width : width;
+  linear(h * fc1 / tp, fc1 / tp);
+  linear(width * h / tp, h);
+  return t;
 }
 
 std::int64_t embedding_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp) {

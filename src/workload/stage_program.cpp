@@ -162,12 +162,19 @@ class StageBuilder {
 
   // Parameters a ZeRO-3 rank gathers for one layer: the other shards of its
   // dense and expert parameters (bf16).
+  // What the gathers of layer `layer` allocate, as zero3_gather allocates it:
+  // the other ranks' shards of each gathered tensor, in bf16.
   std::uint64_t gathered_bytes(std::int64_t layer) const {
     const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
-    const auto part = [](std::int64_t n, std::int64_t group) {
-      return group <= 1 ? 0.0 : 2.0 * static_cast<double>(n) * static_cast<double>(group - 1) / static_cast<double>(group);
-    };
-    return static_cast<std::uint64_t>(part(p.dense, ctx_.dense_group) + part(p.expert, ctx_.expert_group));
+    std::uint64_t total = 0;
+    if (p.dense > 0)
+      for (const std::int64_t n : zero3_tensors(layer, p.dense)) total += others_shards(n, ctx_.dense_group);
+    return total + others_shards(p.expert, ctx_.expert_group);
+  }
+  static std::uint64_t others_shards(std::int64_t n, std::int64_t group) {
+    return group <= 1 ? 0
+                      : static_cast<std::uint64_t>(2.0 * static_cast<double>(n) * static_cast<double>(group - 1) /
+                                                   static_cast<double>(group));
   }
 
   // ---- blocks -------------------------------------------------------------
@@ -298,14 +305,26 @@ class StageBuilder {
     });
   }
 
-  // A collective on the data-parallel stream, its own block.
+  // A collective on the data-parallel stream, its own block; `flags`:
+  // Task::flags (kTensorList).
   std::uint32_t dp_collective(const std::string& name, std::uint8_t slot, CollectiveKind kind, std::uint64_t bytes,
-                              bool blocks_next, std::uint64_t alloc = 0) {
-    return out_.block(fmt::format("{}.{}.{}{}", name, bytes, alloc, blocks_next ? ".blocking" : ""), [&](BlockRecorder& b) {
-      b.emit_collective(streams::kDataParallel, slot, categories::kDataParallel, bytes, name, blocks_next, kind,
-                        alloc);
-    });
+                              bool blocks_next, std::uint64_t alloc = 0, std::uint8_t flags = 0) {
+    return out_.block(fmt::format("{}.{}.{}{}.{}", name, bytes, alloc, blocks_next ? ".blocking" : "", flags),
+                      [&](BlockRecorder& b) {
+                        b.emit_collective(streams::kDataParallel, slot, categories::kDataParallel, bytes, name,
+                                          blocks_next, kind, alloc, flags);
+                      });
   }
+
+  // DeepSpeed 0.3's ZeRO-3 moves parameters one tensor at a time: a gather
+  // (or reduce-scatter) per tensor, each over a list of one tensor per rank
+  // (partition_parameters.py _allgather_param and _reduce_scatter_gradient
+  // at v0.3.15), which PyTorch copies piece by piece (taskgraph::kTensorList).
+  // Elsewhere a layer's parameters move together.
+  std::vector<std::int64_t> zero3_tensors(std::int64_t layer, std::int64_t dense) const {
+    return c_.zero3_blocking ? layer_parameter_tensors(m_, c_, layer) : std::vector<std::int64_t>{dense};
+  }
+  std::uint8_t zero3_flags() const { return c_.zero3_blocking ? taskgraph::kTensorList : 0; }
 
   // ---- steps --------------------------------------------------------------
   void prologue() {
@@ -349,15 +368,16 @@ class StageBuilder {
   void zero3_gather(std::int64_t layer, std::int32_t mb) {
     const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
     std::vector<TaskRef> refs;
-    for (const auto& [n, slot] : {std::pair{p.dense, slots::kDataParallel}, {p.expert, slots::kExpertDataParallel}})
-      if (n > 0 && group_of(slot) > 1) {
-        const auto g = static_cast<double>(group_of(slot));
-        const auto alloc = static_cast<std::uint64_t>(2.0 * static_cast<double>(n) * (g - 1) / g);
-        const auto i = out_.instantiate(dp_collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
-                                                      static_cast<std::uint64_t>(2 * n), false, alloc),
-                                        mb, static_cast<std::int32_t>(layer));
-        refs.push_back({i, 0});
-      }
+    const auto gather = [&](std::int64_t n, std::uint8_t slot) {
+      const std::uint64_t alloc = others_shards(n, group_of(slot));
+      const auto i = out_.instantiate(dp_collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
+                                                    static_cast<std::uint64_t>(2 * n), false, alloc, zero3_flags()),
+                                      mb, static_cast<std::int32_t>(layer));
+      refs.push_back({i, 0});
+    };
+    if (p.dense > 0 && group_of(slots::kDataParallel) > 1)
+      for (const std::int64_t n : zero3_tensors(layer, p.dense)) gather(n, slots::kDataParallel);
+    if (p.expert > 0 && group_of(slots::kExpertDataParallel) > 1) gather(p.expert, slots::kExpertDataParallel);
     gathers_[layer] = refs;
   }
 
@@ -485,11 +505,15 @@ class StageBuilder {
   void layer_gradients(std::int64_t layer, std::int32_t mb, bool final) {
     const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
     if (zero3()) {
-      for (const auto& [n, slot] : {std::pair{p.dense, slots::kDataParallel}, {p.expert, slots::kExpertDataParallel}})
-        if (n > 0 && group_of(slot) > 1)
-          out_.instantiate(dp_collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
-                                         static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking),
-                           mb, static_cast<std::int32_t>(layer));
+      const auto reduce = [&](std::int64_t n, std::uint8_t slot) {
+        out_.instantiate(dp_collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
+                                       static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
+                                       zero3_flags()),
+                         mb, static_cast<std::int32_t>(layer));
+      };
+      if (p.dense > 0 && group_of(slots::kDataParallel) > 1)
+        for (const std::int64_t n : zero3_tensors(layer, p.dense)) reduce(n, slots::kDataParallel);
+      if (p.expert > 0 && group_of(slots::kExpertDataParallel) > 1) reduce(p.expert, slots::kExpertDataParallel);
       return;
     }
     if (reduce_now(final)) gradients_ready(p);
@@ -516,7 +540,8 @@ class StageBuilder {
   void zero3_boundary_gradients(std::int64_t n) {
     if (ctx_.dense_group > 1)
       out_.instantiate(dp_collective("zero3.grad_reducescatter", slots::kDataParallel, CollectiveKind::ReduceScatter,
-                                     static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking),
+                                     static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
+                                     zero3_flags()),
                        -1, -1);
   }
 

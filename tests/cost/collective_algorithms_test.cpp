@@ -1,6 +1,7 @@
 // NCCL-like collective algorithms against their hand-derived α–β forms, and
 // the shipped profiles against measured NCCL bus bandwidths.
 #include "ptsim/cost/collective_algorithms.hpp"
+#include "ptsim/cost/cost_model.hpp"
 
 #include <numeric>
 
@@ -134,4 +135,42 @@ TEST_CASE("Profiles reproduce NCCL's measured bus bandwidths at 1 GiB", "[cost]"
     CHECK(busbw >= 46e9 * 0.98);
     CHECK(busbw <= 48e9 * 1.02);
   }
+}
+
+TEST_CASE("A collective over a tensor list adds one copy kernel per member", "[cost]") {
+  // PyTorch copies every member's piece between the list and NCCL's flat
+  // buffer: n kernels, each the launch overhead plus its piece read and
+  // written at the profile's memory rate.
+  auto hw = toy();
+  hw.gpu.memory_bandwidth_bytes_per_s = 2000e9;
+  hw.gpu.memory_efficiency = 0.8;
+  hw.gpu.kernel_launch_overhead_s = 2.5e-6;
+  const hardware::Cluster c(hw, 32);
+  const cost::CostModel model(c);
+  taskgraph::Communicator group{ranks(0, 32)};
+  const double S = 64e6;
+  for (const auto kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
+    taskgraph::Task t;
+    t.kind = taskgraph::TaskKind::Collective;
+    t.collective = kind;
+    t.bytes = static_cast<std::uint64_t>(S);
+    const auto plain = model.communication_plan(t, group);
+    t.flags = taskgraph::kTensorList;
+    const auto listed = model.communication_plan(t, group);
+    const double copies = 32 * (2.5e-6 + 2 * S / 32 / (2000e9 * 0.8));
+    CHECK(cost::plan_seconds(listed, c) - cost::plan_seconds(plain, c) == Approx(copies).epsilon(1e-6));
+    CHECK(listed.estimated_s - plain.estimated_s == Approx(copies).epsilon(1e-9));
+    // After the gather's transfer, before the reduce-scatter's.
+    REQUIRE(listed.phases.size() == plain.phases.size() + 1);
+    const auto& copy_phase = kind == CollectiveKind::AllGather ? listed.phases.back() : listed.phases.front();
+    CHECK(copy_phase.flows.empty());
+  }
+  // An all-reduce has no list form: nothing added.
+  taskgraph::Task ar;
+  ar.kind = taskgraph::TaskKind::Collective;
+  ar.collective = CollectiveKind::AllReduce;
+  ar.bytes = static_cast<std::uint64_t>(S);
+  const double plain_ar = cost::plan_seconds(model.communication_plan(ar, group), c);
+  ar.flags = taskgraph::kTensorList;
+  CHECK(cost::plan_seconds(model.communication_plan(ar, group), c) == plain_ar);
 }

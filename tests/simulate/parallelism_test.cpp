@@ -305,6 +305,59 @@ TEST_CASE("Per-rank parameters add up to the model's layer counts", "[workload][
   }
 }
 
+TEST_CASE("A layer's parameter tensors, one by one, add up to its parameters", "[workload][zero]") {
+  // GPT: two LayerNorms (weight, bias), QKV and output projection, fc1 and
+  // fc2, each weight with its bias: 12 tensors. Llama: two RMSNorm weights
+  // and four bias-free weights (SwiGLU's gate and up fused in fc1): 6.
+  strategy::ParallelConfig c;
+  c.tp = 8;
+  for (const auto& [name, count] : {std::pair{"gpt3-175b", 12}, {"llama3-70b", 6}}) {
+    INFO(name);
+    const auto m = test::shipped_model(name);
+    const auto tensors = workload::layer_parameter_tensors(m, c, 0);
+    CHECK(tensors.size() == static_cast<std::size_t>(count));
+    std::int64_t sum = 0;
+    for (const std::int64_t n : tensors) sum += n;
+    CHECK(sum == workload::layer_parameters_per_rank(m, c, 0).dense);
+  }
+  // GPT-3 by hand: h = 12288, QKV weight h·3h/8, fc1 weight h·4h/8.
+  const auto gpt = workload::layer_parameter_tensors(test::shipped_model("gpt3-175b"), c, 0);
+  CHECK(gpt[2] == 12288LL * 3 * 12288 / 8);
+  CHECK(gpt[8] == 12288LL * 4 * 12288 / 8);
+  CHECK_THROWS_WITH(workload::layer_parameter_tensors(test::shipped_model("mixtral-8x7b"), c, 0),
+                    Catch::Contains("MoE"));
+}
+
+TEST_CASE("DeepSpeed 0.3's ZeRO-3 pays a copy per rank for every parameter tensor", "[simulate][zero]") {
+  // Blocking ZeRO-3 gathers each of a GPT layer's 12 tensors before the
+  // layer's forward and again before its backward, and reduce-scatters each
+  // gradient: 3 · 12 calls per layer, plus one reduce-scatter each for the
+  // embedding and the output layer, each over a list of one tensor per rank.
+  // A launch overhead 10 µs longer lengthens the data-parallel time by
+  // exactly 10 µs per copy: (3 · 12 · 8 + 2) · 64 of them on 64 ranks.
+  auto hw = test::shipped_hardware("dgx-a100-superpod");
+  REQUIRE(!(hw.calibration && hw.calibration->kernel_launch_overhead_s));
+  config::StrategyInput s;
+  s.gpus = 64;
+  s.global_batch_size = 64;
+  s.zero = 3;
+  s.grad_reduce_in_bf16 = true;
+  s.zero3_blocking = true;
+  const auto base = test::simulate(balanced_gpt(8), hw, s);
+  hw.gpu.kernel_launch_overhead_s += 10e-6;
+  const auto slower = test::simulate(balanced_gpt(8), hw, s);
+  const double copies = (3.0 * 12 * 8 + 2) * 64;
+  CHECK(slower.result.communication.at("dp").time_s - base.result.communication.at("dp").time_s ==
+        Approx(copies * 10e-6).epsilon(1e-3));
+  // Prefetching ZeRO-3 (FSDP-like, one collective per layer) has no list copies.
+  s.zero3_blocking.reset();
+  const auto prefetch = test::simulate(balanced_gpt(8), hw, s);
+  hw.gpu.kernel_launch_overhead_s -= 10e-6;
+  const auto prefetch_base = test::simulate(balanced_gpt(8), hw, s);
+  CHECK(prefetch.result.communication.at("dp").time_s ==
+        Approx(prefetch_base.result.communication.at("dp").time_s).epsilon(1e-9));
+}
+
 namespace {
 
 model::ModelSpec tiny_moe(std::int64_t topk) {

@@ -77,9 +77,12 @@ struct ParallelConfig {
   /// layer waits for it, and its gradient reduce-scatter ends before the next
   /// layer's backward (every parameter gather began with a device-wide
   /// torch.cuda.synchronize(), partition_parameters.py _allgather_param,
-  /// which also waited for the reductions on their own stream).
+  /// which also waited for the reductions on their own stream). Each
+  /// parameter tensor has its own collective over a list of one tensor per
+  /// rank, which PyTorch copies rank by rank (taskgraph::kTensorList).
   /// Default: the next layer's parameters are gathered while a layer runs
-  /// (FSDP's prefetch) and gradients are reduced beside the backward.
+  /// (FSDP's prefetch) and gradients are reduced beside the backward, a
+  /// layer's tensors together.
   bool zero3_blocking = false;
   /// Bytes of one gradient element, held and reduced.
   int gradient_bytes() const { return grad_reduce_in_bf16 ? 2 : 4; }

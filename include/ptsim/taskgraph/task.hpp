@@ -58,6 +58,11 @@ inline constexpr int kNumKernelClasses = 8;
 /// Attention kernel flags (Task::flags).
 inline constexpr std::uint8_t kCausal = 1;
 inline constexpr std::uint8_t kBackwardPass = 2;
+/// Collective flag (Task::flags): an all-gather into, or a reduce-scatter
+/// from, a list of one tensor per member. PyTorch's ProcessGroupNCCL runs
+/// NCCL on a flat buffer and copies every member's piece between it and the
+/// list, one copy kernel each: after an all-gather, before a reduce-scatter.
+inline constexpr std::uint8_t kTensorList = 4;
 
 std::string_view to_string(KernelClass k);
 
@@ -67,7 +72,7 @@ struct Task {
   CollectiveKind collective = CollectiveKind::None;
   Dtype dtype = Dtype::Bf16;
   KernelClass kernel = KernelClass::Elementwise;
-  std::uint8_t flags = 0;      // kCausal, kBackwardPass (attention)
+  std::uint8_t flags = 0;      // kCausal, kBackwardPass (attention); kTensorList (collectives)
   std::uint8_t stream = 0;     // index into Workload::stream_names
   std::uint8_t category = 0;   // index into Workload::category_names (for reports)
   std::uint8_t comm_slot = 0;  // communication tasks: index into Workload::comm_slot_names

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "ptsim/model/model_spec.hpp"
 #include "ptsim/strategy/parallel_config.hpp"
@@ -37,6 +38,14 @@ struct RankParameters {
 /// experts/ep experts, each split expert_tp ways.
 RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strategy::ParallelConfig& c,
                                          std::int64_t layer);
+
+/// The parameter tensors of dense transformer layer `layer` on one rank, in
+/// module order (norm, attention projections, norm, MLP; each weight then its
+/// bias): how a framework that handles parameters one tensor at a time sees
+/// them. They sum to layer_parameters_per_rank(m, c, layer).dense. Throws
+/// ConfigError for MoE layers and multi-latent attention.
+std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                                  std::int64_t layer);
 
 /// Word embedding slice (V/t rows) plus replicated learned positions.
 std::int64_t embedding_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp);

@@ -48,11 +48,11 @@ class BlockRecorder {
   taskgraph::TaskId emit_send(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
                               const std::string& name);
   /// A collective on `stream` of what the last kernel produced; `blocks_next`
-  /// makes the next kernel wait for it.
+  /// makes the next kernel wait for it. `flags`: Task::flags (kTensorList).
   taskgraph::TaskId emit_collective(std::uint8_t stream, std::uint8_t slot, std::uint8_t category,
                                     std::uint64_t bytes, const std::string& name, bool blocks_next,
                                     taskgraph::CollectiveKind kind = taskgraph::CollectiveKind::AllReduce,
-                                    std::uint64_t alloc_bytes = 0);
+                                    std::uint64_t alloc_bytes = 0, std::uint8_t flags = 0);
   /// Task `id` also waits for the last task issued on `stream` before this block.
   void follow_stream(taskgraph::TaskId id, std::uint8_t stream);
   /// Interned ids of `prefix` + each op's name, in order.
