@@ -10,7 +10,8 @@ using namespace ptsim;
 namespace {
 
 // Equal stages: 8 or 16 layers and a vocabulary of 128, so the embedding and
-// LM head add 1–2% to the first and last virtual stage.
+// the LM head with its cross-entropy kernels (their launch overheads, on
+// layers this small) add 1–4% to the first and last virtual stage.
 model::ModelSpec balanced_gpt(std::int64_t layers = 8) {
   const nlohmann::json j = {{"num_layers", layers}, {"hidden_size", 1024}, {"num_attention_heads", 16},
                             {"vocab_size", 128},    {"seq_length", 512}};
@@ -47,7 +48,7 @@ TEST_CASE("Interleaved 1F1B bubble is (p−1)/(v·m + p−1) with free communica
     s.vpp = v;
     const auto out = test::simulate(balanced_gpt(16), hw, s);
     const double expected = (p - 1.0) / (v * m + p - 1.0);
-    CHECK(bubble_fraction(out.result) == Approx(expected).epsilon(0.03));
+    CHECK(bubble_fraction(out.result) == Approx(expected).epsilon(0.04));
     // Fewer bubbles than plain 1F1B on the same run.
     const auto plain = test::simulate(balanced_gpt(16), hw, pipeline(p, m, "1f1b"));
     CHECK(out.result.breakdown.pipeline_bubble_s < plain.result.breakdown.pipeline_bubble_s);
