@@ -96,7 +96,12 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   ObjectReader attention = in.object("attention_efficiency");
   gpu.attention_forward_efficiency = attention.number("forward", 0.01, 1.0);
   gpu.attention_backward_efficiency = attention.number("backward", 0.01, 1.0);
-  attention.reject_unknown_keys("accepted keys: forward, backward");
+  gpu.cudnn_attention_forward_efficiency = attention.optional_number("cudnn_forward", 0.01, 1.0);
+  gpu.cudnn_attention_backward_efficiency = attention.optional_number("cudnn_backward", 0.01, 1.0);
+  if (gpu.cudnn_attention_forward_efficiency.has_value() != gpu.cudnn_attention_backward_efficiency.has_value())
+    attention.fail(gpu.cudnn_attention_forward_efficiency ? "cudnn_backward" : "cudnn_forward",
+                   "is missing; cuDNN's attention needs both its forward and backward efficiency");
+  attention.reject_unknown_keys("accepted keys: forward, backward, cudnn_forward, cudnn_backward");
   gpu.kernel_launch_overhead_s = in.number("kernel_launch_overhead_us", 0.0, 1e4) * 1e-6;
   gpu.comm_compute_slowdown = in.number("comm_compute_slowdown", 0.0, 10.0);
   in.reject_unknown_keys(

@@ -80,8 +80,9 @@ const std::vector<StrategyField> kFields = {
      "the next GEMM (Megatron-LM before September 2021; default: beside the weight-gradient GEMM)"},
     {"rank_order", "rank_order", "", &S::rank_order, 1, 1, {}, "ORDER",
      "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)"},
-    {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused"}, "NAME",
-     "flash (fused attention kernels, default) | unfused (separate QK, softmax, dropout, PV kernels)"},
+    {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn"}, "NAME",
+     "flash (fused attention kernels, default) | unfused (separate QK, softmax, dropout, PV kernels) | cudnn "
+     "(cuDNN's fused attention, as Transformer Engine runs it on Hopper; needs the profile's cuDNN efficiencies)"},
     {"precision", "precision", "", &S::precision, 1, 1, {"bf16", "fp8"}, "DTYPE",
      "the layers' GEMMs: bf16 (default) | fp8 (with casts and amax bookkeeping)"},
 };

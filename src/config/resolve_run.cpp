@@ -262,7 +262,9 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   c.tp = check.bounded(s.tp, 1, "tp", kMaxGpus);
   c.pp = check.bounded(s.pp, 1, "pp", kMaxGpus);
   const std::string attention = s.attention_backend.value_or("flash");
-  c.attention = attention == "flash" ? strategy::AttentionBackend::Flash : strategy::AttentionBackend::Unfused;
+  c.attention = attention == "flash"     ? strategy::AttentionBackend::Flash
+                : attention == "unfused" ? strategy::AttentionBackend::Unfused
+                                         : strategy::AttentionBackend::Cudnn;
   const std::string precision = s.precision.value_or("bf16");
   c.precision = precision == "bf16" ? Dtype::Bf16 : Dtype::Fp8;
   check_model_splits(check, m, c, s);

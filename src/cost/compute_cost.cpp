@@ -58,7 +58,18 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
       const bool backward = task.flags & taskgraph::kBackwardPass;
       const double executed = attention_executed_flops(task);
       double efficiency = backward ? gpu.attention_backward_efficiency : gpu.attention_forward_efficiency;
-      if (hw.calibration) {
+      if (task.flags & taskgraph::kCudnn) {
+        // cuDNN's kernel, at its own measured efficiency (calibration tables
+        // describe the kernel the micro-benchmarks ran, not this one).
+        const auto& cudnn = backward ? gpu.cudnn_attention_backward_efficiency : gpu.cudnn_attention_forward_efficiency;
+        if (!cudnn)
+          throw ConfigError(fmt::format(
+              "{}: --attention-backend cudnn needs the profile's attention_efficiency.cudnn_forward and "
+              "cudnn_backward (measured cuDNN fused-attention efficiencies); this profile has none: use "
+              "--attention-backend flash or add them with their source",
+              hw.name));
+        efficiency = *cudnn;
+      } else if (hw.calibration) {
         const auto& cal = backward ? hw.calibration->attention_backward_efficiency
                                    : hw.calibration->attention_forward_efficiency;
         if (cal) efficiency = *cal;

@@ -23,9 +23,9 @@ bool is_kernel(const workload::OpSpec& op) {
 }
 
 std::string shape_key(const workload::MicroShape& s) {
-  return fmt::format("b{} s{} t{} c{} sp{} o{} f{} d{} e{} et{} cf{}", s.micro_batch, s.seq_length, s.tp, s.cp,
-                     s.sequence_parallel, s.tp_comm_overlap, s.flash_attention, static_cast<int>(s.gemm_dtype), s.ep,
-                     s.expert_tp, s.capacity_factor.value_or(0));
+  return fmt::format("b{} s{} t{} c{} sp{} o{} f{} cu{} d{} e{} et{} cf{}", s.micro_batch, s.seq_length, s.tp, s.cp,
+                     s.sequence_parallel, s.tp_comm_overlap, s.flash_attention, s.cudnn_attention,
+                     static_cast<int>(s.gemm_dtype), s.ep, s.expert_tp, s.capacity_factor.value_or(0));
 }
 
 }  // namespace

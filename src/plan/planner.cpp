@@ -62,7 +62,7 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
   const std::int64_t n = r.gpus;
   const std::int64_t seq = r.seq_length.value_or(m.seq_length);
   const std::int64_t domain = r.hardware.nvlink.domain_gpus;
-  const bool flash = r.fixed.attention_backend.value_or("flash") == "flash";
+  const bool flash = r.fixed.attention_backend.value_or("flash") != "unfused";  // fused kernels
   std::vector<config::StrategyInput> out;
   std::size_t index = 0;
   const auto emit = [&](config::StrategyInput s) {

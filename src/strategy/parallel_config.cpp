@@ -26,7 +26,12 @@ std::string_view to_string(RecomputeKind r) {
 }
 
 std::string_view to_string(AttentionBackend a) {
-  return a == AttentionBackend::Flash ? "flash" : "unfused";
+  switch (a) {
+    case AttentionBackend::Flash: return "flash";
+    case AttentionBackend::Unfused: return "unfused";
+    case AttentionBackend::Cudnn: return "cudnn";
+  }
+  return "?";
 }
 
 }  // namespace ptsim::strategy

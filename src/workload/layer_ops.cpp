@@ -276,8 +276,10 @@ class LayerBuilder {
       const bool sliding = sliding_;
       const double keys = sliding ? std::min(s, static_cast<double>(m_.sliding_window)) : s;
       const bool causal = m_.causal && !sliding;  // a window of w keys per query: no further halving
-      fw_.push_back(saving(attention_op("attn.flash", bh, s, keys, qk_d, v_d, kv_ratio, causal, false), qkv_saved + lse));
-      backward({freeing(attention_op("attn.flash.bwd", bh, s, keys, qk_d, v_d, kv_ratio, causal, true), qkv_saved + lse)});
+      fw_.push_back(saving(fused_attention("attn.flash", bh, s, keys, qk_d, v_d, kv_ratio, causal, false),
+                           qkv_saved + lse));
+      backward({freeing(fused_attention("attn.flash.bwd", bh, s, keys, qk_d, v_d, kv_ratio, causal, true),
+                        qkv_saved + lse)});
     }
     row("attn.proj", N_, static_cast<double>(m_.num_attention_heads) * v_d, h_);
   }
@@ -337,7 +339,7 @@ class LayerBuilder {
           out.push_back(recv);
           last_recv = static_cast<int>(out.size()) - 1;
         }
-        out.push_back(attention_op(fmt_step(prefix, j), bh, chunk, chunk, qk_d, v_d, kv_ratio, causal, backward_pass));
+        out.push_back(fused_attention(fmt_step(prefix, j), bh, chunk, chunk, qk_d, v_d, kv_ratio, causal, backward_pass));
       }
       out.push_back(memory_op(prefix + ".cp_merge", static_cast<double>(cp - 1) * 3 * 4 * bh * chunk * v_d));
     };
@@ -349,6 +351,14 @@ class LayerBuilder {
     steps("attn.ring.bwd", true, 2 * kv_bytes, bw);  // key/value blocks and their gradients
     bw.back().freed_bytes = as_bytes(saved);
     backward(std::move(bw));
+  }
+
+  // A fused attention kernel, cuDNN's when the run says so.
+  OpSpec fused_attention(std::string name, double bh, double seq_q, double seq_kv, double qk_d, double v_d,
+                         double kv_ratio, bool causal, bool backward_pass) const {
+    OpSpec op = attention_op(std::move(name), bh, seq_q, seq_kv, qk_d, v_d, kv_ratio, causal, backward_pass);
+    if (shape_.cudnn_attention) op.flags |= taskgraph::kCudnn;
+    return op;
   }
 
   static std::string fmt_step(const std::string& prefix, std::int64_t j) {
@@ -474,7 +484,8 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.sequence_parallel = c.sequence_parallel;
   s.tp_comm_overlap = c.tp_comm_overlap;
   s.async_tp_allreduce = c.async_tp_allreduce;
-  s.flash_attention = c.attention == strategy::AttentionBackend::Flash;
+  s.flash_attention = c.attention != strategy::AttentionBackend::Unfused;
+  s.cudnn_attention = c.attention == strategy::AttentionBackend::Cudnn;
   s.gemm_dtype = c.precision;
   s.ep = c.ep;
   s.expert_tp = c.expert_tp;

@@ -94,6 +94,25 @@ TEST_CASE("Fused attention runs at the attention efficiency, half the work when 
         Approx(2.5 * 4.0 * 32 * 4096 * 4096 * 128 / (989e12 * h100.gpu.attention_backward_efficiency)));
 }
 
+TEST_CASE("cuDNN's fused attention runs at the profile's cuDNN efficiency, or is refused", "[cost]") {
+  // FlashAttention-3's paper measures cuDNN on H100 at 595 (forward) and 516
+  // (backward) of 989 TFLOP/s in the benchmark the flash figures come from.
+  const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
+  taskgraph::Task t;
+  t.compute = taskgraph::ComputeKind::Attention;
+  t.kernel = taskgraph::KernelClass::Attention;
+  t.flops = 4.0 * 32 * 4096 * 4096 * 128;
+  t.flags = taskgraph::kCudnn;
+  const double launch = cost::launch_overhead_seconds(h100);
+  CHECK(cost::compute_seconds(h100, t) - launch == Approx(t.flops / (989e12 * 0.60)));
+  t.flags = taskgraph::kCudnn | taskgraph::kBackwardPass | taskgraph::kCausal;
+  t.flops *= 2;
+  CHECK(cost::compute_seconds(h100, t) - launch == Approx(0.5 * 2.5 * 4.0 * 32 * 4096 * 4096 * 128 / (989e12 * 0.52)));
+  // A profile without cuDNN figures says what is missing.
+  const auto a100 = test::shipped_hardware("a100-sxm4-80gb");
+  CHECK_THROWS_WITH(cost::compute_seconds(a100, t), Catch::Contains("cudnn_forward") && Catch::Contains("a100-sxm4-80gb"));
+}
+
 TEST_CASE("GEMM ratio interpolation is exact on the grid and monotone between", "[cost]") {
   hardware::GemmTable t;
   t.log2_m = {8, 12};

@@ -27,6 +27,10 @@ struct GpuSpec {
   double memory_efficiency = 0;  // achievable fraction of HBM peak for streaming kernels
   double attention_forward_efficiency = 0;   // fused attention, fraction of the bf16 peak
   double attention_backward_efficiency = 0;
+  /// cuDNN's fused attention (what Transformer Engine runs on Hopper), where
+  /// it was measured; --attention-backend cudnn needs it.
+  std::optional<double> cudnn_attention_forward_efficiency;
+  std::optional<double> cudnn_attention_backward_efficiency;
   double kernel_launch_overhead_s = 0;  // added to every kernel
   /// Kernels take (1 + this) times longer while a communication kernel runs
   /// on the same GPU (NCCL occupies SMs and HBM bandwidth).

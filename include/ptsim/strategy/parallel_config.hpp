@@ -30,8 +30,9 @@ enum class RecomputeKind {
 };
 
 enum class AttentionBackend {
-  Flash,    // fused attention kernels (FlashAttention/cuDNN), Megatron-Core's default
+  Flash,    // fused attention kernels at the profile's FlashAttention efficiency
   Unfused,  // QKᵀ, softmax, dropout and PV as separate kernels (Megatron-LM 2021)
+  Cudnn,    // fused attention by cuDNN (Transformer Engine's choice on Hopper in 2024)
 };
 
 std::string_view to_string(ScheduleKind s);

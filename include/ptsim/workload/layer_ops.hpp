@@ -34,6 +34,7 @@ struct MicroShape {
   /// Whether the TP reduction of an input gradient runs beside the GEMMs after it.
   bool async_dgrad_reduce() const { return sequence_parallel || async_tp_allreduce; }
   bool flash_attention = true;   // fused attention kernels; false: Megatron's unfused path
+  bool cudnn_attention = false;  // the fused kernels are cuDNN's (taskgraph::kCudnn)
   Dtype gemm_dtype = Dtype::Bf16;  // inputs of the layers' linear GEMMs (fp8 under FP8 training)
   std::int64_t ep = 1;           // expert parallelism
   std::int64_t expert_tp = 1;    // tensor parallelism inside experts
