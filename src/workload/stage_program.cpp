@@ -160,10 +160,8 @@ class StageBuilder {
     return lists_.emplace(key, std::move(l)).first->second;
   }
 
-  // Parameters a ZeRO-3 rank gathers for one layer: the other shards of its
-  // dense and expert parameters (bf16).
-  // What the gathers of layer `layer` allocate, as zero3_gather allocates it:
-  // the other ranks' shards of each gathered tensor, in bf16.
+  // Parameters a ZeRO-3 rank gathers for one layer, as zero3_gather allocates
+  // them: the other ranks' shards of each gathered tensor (bf16).
   std::uint64_t gathered_bytes(std::int64_t layer) const {
     const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
     std::uint64_t total = 0;
