@@ -102,6 +102,17 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
     h["calibration"]["gemm"]["bf16"]["log2_m"][0] = -1;
     CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"), Catch::Contains("/calibration/gemm/bf16/log2_m/0 = -1 is not a log2 size in [0, 64]"));
   }
+  SECTION("cuDNN attention efficiency without its pair") {
+    json h = read("h100-sxm5-80gb");
+    h["gpu"]["attention_efficiency"].erase("cudnn_backward");
+    h["sources"].erase("/gpu/attention_efficiency/cudnn_backward");
+    CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"),
+                      Catch::Contains("cudnn_backward") && Catch::Contains("needs both"));
+    // Both present, as shipped: loaded as given.
+    const auto shipped = config::parse_hardware(read("h100-sxm5-80gb"), "hw.json");
+    CHECK(shipped.gpu.cudnn_attention_forward_efficiency == 0.60);
+    CHECK(shipped.gpu.cudnn_attention_backward_efficiency == 0.52);
+  }
   SECTION("efficiency above one") {
     j["gpu"]["gemm_efficiency"]["bf16"] = 1.2;
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
