@@ -163,11 +163,9 @@ class StageBuilder {
   // Parameters a ZeRO-3 rank gathers for one layer, as zero3_gather allocates
   // them: the other ranks' shards of each gathered tensor (bf16).
   std::uint64_t gathered_bytes(std::int64_t layer) const {
-    const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
     std::uint64_t total = 0;
-    if (p.dense > 0)
-      for (const std::int64_t n : zero3_tensors(layer, p.dense)) total += others_shards(n, ctx_.dense_group);
-    return total + others_shards(p.expert, ctx_.expert_group);
+    for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) { total += others_shards(n, group_of(slot)); });
+    return total;
   }
   static std::uint64_t others_shards(std::int64_t n, std::int64_t group) {
     return group <= 1 ? 0
@@ -314,13 +312,24 @@ class StageBuilder {
                       });
   }
 
-  // DeepSpeed 0.3's ZeRO-3 moves parameters one tensor at a time: a gather
-  // (or reduce-scatter) per tensor, each over a list of one tensor per rank
+  // Calls f(elements, slot) for each ZeRO-3 collective of layer `layer`'s
+  // parameters on a group of more than one rank: its dense parameters, then
+  // its experts'. DeepSpeed 0.3 (--zero3-blocking) moves the dense ones one
+  // tensor at a time, each over a list of one tensor per rank
   // (partition_parameters.py _allgather_param and _reduce_scatter_gradient
-  // at v0.3.15), which PyTorch copies piece by piece (taskgraph::kTensorList).
-  // Elsewhere a layer's parameters move together.
-  std::vector<std::int64_t> zero3_tensors(std::int64_t layer, std::int64_t dense) const {
-    return c_.zero3_blocking ? layer_parameter_tensors(m_, c_, layer) : std::vector<std::int64_t>{dense};
+  // at v0.3.15), which PyTorch copies piece by piece (taskgraph::kTensorList);
+  // elsewhere a layer's parameters move together.
+  template <typename F>
+  void for_each_zero3_part(std::int64_t layer, F f) const {
+    const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
+    if (p.dense > 0 && group_of(slots::kDataParallel) > 1) {
+      if (c_.zero3_blocking) {
+        for (const std::int64_t n : layer_parameter_tensors(m_, c_, layer)) f(n, slots::kDataParallel);
+      } else {
+        f(p.dense, slots::kDataParallel);
+      }
+    }
+    if (p.expert > 0 && group_of(slots::kExpertDataParallel) > 1) f(p.expert, slots::kExpertDataParallel);
   }
   std::uint8_t zero3_flags() const { return c_.zero3_blocking ? taskgraph::kTensorList : 0; }
 
@@ -364,18 +373,14 @@ class StageBuilder {
   // A layer's parameter all-gather: it waits for the kernel issued before it,
   // and the layer waits for it (wait_gathered).
   void zero3_gather(std::int64_t layer, std::int32_t mb) {
-    const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
     std::vector<TaskRef> refs;
-    const auto gather = [&](std::int64_t n, std::uint8_t slot) {
+    for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
       const std::uint64_t alloc = others_shards(n, group_of(slot));
       const auto i = out_.instantiate(dp_collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
                                                     static_cast<std::uint64_t>(2 * n), false, alloc, zero3_flags()),
                                       mb, static_cast<std::int32_t>(layer));
       refs.push_back({i, 0});
-    };
-    if (p.dense > 0 && group_of(slots::kDataParallel) > 1)
-      for (const std::int64_t n : zero3_tensors(layer, p.dense)) gather(n, slots::kDataParallel);
-    if (p.expert > 0 && group_of(slots::kExpertDataParallel) > 1) gather(p.expert, slots::kExpertDataParallel);
+    });
     gathers_[layer] = refs;
   }
 
@@ -501,20 +506,16 @@ class StageBuilder {
   }
 
   void layer_gradients(std::int64_t layer, std::int32_t mb, bool final) {
-    const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
     if (zero3()) {
-      const auto reduce = [&](std::int64_t n, std::uint8_t slot) {
+      for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
         out_.instantiate(dp_collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
                                        static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
                                        zero3_flags()),
                          mb, static_cast<std::int32_t>(layer));
-      };
-      if (p.dense > 0 && group_of(slots::kDataParallel) > 1)
-        for (const std::int64_t n : zero3_tensors(layer, p.dense)) reduce(n, slots::kDataParallel);
-      if (p.expert > 0 && group_of(slots::kExpertDataParallel) > 1) reduce(p.expert, slots::kExpertDataParallel);
+      });
       return;
     }
-    if (reduce_now(final)) gradients_ready(p);
+    if (reduce_now(final)) gradients_ready(layer_parameters_per_rank(m_, c_, layer));
   }
 
   void output_gradients(bool final) {

@@ -16,6 +16,15 @@ taskgraph::Task gemm(double m, double n, double k) {
   t.bytes = static_cast<std::uint64_t>(2 * (m * k + k * n + m * n));
   return t;
 }
+
+// Fused attention forward, bh = 32, s = 4096, d = 128: 4·32·4096²·128 FLOP.
+taskgraph::Task attention_forward() {
+  taskgraph::Task t;
+  t.compute = taskgraph::ComputeKind::Attention;
+  t.kernel = taskgraph::KernelClass::Attention;
+  t.flops = 4.0 * 32 * 4096 * 4096 * 128;
+  return t;
+}
 }  // namespace
 
 TEST_CASE("Tile and wave quantization of hand-computed shapes", "[cost]") {
@@ -78,10 +87,7 @@ TEST_CASE("Fused attention runs at the attention efficiency, half the work when 
   // H100, bh = 32, s = 4096, d = 128: 4·32·4096²·128 = 2.75e11 FLOP forward at
   // 989e12 · 0.655 = 647.8 TFLOP/s → 424 µs; causal halves the work.
   const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
-  taskgraph::Task t;
-  t.compute = taskgraph::ComputeKind::Attention;
-  t.kernel = taskgraph::KernelClass::Attention;
-  t.flops = 4.0 * 32 * 4096 * 4096 * 128;
+  taskgraph::Task t = attention_forward();
   const double launch = cost::launch_overhead_seconds(h100);
   const double full = cost::compute_seconds(h100, t) - launch;
   CHECK(full == Approx(t.flops / (989e12 * h100.gpu.attention_forward_efficiency)));
@@ -98,10 +104,7 @@ TEST_CASE("cuDNN's fused attention runs at the profile's cuDNN efficiency, or is
   // FlashAttention-3's paper measures cuDNN on H100 at 595 (forward) and 516
   // (backward) of 989 TFLOP/s in the benchmark the flash figures come from.
   const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
-  taskgraph::Task t;
-  t.compute = taskgraph::ComputeKind::Attention;
-  t.kernel = taskgraph::KernelClass::Attention;
-  t.flops = 4.0 * 32 * 4096 * 4096 * 128;
+  taskgraph::Task t = attention_forward();
   t.flags = taskgraph::kCudnn;
   const double launch = cost::launch_overhead_seconds(h100);
   CHECK(cost::compute_seconds(h100, t) - launch == Approx(t.flops / (989e12 * 0.60)));
