@@ -73,8 +73,14 @@ class LayerBuilder {
   BlockOps take() {
     BlockOps ops;
     ops.forward = std::move(fw_);
-    for (auto it = bw_groups_.rbegin(); it != bw_groups_.rend(); ++it)
-      ops.backward.insert(ops.backward.end(), it->begin(), it->end());
+    for (auto it = bw_groups_.rbegin(); it != bw_groups_.rend(); ++it) {
+      // A group's OpSpec::after counts from the group's first op.
+      const int base = static_cast<int>(ops.backward.size());
+      for (OpSpec op : *it) {
+        if (op.after >= 0) op.after += base;
+        ops.backward.push_back(std::move(op));
+      }
+    }
     return ops;
   }
 
@@ -195,6 +201,8 @@ class LayerBuilder {
     if (fp8_) bw.push_back(memory_op(name + ".grad_fp8_cast", rows * cols * 4));
   }
 
+  // One group of backward ops, in issue order; OpSpec::after within it counts
+  // from the group's first op (take() places the group).
   void backward(std::vector<OpSpec> ops) { bw_groups_.push_back(std::move(ops)); }
 
   void rope(double q_width, double k_width) {
@@ -346,7 +354,11 @@ class LayerBuilder {
     std::vector<OpSpec> fw;
     steps("attn.ring", false, kv_bytes, fw);
     fw.back().saved_bytes = as_bytes(saved);
-    for (auto& op : fw) fw_.push_back(op);
+    const int base = static_cast<int>(fw_.size());  // steps() counts `after` from the block's first op
+    for (OpSpec op : fw) {
+      if (op.after >= 0) op.after += base;
+      fw_.push_back(std::move(op));
+    }
     std::vector<OpSpec> bw;
     steps("attn.ring.bwd", true, 2 * kv_bytes, bw);  // key/value blocks and their gradients
     bw.back().freed_bytes = as_bytes(saved);
