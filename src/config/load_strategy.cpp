@@ -78,6 +78,10 @@ const std::vector<StrategyField> kFields = {
     {"no_async_tp_allreduce", "no_async_tensor_model_parallel_allreduce", "", &S::no_async_tp_allreduce, 1, 1, {}, "",
      "without SP: all-reduce a column-parallel linear's input gradient after its weight gradient, blocking "
      "the next GEMM (Megatron-LM before September 2021; default: beside the weight-gradient GEMM)"},
+    {"no_gradient_accumulation_fusion", "no_gradient_accumulation_fusion", "", &S::no_gradient_accumulation_fusion,
+     1, 1, {}, "",
+     "each weight-gradient GEMM writes a bf16 gradient that a separate kernel adds into the main gradient "
+     "(Megatron-LM before February 2022; default: the GEMM accumulates into it)"},
     {"rank_order", "rank_order", "", &S::rank_order, 1, 1, {}, "ORDER",
      "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)"},
     {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn"}, "NAME",

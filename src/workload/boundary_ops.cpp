@@ -48,6 +48,16 @@ BlockOps embedding_ops(const model::ModelSpec& m, const MicroShape& shape) {
                            taskgraph::KernelClass::Embedding);
   wgrad.weight_grad = true;
   ops.backward.push_back(wgrad);
+  // Without accumulation fusion the dense bf16 gradients of the local
+  // vocabulary slice (and of the replicated position table) are added into
+  // the main gradient. With one stage and tied embeddings Megatron sums the
+  // output layer's share first and adds once; counted here as two additions.
+  if (!shape.gradient_accumulation_fusion)
+    ops.backward.push_back(gradient_accumulation_op(
+        "embedding.wgrad.accumulate",
+        static_cast<double>(m.vocab_size) / static_cast<double>(shape.tp) * h +
+            (learned_positions ? static_cast<double>(m.seq_length) * h : 0.0),
+        shape.main_grad_bytes));
   return ops;
 }
 
@@ -107,6 +117,7 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
   wgrad.weight_grad = true;
   bw.push_back(wgrad);
   bw.push_back(with_freed(memory_op("final_norm.bwd", 2 * Nsp * h * 4, taskgraph::KernelClass::Norm), 2 * Nsp * h));
+  if (!shape.gradient_accumulation_fusion) accumulate_after_weight_gradients(bw, shape.main_grad_bytes);
   return ops;
 }
 

@@ -496,6 +496,8 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.sequence_parallel = c.sequence_parallel;
   s.tp_comm_overlap = c.tp_comm_overlap;
   s.async_tp_allreduce = c.async_tp_allreduce;
+  s.gradient_accumulation_fusion = c.gradient_accumulation_fusion;
+  s.main_grad_bytes = c.gradient_bytes();
   s.flash_attention = c.attention != strategy::AttentionBackend::Unfused;
   s.cudnn_attention = c.attention == strategy::AttentionBackend::Cudnn;
   s.gemm_dtype = c.precision;
@@ -513,7 +515,9 @@ BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shap
   b.norm("ln2");
   b.mlp(layer);
   b.residual("mlp");
-  return b.take();
+  BlockOps ops = b.take();
+  if (!shape.gradient_accumulation_fusion) accumulate_after_weight_gradients(ops.backward, shape.main_grad_bytes);
+  return ops;
 }
 
 }  // namespace ptsim::workload

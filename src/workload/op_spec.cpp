@@ -49,6 +49,28 @@ OpSpec matmul(std::string name, double m, double n, double k, double batch, Dtyp
   return op;
 }
 
+OpSpec gradient_accumulation_op(std::string name, double weight_elements, int main_grad_bytes) {
+  OpSpec op = memory_op(std::move(name), weight_elements * (kElementBytes + 2.0 * main_grad_bytes));
+  op.weight_grad = true;
+  return op;
+}
+
+void accumulate_after_weight_gradients(std::vector<OpSpec>& ops, int main_grad_bytes) {
+  std::vector<OpSpec> out;
+  std::vector<int> index(ops.size(), -1);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    index[i] = static_cast<int>(out.size());
+    OpSpec op = std::move(ops[i]);
+    if (op.after >= 0) op.after = index[static_cast<std::size_t>(op.after)];
+    const bool gemm_wgrad = op.weight_grad && op.kind == OpKind::Matmul;
+    const double weight = static_cast<double>(op.shape[0]) * op.shape[1] * op.shape[3];
+    std::string name = op.name + ".accumulate";
+    out.push_back(std::move(op));
+    if (gemm_wgrad) out.push_back(gradient_accumulation_op(std::move(name), weight, main_grad_bytes));
+  }
+  ops = std::move(out);
+}
+
 OpSpec memory_op(std::string name, double bytes, taskgraph::KernelClass kernel) {
   OpSpec op;
   op.name = std::move(name);

@@ -1,4 +1,6 @@
-// The op lists of one transformer layer: the order constraints they carry.
+// The op lists of one transformer layer and of the embedding and output
+// blocks: the order constraints and the extra kernels they carry.
+#include "ptsim/workload/boundary_ops.hpp"
 #include "ptsim/workload/layer_ops.hpp"
 
 #include <string>
@@ -50,4 +52,73 @@ TEST_CASE("Ring attention forwards the key/value block it received, forward and 
     check_ring_sends(ops.forward, static_cast<int>(cp) - 2);
     check_ring_sends(ops.backward, static_cast<int>(cp) - 2);
   }
+}
+
+TEST_CASE("Without gradient-accumulation fusion each weight gradient is added into the main gradient",
+          "[workload]") {
+  // GPT-3 175B's layer on TP 8: QKV 3h², projection h², FC1 and FC2 4h² each,
+  // all split 8 ways: 12h²/8 weights. The hook reads the bf16 gradient (2
+  // bytes) and the main gradient and writes it back (2 × 4 bytes in fp32, 2 × 2 in bf16).
+  const auto m = test::shipped_model("gpt3-175b");
+  const double h = 12288, t = 8, V = 51200, s_len = 2048;
+  workload::MicroShape s;
+  s.seq_length = m.seq_length;
+  s.tp = 8;
+  const auto accumulated = [](const std::vector<workload::OpSpec>& ops) {
+    double bytes = 0;
+    int count = 0;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].name.find(".accumulate") == std::string::npos) continue;
+      CHECK(ops[i].weight_grad);
+      if (ops[i].name != "embedding.wgrad.accumulate") {
+        REQUIRE(i > 0);  // right after the GEMM whose gradient it adds
+        CHECK(ops[i - 1].name + ".accumulate" == ops[i].name);
+        CHECK(ops[i - 1].kind == workload::OpKind::Matmul);
+      }
+      bytes += static_cast<double>(ops[i].bytes);
+      ++count;
+    }
+    return std::pair{bytes, count};
+  };
+  CHECK(accumulated(workload::transformer_layer_ops(m, s, 0).backward).second == 0);  // fused by default
+
+  s.gradient_accumulation_fusion = false;
+  for (const int main_grad_bytes : {4, 2}) {
+    INFO("main gradient of " << main_grad_bytes << " bytes");
+    s.main_grad_bytes = main_grad_bytes;
+    const double per_weight = 2.0 + 2.0 * main_grad_bytes;
+    const auto layer = accumulated(workload::transformer_layer_ops(m, s, 0).backward);
+    CHECK(layer.second == 4);
+    CHECK(layer.first == Approx(12 * h * h / t * per_weight).epsilon(1e-9));
+    const auto output = accumulated(workload::output_ops(m, s).backward);
+    CHECK(output.second == 1);
+    CHECK(output.first == Approx(V / t * h * per_weight).epsilon(1e-9));
+    const auto embedding = accumulated(workload::embedding_ops(m, s).backward);
+    CHECK(embedding.second == 1);
+    CHECK(embedding.first == Approx((V / t * h + s_len * h) * per_weight).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("The accumulation after a weight gradient waits for the TP all-reduce beside it", "[workload]") {
+  // Megatron's linear waits for its input-gradient reduction before autograd
+  // runs the accumulation hook: the all-reduce's consumer (the kernel after
+  // next) must be the accumulation, and `after` indices must survive insertion.
+  const auto m = test::shipped_model("llama3-8b");
+  workload::MicroShape s;
+  s.seq_length = m.seq_length;
+  s.tp = 2;
+  s.cp = 2;
+  s.sequence_parallel = true;
+  s.gradient_accumulation_fusion = false;
+  const auto ops = workload::transformer_layer_ops(m, s, 0).backward;
+  check_ring_sends(ops, 0);
+  int async_reductions = 0;
+  for (std::size_t i = 0; i + 2 < ops.size(); ++i) {
+    if (!ops[i].async || ops[i].kind != workload::OpKind::Collective) continue;
+    if (ops[i].name.find("dgrad") == std::string::npos) continue;
+    ++async_reductions;
+    CHECK(ops[i + 1].name.find(".wgrad") != std::string::npos);
+    CHECK(ops[i + 2].name == ops[i + 1].name + ".accumulate");
+  }
+  CHECK(async_reductions == 2);  // QKV and FC1 input gradients (SP reduce-scatters)
 }

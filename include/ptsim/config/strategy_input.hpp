@@ -48,6 +48,7 @@ struct StrategyInput {
   std::optional<bool> tp_comm_overlap;
   std::optional<bool> scatter_gather_pipeline;
   std::optional<bool> no_async_tp_allreduce;
+  std::optional<bool> no_gradient_accumulation_fusion;
   std::optional<double> moe_capacity_factor;
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp
   std::optional<std::string> attention_backend;  // flash | unfused

@@ -99,6 +99,14 @@ struct ParallelConfig {
   /// copy_to_tensor_model_parallel_region all-reduced the gradient in its
   /// backward, after the linear's), and as --no-async-tensor-model-parallel-allreduce asks.
   bool async_tp_allreduce = true;
+  /// A weight-gradient GEMM accumulates straight into the main (fp32, or
+  /// bf16) gradient: Megatron-LM's gradient-accumulation fusion, on by
+  /// default since commit 83b1e42f30 (2022-02-13). False
+  /// (--no-gradient-accumulation-fusion, and Megatron-LM before it): the GEMM
+  /// writes a bf16 gradient and a backward hook adds it into the main
+  /// gradient, one elementwise kernel per weight per micro-batch
+  /// (megatron/model/distributed.py: param.main_grad.add_(param.grad.data)).
+  bool gradient_accumulation_fusion = true;
   /// Megatron-LM 2021's pipeline sends without SP: each TP rank sends 1/t of
   /// the activation; the receiving TP group all-gathers it over NVLink.
   bool scatter_gather_pipeline = false;

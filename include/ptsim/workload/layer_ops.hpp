@@ -31,6 +31,10 @@ struct MicroShape {
   /// beside its weight-gradient GEMM (false: the GEMMs after it wait, as
   /// Megatron-LM ran before September 2021). Under SP always beside it.
   bool async_tp_allreduce = true;
+  /// Weight-gradient GEMMs accumulate into the main gradient (false: a
+  /// gradient_accumulation_op follows each; ParallelConfig::gradient_accumulation_fusion).
+  bool gradient_accumulation_fusion = true;
+  int main_grad_bytes = 4;       // bytes of a main-gradient element (ParallelConfig::gradient_bytes)
   /// Whether the TP reduction of an input gradient runs beside the GEMMs after it.
   bool async_dgrad_reduce() const { return sequence_parallel || async_tp_allreduce; }
   bool flash_attention = true;   // fused attention kernels; false: Megatron's unfused path

@@ -98,6 +98,19 @@ OpSpec attention_op(std::string name, double batch_heads, double seq_q, double s
 /// bytes); streams, names and memory are the builder's.
 taskgraph::Task kernel_task(const OpSpec& op);
 
+/// Without gradient-accumulation fusion, the backward hook that adds a
+/// weight's bf16 gradient into its main gradient (Megatron-LM 2021,
+/// megatron/model/distributed.py: `param.main_grad.add_(param.grad.data)`):
+/// reads 2 + `main_grad_bytes` and writes `main_grad_bytes` bytes per weight
+/// element. A weight-gradient op (zero-bubble schedules run it with W).
+OpSpec gradient_accumulation_op(std::string name, double weight_elements, int main_grad_bytes);
+/// Puts a gradient_accumulation_op after every weight-gradient GEMM of `ops`
+/// (its weight: the GEMM's m·n·batch output), renumbering OpSpec::after.
+/// An async collective before the GEMM is then consumed by the accumulation,
+/// as in Megatron-LM, whose linear waits for its reduction before autograd
+/// runs the hook.
+void accumulate_after_weight_gradients(std::vector<OpSpec>& ops, int main_grad_bytes);
+
 /// A collective of `kind` over `group`, `bytes` in nccl-tests' convention.
 OpSpec collective_op(std::string name, taskgraph::CollectiveKind kind, CommGroup group, double bytes,
                      bool async = false);
