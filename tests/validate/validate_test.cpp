@@ -94,6 +94,49 @@ TEST_CASE("Candidates cover the open fields and the search takes the fastest tha
   CHECK(r.best->result.memory.fits);
 }
 
+TEST_CASE("Uneven stages interleave with any depth that leaves a layer per virtual stage", "[validate][plan]") {
+  // Llama 3 405B: 126 layers over 16 stages (7 + 14 × 8 + 7), interleaved as
+  // Meta ran it. Equal chunks are impossible, so every v ≤ 8 with 16·v ≤ 126
+  // virtual stages is a candidate: 2 to 7.
+  const auto m = test::shipped_model("llama3-405b");
+  config::StrategyInput s;
+  s.gpus = 8192;
+  s.tp = 8;
+  s.pp = 16;
+  s.global_batch_size = 2048;
+  s.micro_batch_size = 1;
+  s.schedule = "interleaved";
+  const auto c = plan::candidates(m, s, {"vpp"});
+  std::vector<std::string> depths;
+  for (const auto& x : c) depths.push_back(x.chosen.at("vpp"));
+  CHECK(depths == std::vector<std::string>{"2", "3", "4", "5", "6", "7"});
+  // Virtual stage k runs on stage k mod 16; every layer is placed once.
+  for (const auto& x : c) {
+    const auto run = config::resolve_run(m, x.strategy);
+    const auto v = run.parallel.vpp;
+    INFO("vpp " << v);
+    std::vector<std::int64_t> per_stage(16, 0);
+    for (std::size_t k = 0; k < run.parallel.virtual_stage_layers.size(); ++k)
+      per_stage[k % 16] += run.parallel.virtual_stage_layers[k];
+    CHECK(per_stage.front() <= 8);
+    CHECK(per_stage.back() <= 8);
+    if (v == 2) {  // 32 virtual stages of 4 layers but the first and the last, of 3: Meta's 7 + 14 × 8 + 7
+      std::vector<std::int64_t> meta(16, 8);
+      meta.front() = meta.back() = 7;
+      CHECK(per_stage == meta);
+    }
+    std::int64_t total = 0;
+    for (const auto n : per_stage) total += n;
+    CHECK(total == 126);
+  }
+  // With stages of equal size Megatron's rule stands: v divides a stage's layers.
+  s.pp = 14;  // 9 layers a stage
+  s.gpus = 8 * 14 * 64;
+  std::vector<std::string> even;
+  for (const auto& x : plan::candidates(m, s, {"vpp"})) even.push_back(x.chosen.at("vpp"));
+  CHECK(even == std::vector<std::string>{"3"});
+}
+
 TEST_CASE("Validation compares the simulated step with the measured one", "[validate]") {
   const auto runs = config::load_runs(write("tiny-runs.json", kTinyRun));
   const auto report = validate::validate_runs(runs, test::source_path("hw_profiles"), {});
