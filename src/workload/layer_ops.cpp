@@ -61,6 +61,16 @@ OpSpec weight_grad(OpSpec op) {
   return op;
 }
 
+// Appends `block`, whose OpSpec::after counts from the block's first op, to
+// `into`, where it counts from the list's first.
+void append_block(std::vector<OpSpec>& into, const std::vector<OpSpec>& block) {
+  const int base = static_cast<int>(into.size());
+  for (OpSpec op : block) {
+    if (op.after >= 0) op.after += base;
+    into.push_back(std::move(op));
+  }
+}
+
 // Builds a layer's ops: forward in order, backward collected in reverse
 // (each emit_backward call prepends a group of ops).
 class LayerBuilder {
@@ -73,14 +83,7 @@ class LayerBuilder {
   BlockOps take() {
     BlockOps ops;
     ops.forward = std::move(fw_);
-    for (auto it = bw_groups_.rbegin(); it != bw_groups_.rend(); ++it) {
-      // A group's OpSpec::after counts from the group's first op.
-      const int base = static_cast<int>(ops.backward.size());
-      for (OpSpec op : *it) {
-        if (op.after >= 0) op.after += base;
-        ops.backward.push_back(std::move(op));
-      }
-    }
+    for (auto it = bw_groups_.rbegin(); it != bw_groups_.rend(); ++it) append_block(ops.backward, *it);
     return ops;
   }
 
@@ -354,11 +357,7 @@ class LayerBuilder {
     std::vector<OpSpec> fw;
     steps("attn.ring", false, kv_bytes, fw);
     fw.back().saved_bytes = as_bytes(saved);
-    const int base = static_cast<int>(fw_.size());  // steps() counts `after` from the block's first op
-    for (OpSpec op : fw) {
-      if (op.after >= 0) op.after += base;
-      fw_.push_back(std::move(op));
-    }
+    append_block(fw_, fw);  // steps() counts `after` from the block's first op
     std::vector<OpSpec> bw;
     steps("attn.ring.bwd", true, 2 * kv_bytes, bw);  // key/value blocks and their gradients
     bw.back().freed_bytes = as_bytes(saved);

@@ -57,16 +57,17 @@ OpSpec gradient_accumulation_op(std::string name, double weight_elements, int ma
 
 void accumulate_after_weight_gradients(std::vector<OpSpec>& ops, int main_grad_bytes) {
   std::vector<OpSpec> out;
-  std::vector<int> index(ops.size(), -1);
+  std::vector<int> index(ops.size());  // new position of each op
   for (std::size_t i = 0; i < ops.size(); ++i) {
     index[i] = static_cast<int>(out.size());
-    OpSpec op = std::move(ops[i]);
+    out.push_back(std::move(ops[i]));
+    OpSpec& op = out.back();
     if (op.after >= 0) op.after = index[static_cast<std::size_t>(op.after)];
-    const bool gemm_wgrad = op.weight_grad && op.kind == OpKind::Matmul;
-    const double weight = static_cast<double>(op.shape[0]) * op.shape[1] * op.shape[3];
-    std::string name = op.name + ".accumulate";
-    out.push_back(std::move(op));
-    if (gemm_wgrad) out.push_back(gradient_accumulation_op(std::move(name), weight, main_grad_bytes));
+    if (op.weight_grad && op.kind == OpKind::Matmul) {
+      const double weight = static_cast<double>(op.shape[0]) * op.shape[1] * op.shape[3];
+      OpSpec add = gradient_accumulation_op(op.name + ".accumulate", weight, main_grad_bytes);
+      out.push_back(std::move(add));
+    }
   }
   ops = std::move(out);
 }
