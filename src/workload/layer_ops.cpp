@@ -72,7 +72,7 @@ void append_block(std::vector<OpSpec>& into, const std::vector<OpSpec>& block) {
 }
 
 // Builds a layer's ops: forward in order, backward collected in reverse
-// (each emit_backward call prepends a group of ops).
+// (each backward() call adds a group that take() places before the earlier ones).
 class LayerBuilder {
  public:
   LayerBuilder(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer)
