@@ -137,6 +137,7 @@ class LayerBuilder {
                                  sp_ ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
                                  CommGroup::TensorParallel, 2 * N_ * h_, shape_.async_dgrad_reduce()));
     bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), saved)));
+    if (m_.add_bias_linear) bw.push_back(weight_grad(bias_grad(name, rows, out)));
     backward(std::move(bw));
   }
 
@@ -157,6 +158,9 @@ class LayerBuilder {
       fw_.push_back(reduce);
     }
     std::vector<OpSpec> bw;
+    // The bias is added after the reduction, on the SP shard (fused with
+    // dropout and the residual): its gradient is reduced from that shard.
+    if (m_.add_bias_linear) bw.push_back(bias_grad(name, Nsp_, out));
     if (sp_) bw.push_back(collective_op(name + ".grad_allgather", CollectiveKind::AllGather,
                                         CommGroup::TensorParallel, 2 * N_ * out, shape_.tp_comm_overlap));
     cast_grad(name, rows, out, bw);
@@ -194,6 +198,16 @@ class LayerBuilder {
   }
 
  private:
+  // A linear bias's gradient: the output gradient summed over the `rows`
+  // tokens, one reduction kernel reading rows·width bf16 values. Megatron-LM
+  // runs it as its own kernel for every biased linear: `grad_output.sum(dim=0)`
+  // in the linear's backward (qkv), and autograd's sum over the broadcast
+  // dimension where the bias is added outside the GEMM (fc1 in the fused
+  // bias-GeLU, proj and fc2 in the fused bias-dropout-add).
+  static OpSpec bias_grad(const std::string& name, double rows, double width) {
+    return memory_op(name + ".bias_grad", 2 * rows * width + 2 * width);
+  }
+
   // FP8 GEMMs (Transformer Engine): the input is cast to fp8 with its
   // transpose for the weight gradient (read 2, write 1 + 1 bytes per element);
   // the output gradient likewise in backward.
@@ -312,7 +326,12 @@ class LayerBuilder {
     fw_.push_back(core(saving(memory_op("attn.softmax", 2 * scores * 2, KernelClass::Softmax), 2 * scores)));
     if (dropout_)  // bf16 in, bf16 out, 1-byte mask kept with the output
       fw_.push_back(core(saving(memory_op("attn.dropout", scores * (2 + 2 + 1)), 3 * scores)));
-    fw_.push_back(saving(matmul("attn.context", s, v_d, s, b * heads), 2 * N_ * v_width));
+    // The context GEMM is core attention too: Megatron-LM checkpoints the
+    // whole CoreAttention module, so selective recomputation reruns it (V
+    // stays saved as a checkpoint input).
+    OpSpec context_op = core(saving(matmul("attn.context", s, v_d, s, b * heads), 2 * N_ * v_width));
+    context_op.selective_saved_bytes = context_op.saved_bytes;
+    fw_.push_back(context_op);
     std::vector<OpSpec> bw;
     bw.push_back(matmul("attn.context.dprobs", s, s, v_d, b * heads));
     bw.push_back(freeing(matmul("attn.context.dv", s, v_d, s, b * heads), 2 * N_ * v_width));

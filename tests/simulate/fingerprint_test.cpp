@@ -22,7 +22,11 @@
 // recorded value, so nothing else moved. Re-recorded again for a second
 // change of the model (2026-11-30): Megatron's cross-entropy priced kernel by
 // kernel (52 instead of 20 bytes of traffic per logit element, eight kernels
-// instead of two); the diff touched only the loss's ops.
+// instead of two); the diff touched only the loss's ops. Re-recorded for a
+// third (2026-12-01): a bias-gradient reduction kernel per biased linear, and
+// the context GEMM in selective recomputation under unfused attention; only
+// the runs of GPT-style models (biased linears) moved, the Llama, Mixtral and
+// DualPipe runs kept every recorded value.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

@@ -3,7 +3,9 @@
 #include "ptsim/workload/boundary_ops.hpp"
 #include "ptsim/workload/layer_ops.hpp"
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -121,4 +123,61 @@ TEST_CASE("The accumulation after a weight gradient waits for the TP all-reduce 
     CHECK(ops[i + 2].name == ops[i + 1].name + ".accumulate");
   }
   CHECK(async_reductions == 2);  // QKV and FC1 input gradients (SP reduce-scatters)
+}
+
+TEST_CASE("Every biased linear reduces its bias gradient over the tokens in a kernel of its own", "[workload]") {
+  // GPT-3 175B on TP 8, micro-batch 2 (N = 4096 tokens per rank): QKV and FC1
+  // are column-parallel, their bias gradients the output gradient of 3h/8 and
+  // 4h/8 columns summed over N tokens; the projection and FC2 biases are added
+  // after the reduction, on the SP shard under SP (N/8 tokens), h columns.
+  const auto m = test::shipped_model("gpt3-175b");
+  REQUIRE(m.add_bias_linear);
+  const double h = 12288, t = 8, N = 2 * 2048;
+  for (const bool sp : {false, true}) {
+    INFO("sequence parallel " << sp);
+    workload::MicroShape s;
+    s.seq_length = m.seq_length;
+    s.micro_batch = 2;
+    s.tp = 8;
+    s.sequence_parallel = sp;
+    const double Nsp = sp ? N / t : N;
+    const auto ops = workload::transformer_layer_ops(m, s, 0);
+    std::map<std::string, double> bytes;
+    for (const auto& op : ops.backward)
+      if (op.name.find(".bias_grad") != std::string::npos) {
+        CHECK(op.kind == workload::OpKind::MemoryBound);
+        bytes[op.name] = static_cast<double>(op.bytes);
+      }
+    REQUIRE(bytes.size() == 4);
+    CHECK(bytes.at("attn.qkv.bias_grad") == Approx(2 * N * 3 * h / t + 2 * 3 * h / t));
+    CHECK(bytes.at("attn.proj.bias_grad") == Approx(2 * Nsp * h + 2 * h));
+    CHECK(bytes.at("mlp.fc1.bias_grad") == Approx(2 * N * 4 * h / t + 2 * 4 * h / t));
+    CHECK(bytes.at("mlp.fc2.bias_grad") == Approx(2 * Nsp * h + 2 * h));
+  }
+  // Llama's linears carry no bias: nothing to reduce.
+  const auto llama = test::shipped_model("llama3-8b");
+  REQUIRE_FALSE(llama.add_bias_linear);
+  workload::MicroShape s;
+  s.seq_length = llama.seq_length;
+  s.tp = 2;
+  for (const auto& op : workload::transformer_layer_ops(llama, s, 0).backward)
+    CHECK(op.name.find("bias_grad") == std::string::npos);
+}
+
+TEST_CASE("Selective recomputation of unfused attention reruns the whole core attention, context GEMM included",
+          "[workload]") {
+  // Megatron-LM checkpoints its CoreAttention module: scores, softmax,
+  // dropout and the context GEMM are rerun; V stays saved as its input.
+  const auto m = test::shipped_model("gpt3-175b");
+  workload::MicroShape s;
+  s.seq_length = m.seq_length;
+  s.tp = 8;
+  s.flash_attention = false;
+  std::vector<std::string> core;
+  for (const auto& op : workload::transformer_layer_ops(m, s, 0).forward)
+    if (op.core_attention) {
+      core.push_back(op.name);
+      if (op.name == "attn.context") CHECK(op.selective_saved_bytes == op.saved_bytes);
+    }
+  CHECK(core == std::vector<std::string>{"attn.scores", "attn.softmax", "attn.dropout", "attn.context"});
 }

@@ -25,7 +25,7 @@ enum class ScheduleKind {
 
 enum class RecomputeKind {
   None,
-  Selective,  // Megatron's selective recomputation: core attention (scores, softmax, dropout) only
+  Selective,  // Megatron's selective recomputation: core attention (scores, softmax, dropout, context) only
   Full,       // whole layers: only each layer's input is kept
 };
 
