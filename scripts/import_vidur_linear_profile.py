@@ -22,7 +22,12 @@ training-sized ones by default) and the GEMMs whose n and k are at least
 --min-dim, marked unverified: ptsim did not check their results. When two
 models give the same shape, both are kept.
 
-usage: import_vidur_linear_profile.py [--tokens LIST] [--min-dim N]
+--record-dtype records them under another dtype of the same tensor-core rate
+(bf16 for Vidur's fp16 on A100 and H100, whose dense fp16 and bf16 peaks are
+equal and whose cuBLAS kernels come in the same families for both), saying so
+in the file's method note.
+
+usage: import_vidur_linear_profile.py [--tokens LIST] [--min-dim N] [--record-dtype DTYPE]
            DEVICE_NAME SOURCE OUT CSV [CSV ...]
   DEVICE_NAME  what to call the device, e.g. "NVIDIA A100 80GB (Vidur profile, fp16)"
   SOURCE       where the CSVs came from (repository, path, commit), recorded in the file
@@ -55,6 +60,8 @@ def main():
     ap.add_argument("--tokens", default="1024,2048,4096,8192,16384,32768",
                     help="token counts (m) to keep, comma-separated")
     ap.add_argument("--min-dim", type=int, default=1024, help="smallest n and k to keep")
+    ap.add_argument("--record-dtype", default="fp16", choices=["fp16", "bf16"],
+                    help="dtype to record the fp16 measurements under (default fp16)")
     ap.add_argument("device")
     ap.add_argument("source")
     ap.add_argument("out")
@@ -75,7 +82,7 @@ def main():
                             continue
                         ms = [float(row[f"time_stats.{op}.{s}"]) for s in ("median", "min", "max")]
                         kernels.append({
-                            "op": "gemm", "dtype": "fp16",
+                            "op": "gemm", "dtype": args.record_dtype,
                             "shape": {"m": m, "n": n, "k": k, "batch": 1},
                             "time_s": ms[0] * 1e-3, "min_s": ms[1] * 1e-3, "max_s": ms[2] * 1e-3,
                             "flops": 2.0 * m * n * k, "bytes": 2.0 * (m * k + k * n + m * n),
@@ -91,12 +98,15 @@ def main():
            "method": {"statistic": "median of 20 profiled steps (Vidur), min and max as recorded",
                       "inputs": "random fp16 weights and activations (Vidur's profiler)",
                       "note": "third-party measurements of forward F.linear calls inside a model's layer, "
-                              "CUDA time from the PyTorch profiler; results not checked by ptsim"},
+                              "CUDA time from the PyTorch profiler; results not checked by ptsim"
+                              + ("" if args.record_dtype == "fp16" else
+                                 f"; measured in fp16, recorded as {args.record_dtype} (equal dense "
+                                 "tensor-core rate on this GPU)")},
            "kernels": kernels}
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
-    print(f"{args.out}: {len(kernels)} fp16 GEMMs from {len(args.csv)} files")
+    print(f"{args.out}: {len(kernels)} GEMMs (measured in fp16, recorded as {args.record_dtype}) from {len(args.csv)} files")
 
 
 if __name__ == "__main__":

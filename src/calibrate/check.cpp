@@ -56,7 +56,9 @@ std::optional<double> predict(const hardware::KernelMeasurement& k, const hardwa
 }
 
 CheckReport check(const hardware::MeasurementSet& m, const hardware::HardwareProfile& hw, bool all) {
-  const std::vector<bool> fitted = calibration_split(m);
+  // The half a calibrated profile was fitted on, split as its fit split it.
+  const std::vector<bool> fitted =
+      calibration_split(m, hw.calibration ? hw.calibration->gemm_fit : hardware::GemmFit::Grid);
   CheckReport report;
   for (std::size_t i = 0; i < m.kernels.size(); ++i) {
     const auto& k = m.kernels[i];

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -34,8 +35,9 @@ std::size_t index_of(const std::vector<double>& sorted, double v) {
 
 }  // namespace
 
-std::vector<bool> calibration_split(const hardware::MeasurementSet& m) {
+std::vector<bool> calibration_split(const hardware::MeasurementSet& m, hardware::GemmFit gemm_fit) {
   std::vector<bool> fit(m.kernels.size(), false);
+  const bool scattered = gemm_fit == hardware::GemmFit::Scalar;
   // GEMMs: the sub-grid of every other measured m, n and k, per dtype.
   std::map<std::string, std::array<std::vector<double>, 3>> axes;
   for (const auto& k : m.kernels)
@@ -56,6 +58,10 @@ std::vector<bool> calibration_split(const hardware::MeasurementSet& m) {
     const auto& k = m.kernels[i];
     if (k.op == "gemm") {
       if (dim(k, "batch") != 1) continue;
+      if (scattered) {
+        by_kind["gemm." + k.dtype].emplace_back(k.flops, i);
+        continue;
+      }
       const auto& a = axes[k.dtype];
       fit[i] = index_of(a[0], dim(k, "m")) % 2 == 0 && index_of(a[1], dim(k, "n")) % 2 == 0 &&
                index_of(a[2], dim(k, "k")) % 2 == 0;
@@ -77,8 +83,10 @@ hardware::Calibration fit(const hardware::MeasurementSet& m, const hardware::Har
                           FitOptions options) {
   hardware::HardwareProfile base = profile;
   base.calibration.reset();  // fit against the datasheet model
-  const std::vector<bool> use = calibration_split(m);
+  const hardware::GemmFit gemm_fit = options.gemm_scalar ? hardware::GemmFit::Scalar : hardware::GemmFit::Grid;
+  const std::vector<bool> use = calibration_split(m, gemm_fit);
   hardware::Calibration c;
+  c.gemm_fit = gemm_fit;
   c.measurements = m.file;
   c.device = m.device;
   c.date = m.date;
@@ -124,6 +132,7 @@ hardware::Calibration fit(const hardware::MeasurementSet& m, const hardware::Har
 
   // GEMMs: measured/analytic ratio on the fitted sub-grid, per dtype.
   std::map<std::string, std::map<std::tuple<double, double, double>, double>> ratios;
+  std::map<std::string, std::array<std::vector<double>, 4>> scattered;  // ratio, log2 m, n, k
   for (std::size_t i = 0; i < m.kernels.size(); ++i) {
     const auto& k = m.kernels[i];
     if (!use[i] || !k.verified || k.op != "gemm") continue;
@@ -131,8 +140,30 @@ hardware::Calibration fit(const hardware::MeasurementSet& m, const hardware::Har
     if (!dtype || !base.gpu.peak_flops_per_s[static_cast<std::size_t>(*dtype)]) continue;
     const double analytic = cost::gemm_analytic_seconds(base.gpu, dim(k, "m"), dim(k, "n"), dim(k, "k"), 1,
                                                         *dtype, k.bytes);
-    ratios[k.dtype][{dim(k, "m"), dim(k, "n"), dim(k, "k")}] = k.time_s / analytic;
+    if (gemm_fit == hardware::GemmFit::Scalar) {
+      auto& s = scattered[k.dtype];  // every measurement counts, repeated shapes too
+      s[0].push_back(k.time_s / analytic);
+      s[1].push_back(std::log2(dim(k, "m")));
+      s[2].push_back(std::log2(dim(k, "n")));
+      s[3].push_back(std::log2(dim(k, "k")));
+    } else {
+      ratios[k.dtype][{dim(k, "m"), dim(k, "n"), dim(k, "k")}] = k.time_s / analytic;
+    }
   }
+  // A grid fit of GEMMs none of which lies on the fitted sub-grid: the shapes
+  // are no grid (every other m, n and k value of one measured GEMM at least).
+  if (gemm_fit == hardware::GemmFit::Grid)
+    for (const auto& k : m.kernels)
+      if (k.op == "gemm" && k.verified && dim(k, "batch") == 1 && !ratios.count(k.dtype) &&
+          parse_dtype(k.dtype) && base.gpu.peak_flops_per_s[static_cast<std::size_t>(*parse_dtype(k.dtype))])
+        throw ConfigError(fmt::format(
+            "{}: none of its {} GEMMs lies on the sub-grid of every other measured m, n and k, so they form "
+            "no grid to fit; for GEMMs measured at scattered shapes (layers of real models) use --gemm-scalar",
+            m.file, k.dtype));
+  // Scattered shapes: one ratio per dtype; the axes record the median fitted
+  // shape (a one-point table answers every shape with its ratio).
+  for (const auto& [dtype, s] : scattered)
+    c.gemm[dtype] = {{median(s[1])}, {median(s[2])}, {median(s[3])}, {median(s[0])}};
   for (const auto& [dtype, points] : ratios) {
     std::set<double> ms, ns, ks;
     for (const auto& [mnk, r] : points) {

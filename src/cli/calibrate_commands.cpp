@@ -22,7 +22,7 @@ namespace po = boost::program_options;
 
 namespace {
 
-constexpr const char* kCalibrateUsage = R"(Usage: ptsim calibrate --measurements FILE --hw PROFILE -o OUT [--fit-attention]
+constexpr const char* kCalibrateUsage = R"(Usage: ptsim calibrate --measurements FILE --hw PROFILE -o OUT [--fit-attention] [--gemm-scalar]
 
 Fits PROFILE's compute model to the kernel times in FILE (written by
 ptsim-microbench or ptsim-microbench-cpu) and writes OUT: the same profile
@@ -33,10 +33,15 @@ file, device and date it came from. It fits one half of the measurements
 the other half. Attention keeps the profile's published efficiencies (of
 FlashAttention or cuDNN) unless --fit-attention is given: ptsim-microbench
 times a fused-attention kernel of ptsim's own, not the one training runs.
+GEMMs measured at scattered shapes rather than on a grid (the linear layers
+of real models, as profilers record them) take --gemm-scalar: one ratio per
+dtype, fitted on every other GEMM by size and checked on the rest.
 
-Example:
+Examples:
   ptsim calibrate --measurements hw_profiles/measured/h200-2026-11-30.json \
       --hw hw_profiles/h200-sxm-141gb.json -o h200-calibrated.json
+  ptsim calibrate --measurements hw_profiles/measured/a100-vidur-linear-layers.json \
+      --include-unverified --gemm-scalar --hw hw_profiles/a100-sxm4-80gb.json -o a100.json
 
 )";
 
@@ -86,6 +91,9 @@ int run_calibrate(const std::vector<std::string>& args, std::ostream& out) {
       ("hw", po::value(&hw)->value_name("PROFILE"), "the hardware profile to calibrate")
       ("output,o", po::value(&output)->value_name("OUT"), "the calibrated profile to write")
       ("fit-attention", "fit the attention efficiencies to the measured kernel too")
+      ("gemm-scalar", "fit one GEMM ratio per dtype (the median measured/analytic over every other GEMM by "
+                      "size) instead of a grid table: for GEMMs measured at scattered shapes, such as the "
+                      "linear layers of real models")
       ("include-unverified", "use measurements whose results were not checked (third-party tables)")
       ("help,h", "show this help");
   const po::variables_map vm = parse(args, options, "calibrate");
@@ -102,13 +110,18 @@ int run_calibrate(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("include-unverified")) accept_unverified(set, out);
   const auto profile = config::load_hardware(hw);
   const bool fit_attention = vm.count("fit-attention") != 0;
-  const hardware::Calibration c = calibrate::fit(set, profile, {.attention = fit_attention});
+  const bool gemm_scalar = vm.count("gemm-scalar") != 0;
+  const hardware::Calibration c = calibrate::fit(set, profile, {.attention = fit_attention, .gemm_scalar = gemm_scalar});
   const std::string text = config::calibrated_profile_json(hw, c);
   write_output_file(output, {measurements, hw}, [&](std::ostream& o) { o << text; });
   fmt::print(out, "calibrated {} from {} ({} kernels, {} on {})\n", profile.name, measurements,
              set.kernels.size(), set.device, set.date);
   for (const auto& [dtype, t] : c.gemm)
-    fmt::print(out, "  gemm {}: {}×{}×{} grid, measured/analytic ratio {:.3f} … {:.3f}\n", dtype,
+    if (c.gemm_fit == hardware::GemmFit::Scalar)
+      fmt::print(out, "  gemm {}: one measured/analytic ratio, {:.4f} (median over the fitted half)\n", dtype,
+                 t.ratio.front());
+    else
+      fmt::print(out, "  gemm {}: {}×{}×{} grid, measured/analytic ratio {:.3f} … {:.3f}\n", dtype,
                t.log2_m.size(), t.log2_n.size(), t.log2_k.size(),
                *std::min_element(t.ratio.begin(), t.ratio.end()), *std::max_element(t.ratio.begin(), t.ratio.end()));
   for (const auto& [kernel, t] : c.memory)
@@ -119,7 +132,7 @@ int run_calibrate(const std::vector<std::string>& args, std::ostream& out) {
   if (c.attention_forward_efficiency) fmt::print(out, "  attention forward efficiency {:.3f}\n", *c.attention_forward_efficiency);
   if (c.attention_backward_efficiency) fmt::print(out, "  attention backward efficiency {:.3f}\n", *c.attention_backward_efficiency);
   if (!fit_attention) {
-    const auto measured = calibrate::fit(set, profile, {.attention = true});
+    const auto measured = calibrate::fit(set, profile, {.attention = true, .gemm_scalar = gemm_scalar});
     if (measured.attention_forward_efficiency || measured.attention_backward_efficiency)
       fmt::print(out, "  attention: kept the profile's efficiencies (forward {:.3f}, backward {:.3f}); the measured "
                       "kernel reached {:.3f}, {:.3f} (--fit-attention to use them)\n",

@@ -79,11 +79,17 @@ hardware::Calibration parse_calibration(const nlohmann::json& object, const std:
   c.measurements = in.string("measurements");
   c.device = in.string("device");
   c.date = in.string("date");
+  if (const auto fit = in.optional_choice("gemm_fit", {"grid", "scalar"}))
+    c.gemm_fit = *fit == "scalar" ? hardware::GemmFit::Scalar : hardware::GemmFit::Grid;
   if (in.has("gemm")) {
     ObjectReader gemm = in.object("gemm");
     for (const auto& [dtype, table] : object.at("gemm").items()) {
       if (!parse_dtype(dtype)) gemm.fail(dtype, "is not a dtype (bf16, fp16, tf32, fp32, fp8)");
       c.gemm[dtype] = parse_table(gemm.object(dtype), fmt::format("{}: /calibration/gemm/{}", where, dtype));
+      const auto& t = c.gemm[dtype];
+      if (c.gemm_fit == hardware::GemmFit::Scalar && t.ratio.size() != 1)
+        gemm.fail(dtype, fmt::format("has a {}×{}×{} grid; gemm_fit \"scalar\" holds one ratio per dtype "
+                                     "(one value on each axis)", t.log2_m.size(), t.log2_n.size(), t.log2_k.size()));
     }
   }
   in.skip("gemm");
@@ -119,7 +125,7 @@ hardware::Calibration parse_calibration(const nlohmann::json& object, const std:
     att.reject_unknown_keys("accepted keys: forward, backward");
   }
   in.skip("attention_efficiency");
-  in.reject_unknown_keys("accepted keys: measurements, device, date, gemm, memory, "
+  in.reject_unknown_keys("accepted keys: measurements, device, date, gemm_fit, gemm, memory, "
                          "kernel_launch_overhead_us, attention_efficiency");
   return c;
 }
@@ -129,6 +135,7 @@ nlohmann::ordered_json calibration_to_json(const hardware::Calibration& c) {
   j["measurements"] = c.measurements;
   j["device"] = c.device;
   j["date"] = c.date;
+  if (c.gemm_fit == hardware::GemmFit::Scalar) j["gemm_fit"] = "scalar";
   nlohmann::ordered_json gemm = nlohmann::ordered_json::object();
   for (const auto& [dtype, t] : c.gemm)
     gemm[dtype] = {{"log2_m", t.log2_m}, {"log2_n", t.log2_n}, {"log2_k", t.log2_k}, {"ratio", t.ratio}};

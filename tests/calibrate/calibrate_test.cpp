@@ -108,6 +108,42 @@ TEST_CASE("A GEMM grid with a hole cannot be fitted", "[calibrate]") {
   CHECK_THROWS_WITH(calibrate::fit(set, hw), Catch::Contains("lacks a verified measurement of m = 256, n = 256, k = 256"));
 }
 
+TEST_CASE("GEMMs at scattered shapes fit one ratio, checked on the other half", "[calibrate]") {
+  // Shapes of real layers, no grid: (m, n, k) pairs that share no axis values
+  // across the whole set, each measured at 1.25 times the analytic time but
+  // for every fourth at 1.35: the median of the fitted half is 1.25.
+  const auto hw = test::shipped_hardware("a100-sxm4-80gb");
+  hardware::MeasurementSet set;
+  set.file = "scattered.json";
+  set.device = "synthetic A100";
+  set.date = "as published";
+  for (int i = 0; i < 40; ++i) {
+    const double mm = 1024 + 96 * i, nn = 3072 + 160 * i, kk = 8192 - 64 * i;
+    const double bytes = 2 * (mm * kk + kk * nn + mm * nn);
+    const double r = i % 4 == 3 ? 1.35 : 1.25;
+    const double t = cost::gemm_analytic_seconds(hw.gpu, mm, nn, kk, 1, Dtype::Bf16, bytes) * r;
+    set.kernels.push_back({"gemm", "bf16", {{"m", mm}, {"n", nn}, {"k", kk}, {"batch", 1}}, t, t, t,
+                           2 * mm * nn * kk, bytes, true});
+  }
+  // As a grid it has no fitted point at all (m and n rise with i, k falls).
+  CHECK_THROWS_WITH(calibrate::fit(set, hw), Catch::Contains("--gemm-scalar"));
+  const auto c = calibrate::fit(set, hw, {.gemm_scalar = true});
+  CHECK(c.gemm_fit == hardware::GemmFit::Scalar);
+  const auto& g = c.gemm.at("bf16");
+  REQUIRE(g.ratio.size() == 1);
+  CHECK(g.ratio.front() == Approx(1.25));
+  // Fitted on every other GEMM by FLOPs, so check() holds out the other 20:
+  // those at 1.25 are exact, those at 1.35 are 1.25/1.35 − 1 = −7.4% off.
+  hardware::HardwareProfile calibrated = hw;
+  calibrated.calibration = c;
+  const auto report = calibrate::check(set, calibrated, false);
+  CHECK(report.summary.count == 20);
+  for (const auto& k : report.kernels) {
+    const double r = k.index % 4 == 3 ? 1.35 : 1.25;
+    CHECK(k.error_pct == Approx((1.25 / r - 1) * 100).margin(1e-9));
+  }
+}
+
 TEST_CASE("Attention efficiencies are fitted only when asked", "[calibrate]") {
   const auto hw = test::shipped_hardware("a100-sxm4-80gb");
   auto set = synthetic(hw);

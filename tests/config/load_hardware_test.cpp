@@ -102,6 +102,22 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
     h["calibration"]["gemm"]["bf16"]["log2_m"][0] = -1;
     CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"), Catch::Contains("/calibration/gemm/bf16/log2_m/0 = -1 is not a log2 size in [0, 64]"));
   }
+  SECTION("a scalar GEMM calibration holds one ratio") {
+    // The shipped A100 profile: one ratio fitted to Vidur's measured linear layers.
+    json a = read("a100-sxm4-80gb");
+    const auto shipped = config::parse_hardware(a, "hw.json");
+    REQUIRE(shipped.calibration);
+    CHECK(shipped.calibration->gemm_fit == hardware::GemmFit::Scalar);
+    CHECK(shipped.calibration->gemm.at("bf16").ratio.size() == 1);
+    // A grid table under "scalar" is refused; "grid" is the default.
+    json h = read("h100-sxm5-80gb");
+    CHECK(config::parse_hardware(h, "hw.json").calibration->gemm_fit == hardware::GemmFit::Grid);
+    h["calibration"]["gemm_fit"] = "scalar";
+    CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"),
+                      Catch::Contains("/calibration/gemm/bf16") && Catch::Contains("gemm_fit \"scalar\" holds one ratio"));
+    h["calibration"]["gemm_fit"] = "cubic";
+    CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"), Catch::Contains("gemm_fit = \"cubic\""));
+  }
   SECTION("cuDNN attention efficiency without its pair") {
     json h = read("h100-sxm5-80gb");
     h["gpu"]["attention_efficiency"].erase("cudnn_backward");

@@ -26,7 +26,9 @@
 // third (2026-12-01): a bias-gradient reduction kernel per biased linear, and
 // the context GEMM in selective recomputation under unfused attention; only
 // the runs of GPT-style models (biased linears) moved, the Llama, Mixtral and
-// DualPipe runs kept every recorded value.
+// DualPipe runs kept every recorded value. And for a fourth (2026-12-01):
+// the A100 profiles calibrated from Vidur's measured linear layers; only the
+// runs on the A100 profiles moved, every H100 run kept its values.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

@@ -2,7 +2,10 @@
 // on one half of the measurements, so that the other half checks it.
 //   GEMMs      per dtype, on the grid of measured (m, n, k): the sub-grid of
 //              every other m, n and k value is fitted (ratio measured/analytic,
-//              gemm_model.hpp); all other GEMMs are held out.
+//              gemm_model.hpp); all other GEMMs are held out. Or, for GEMMs
+//              measured at scattered shapes (the linear layers of real models,
+//              FitOptions::gemm_scalar): sorted by FLOPs, every other one is
+//              fitted, to one ratio per dtype, the median measured/analytic.
 //   memory     per kernel class, sizes sorted, every other one fitted: one launch
 //              overhead L (the median of the classes' least-squares intercepts
 //              of t = L + bytes · β), then the efficiency bytes / ((t − L) · bandwidth)
@@ -23,10 +26,12 @@ namespace ptsim::calibrate {
 
 /// For each kernel of the set: true when calibration fits it, false when it is
 /// held out for checking.
-std::vector<bool> calibration_split(const hardware::MeasurementSet& m);
+std::vector<bool> calibration_split(const hardware::MeasurementSet& m,
+                                    hardware::GemmFit gemm_fit = hardware::GemmFit::Grid);
 
 struct FitOptions {
-  bool attention = false;  // replace the profile's attention efficiencies by the measured ones
+  bool attention = false;    // replace the profile's attention efficiencies by the measured ones
+  bool gemm_scalar = false;  // one GEMM ratio per dtype (hardware::GemmFit::Scalar), not a grid table
 };
 
 /// Fits `profile`'s (uncalibrated) model to the fitting half of `m`; only

@@ -55,12 +55,20 @@ struct MemoryTable {
   std::vector<double> efficiency;  // relative to memory_bandwidth; above 1 when caches serve it
 };
 
+/// How a calibration's GEMM tables were fitted, which also says which half of
+/// the measurements they were fitted on (calibrate/fit.hpp).
+enum class GemmFit : std::uint8_t {
+  Grid,     // a table over the grid of measured m, n, k
+  Scalar,   // one ratio per dtype: GEMMs measured at scattered shapes
+};
+
 /// What `ptsim calibrate` fitted, and from which measurements.
 struct Calibration {
   std::string measurements;  // the measurement file
   std::string device;        // as the file names it
   std::string date;          // of the measurements
-  std::map<std::string, GemmTable> gemm;               // by dtype name
+  GemmFit gemm_fit = GemmFit::Grid;
+  std::map<std::string, GemmTable> gemm;               // by dtype name (a 1×1×1 table under GemmFit::Scalar)
   std::map<std::string, MemoryTable> memory;           // by kernel class name
   std::optional<double> kernel_launch_overhead_s;
   std::optional<double> attention_forward_efficiency;
