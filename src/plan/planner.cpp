@@ -108,7 +108,10 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
             for (const auto& [schedule, vpp] : schedules) {
               if (r.fixed.schedule && *r.fixed.schedule != schedule) continue;
               for (const char* recompute : {"none", "selective", "full"}) {
-                if (std::string(recompute) == "selective" && flash) continue;  // nothing to rerun
+                // Under fused attention selective recomputation frees only the
+                // softmax statistics for a rerun attention forward: left out
+                // of the search (ptsim simulate runs it when asked).
+                if (std::string(recompute) == "selective" && flash) continue;
                 if (r.fixed.recompute && *r.fixed.recompute != recompute) continue;
                 for (const bool sp : {true, false}) {
                   if (sp && tp == 1) continue;

@@ -301,8 +301,15 @@ class LayerBuilder {
       const bool sliding = sliding_;
       const double keys = sliding ? std::min(s, static_cast<double>(m_.sliding_window)) : s;
       const bool causal = m_.causal && !sliding;  // a window of w keys per query: no further halving
-      fw_.push_back(saving(fused_attention("attn.flash", bh, s, keys, qk_d, v_d, kv_ratio, causal, false),
-                           qkv_saved + lse));
+      // Megatron-Core checkpoints core attention under selective
+      // recomputation whatever its backend (core_r0.8.0 attention.py,
+      // checkpoint_core_attention): the fused kernel is rerun in backward,
+      // with Q, K and V kept as the checkpoint's inputs.
+      OpSpec flash = saving(fused_attention("attn.flash", bh, s, keys, qk_d, v_d, kv_ratio, causal, false),
+                            qkv_saved + lse);
+      flash.core_attention = true;
+      flash.selective_saved_bytes = as_bytes(qkv_saved);
+      fw_.push_back(flash);
       backward({freeing(fused_attention("attn.flash.bwd", bh, s, keys, qk_d, v_d, kv_ratio, causal, true),
                         qkv_saved + lse)});
     }

@@ -28,7 +28,10 @@
 // the runs of GPT-style models (biased linears) moved, the Llama, Mixtral and
 // DualPipe runs kept every recorded value. And for a fourth (2026-12-01):
 // the A100 profiles calibrated from Vidur's measured linear layers; only the
-// runs on the A100 profiles moved, every H100 run kept its values.
+// runs on the A100 profiles moved, every H100 run kept its values. And a
+// fifth (2026-12-01): selective recomputation reruns a fused attention kernel
+// (Megatron-Core checkpoints core attention whatever its backend); only the
+// one run with selective recomputation under fused attention moved.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

@@ -181,3 +181,23 @@ TEST_CASE("Selective recomputation of unfused attention reruns the whole core at
     }
   CHECK(core == std::vector<std::string>{"attn.scores", "attn.softmax", "attn.dropout", "attn.context"});
 }
+
+TEST_CASE("Selective recomputation of fused attention reruns the attention kernel, keeping Q, K and V",
+          "[workload]") {
+  // Megatron-Core checkpoints core attention whatever its backend: the fused
+  // kernel is the one op rerun; it keeps the checkpoint's inputs (Q, K, V in
+  // bf16: 2·N·(q + 2·kv) bytes with GQA) and drops the fp32 softmax statistics.
+  const auto m = test::shipped_model("llama3-8b");  // 32 heads, 8 KV groups, head dim 128
+  workload::MicroShape s;
+  s.seq_length = 8192;
+  s.tp = 2;
+  const double N = 8192, q = 32 * 128 / 2.0, kv = 8 * 128 / 2.0, lse = 4 * (32 / 2.0) * 8192;
+  std::vector<std::string> core;
+  for (const auto& op : workload::transformer_layer_ops(m, s, 0).forward)
+    if (op.core_attention) {
+      core.push_back(op.name);
+      CHECK(static_cast<double>(op.selective_saved_bytes) == Approx(2 * N * (q + 2 * kv)));
+      CHECK(static_cast<double>(op.saved_bytes - op.selective_saved_bytes) == Approx(lse));
+    }
+  CHECK(core == std::vector<std::string>{"attn.flash"});
+}

@@ -25,7 +25,7 @@ enum class ScheduleKind {
 
 enum class RecomputeKind {
   None,
-  Selective,  // Megatron's selective recomputation: core attention (scores, softmax, dropout, context) only
+  Selective,  // Megatron's selective recomputation: core attention only (unfused: scores, softmax, dropout, context; fused: the attention kernel; ring attention under CP: not rerun)
   Full,       // whole layers: only each layer's input is kept
 };
 

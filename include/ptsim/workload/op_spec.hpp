@@ -65,10 +65,11 @@ struct OpSpec {
   /// Backward ops computing weight gradients only (zero-bubble schedules run
   /// them later as W; the rest of the backward is B).
   bool weight_grad = false;
-  /// Forward ops of core attention (scores, softmax, dropout, context), which
-  /// selective recomputation reruns in the backward pass; under it they keep
-  /// only `selective_saved_bytes` (Q and K for the scores GEMM, V for the
-  /// context GEMM) of what they save.
+  /// Forward ops of core attention (scores, softmax, dropout, context; or the
+  /// fused attention kernel), which selective recomputation reruns in the
+  /// backward pass; under it they keep only `selective_saved_bytes` (Q and K
+  /// for the scores GEMM, V for the context GEMM, Q, K and V for the fused
+  /// kernel) of what they save.
   bool core_attention = false;
   std::uint64_t selective_saved_bytes = 0;
 };
