@@ -47,7 +47,7 @@ const std::vector<StrategyField> kFields = {
      {"naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "dualpipe"}, "NAME",
      "naive | gpipe | 1f1b (default) | interleaved (default when vpp > 1) | zb-h1 | zb-h2 | dualpipe"},
     {"recompute", "recompute", "", &S::recompute, 1, 1, {"none", "selective", "full"}, "MODE",
-     "activation recomputation: none (default) | selective (core attention) | full (whole layers)"},
+     "activation recomputation: none (default) | selective (core attention; under CP the ring attention is not rerun) | full (whole layers)"},
     {"recompute_num_layers", "recompute_num_layers", "", &S::recompute_num_layers, 1, 1 << 20, {}, "N",
      "with --recompute full: recompute only the first N layers of each stage (chunk)"},
     {"sequence_parallel", "sequence_parallel", "", &S::sequence_parallel, 1, 1, {}, "",
