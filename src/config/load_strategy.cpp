@@ -82,6 +82,10 @@ const std::vector<StrategyField> kFields = {
      1, 1, {}, "",
      "each weight-gradient GEMM writes a bf16 gradient that a separate kernel adds into the main gradient "
      "(Megatron-LM before February 2022; default: the GEMM accumulates into it)"},
+    {"cross_entropy_loss_fusion", "cross_entropy_loss_fusion", "", &S::cross_entropy_loss_fusion, 1, 1, {}, "",
+     "the loss as Transformer Engine's fused parallel cross-entropy (Megatron-Core --cross-entropy-loss-fusion "
+     "--cross-entropy-fusion-impl te): two passes over the bf16 logits and one in backward, instead of "
+     "Megatron's eight kernels over fp32 logits"},
     {"rank_order", "rank_order", "", &S::rank_order, 1, 1, {}, "ORDER",
      "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)"},
     {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn"}, "NAME",

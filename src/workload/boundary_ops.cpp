@@ -76,32 +76,48 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
   if (sp) fw.push_back(collective_op("lm_head.input_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
                                      2 * N * h));
   fw.push_back(with_saved(matmul("lm_head", N, v, h), 2 * Nsp * h));
-  // Megatron's vocab-parallel cross-entropy, kernel by kernel, on fp32
-  // logits (megatron/mpu/cross_entropy.py of 2021 and
-  // megatron/core/tensor_parallel/cross_entropy.py of Megatron-Core r0.8 alike:
-  // the model calls it on logits.float()): the cast (read 2, write 4 bytes an
-  // element), max (read 4), subtract the max in place (read 4, write 4), exp
-  // into the same buffer (4 + 4), sum (4), divide by the sum in place (4 + 4):
-  // the softmax kept for the backward.
-  const auto tp_allreduce = [&](const char* what) {
+  if (shape.cross_entropy_fusion) {
+    // Transformer Engine's parallel cross-entropy (transformer_engine/pytorch/
+    // triton/cross_entropy.py before its commit 01bbe3eea of 2026-07-09): an
+    // online-softmax pass reading the bf16 logits (2 bytes an element), an
+    // all-gather over TP of each row's max, sum and target logit (3 fp32), a
+    // pass that reads the logits again and writes the gradient over them in
+    // place (2 + 2), kept for the backward, which scales it in place by the
+    // loss's gradient (2 + 2).
+    fw.push_back(memory_op("cross_entropy.fused.online_softmax", N * v * 2, taskgraph::KernelClass::Softmax));
     if (tp)
-      fw.push_back(collective_op(std::string("cross_entropy.allreduce.") + what, CollectiveKind::AllReduce,
-                                 CommGroup::TensorParallel, 4 * N));
-  };
-  fw.push_back(memory_op("cross_entropy.cast", N * v * (2 + 4)));
-  fw.push_back(memory_op("cross_entropy.max", N * v * 4, taskgraph::KernelClass::Softmax));
-  tp_allreduce("max");
-  fw.push_back(memory_op("cross_entropy.sub_max", N * v * (4 + 4)));
-  fw.push_back(memory_op("cross_entropy.exp", N * v * (4 + 4)));
-  fw.push_back(memory_op("cross_entropy.sum", N * v * 4, taskgraph::KernelClass::Softmax));
-  tp_allreduce("target");
-  tp_allreduce("sum_exp");
-  fw.push_back(with_saved(memory_op("cross_entropy.normalize", N * v * (4 + 4)), 4 * N * v));
-  // Backward: the softmax, less one at each target, scaled by the loss's
-  // gradient in place (4 + 4), then autograd's cast of the fp32 gradient back
-  // to the bf16 logits (read 4, write 2), after which the buffer is free.
-  bw.push_back(memory_op("cross_entropy.bwd", N * v * (4 + 4)));
-  bw.push_back(with_freed(memory_op("cross_entropy.bwd.cast", N * v * (4 + 2)), 4 * N * v));
+      fw.push_back(collective_op("cross_entropy.fused.stats_allgather", CollectiveKind::AllGather,
+                                 CommGroup::TensorParallel, 12 * N * static_cast<double>(shape.tp)));
+    fw.push_back(with_saved(memory_op("cross_entropy.fused", N * v * (2 + 2)), 2 * N * v));
+    bw.push_back(with_freed(memory_op("cross_entropy.fused.bwd", N * v * (2 + 2)), 2 * N * v));
+  } else {
+    // Megatron's vocab-parallel cross-entropy, kernel by kernel, on fp32
+    // logits (megatron/mpu/cross_entropy.py of 2021 and
+    // megatron/core/tensor_parallel/cross_entropy.py of Megatron-Core r0.8 alike:
+    // the model calls it on logits.float()): the cast (read 2, write 4 bytes an
+    // element), max (read 4), subtract the max in place (read 4, write 4), exp
+    // into the same buffer (4 + 4), sum (4), divide by the sum in place (4 + 4):
+    // the softmax kept for the backward.
+    const auto tp_allreduce = [&](const char* what) {
+      if (tp)
+        fw.push_back(collective_op(std::string("cross_entropy.allreduce.") + what, CollectiveKind::AllReduce,
+                                   CommGroup::TensorParallel, 4 * N));
+    };
+    fw.push_back(memory_op("cross_entropy.cast", N * v * (2 + 4)));
+    fw.push_back(memory_op("cross_entropy.max", N * v * 4, taskgraph::KernelClass::Softmax));
+    tp_allreduce("max");
+    fw.push_back(memory_op("cross_entropy.sub_max", N * v * (4 + 4)));
+    fw.push_back(memory_op("cross_entropy.exp", N * v * (4 + 4)));
+    fw.push_back(memory_op("cross_entropy.sum", N * v * 4, taskgraph::KernelClass::Softmax));
+    tp_allreduce("target");
+    tp_allreduce("sum_exp");
+    fw.push_back(with_saved(memory_op("cross_entropy.normalize", N * v * (4 + 4)), 4 * N * v));
+    // Backward: the softmax, less one at each target, scaled by the loss's
+    // gradient in place (4 + 4), then autograd's cast of the fp32 gradient back
+    // to the bf16 logits (read 4, write 2), after which the buffer is free.
+    bw.push_back(memory_op("cross_entropy.bwd", N * v * (4 + 4)));
+    bw.push_back(with_freed(memory_op("cross_entropy.bwd.cast", N * v * (4 + 2)), 4 * N * v));
+  }
   if (sp) {
     OpSpec ag = collective_op("lm_head.input_allgather.bwd", CollectiveKind::AllGather, CommGroup::TensorParallel,
                               2 * N * h, true);

@@ -522,6 +522,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.tp_comm_overlap = c.tp_comm_overlap;
   s.async_tp_allreduce = c.async_tp_allreduce;
   s.gradient_accumulation_fusion = c.gradient_accumulation_fusion;
+  s.cross_entropy_fusion = c.cross_entropy_fusion;
   s.main_grad_bytes = c.gradient_bytes();
   s.flash_attention = c.attention != strategy::AttentionBackend::Unfused;
   s.cudnn_attention = c.attention == strategy::AttentionBackend::Cudnn;

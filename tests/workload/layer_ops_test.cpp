@@ -201,3 +201,40 @@ TEST_CASE("Selective recomputation of fused attention reruns the attention kerne
     }
   CHECK(core == std::vector<std::string>{"attn.flash"});
 }
+
+TEST_CASE("The fused cross-entropy reads the bf16 logits twice and rewrites them once each way", "[workload]") {
+  // Transformer Engine's parallel cross-entropy on Llama 3 8B's 128,256-entry
+  // vocabulary split over TP 2, one sequence of 8192 tokens: E = N·V/t logits.
+  // Forward: read (2 bytes each), then read and write the gradient in place
+  // (2 + 2), kept; backward: scale in place (2 + 2): 10 bytes per logit in all,
+  // where Megatron's unfused kernels over fp32 logits move 52.
+  const auto m = test::shipped_model("llama3-8b");
+  workload::MicroShape s;
+  s.seq_length = 8192;
+  s.tp = 2;
+  const double N = 8192, E = N * 128256 / 2.0;
+  const auto bytes_of = [](const std::vector<workload::OpSpec>& ops, const std::string& prefix) {
+    double b = 0;
+    for (const auto& op : ops)
+      if (op.name.rfind(prefix, 0) == 0 && op.kind == workload::OpKind::MemoryBound) b += static_cast<double>(op.bytes);
+    return b;
+  };
+  const auto unfused = workload::output_ops(m, s);
+  CHECK(bytes_of(unfused.forward, "cross_entropy") + bytes_of(unfused.backward, "cross_entropy") == Approx(52 * E));
+  s.cross_entropy_fusion = true;
+  const auto fused = workload::output_ops(m, s);
+  CHECK(bytes_of(fused.forward, "cross_entropy") == Approx(6 * E));
+  CHECK(bytes_of(fused.backward, "cross_entropy") == Approx(4 * E));
+  bool gathered = false;
+  for (const auto& op : fused.forward) {
+    CHECK(op.name.find("cross_entropy.cast") == std::string::npos);
+    if (op.name == "cross_entropy.fused") CHECK(static_cast<double>(op.saved_bytes) == Approx(2 * E));
+    if (op.name == "cross_entropy.fused.stats_allgather") {
+      gathered = true;
+      CHECK(static_cast<double>(op.bytes) == Approx(3 * 4 * N * 2));  // 3 fp32 a row from each of 2 ranks
+    }
+  }
+  CHECK(gathered);
+  for (const auto& op : fused.backward)
+    if (op.name == "cross_entropy.fused.bwd") CHECK(static_cast<double>(op.freed_bytes) == Approx(2 * E));
+}

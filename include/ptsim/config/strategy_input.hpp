@@ -49,6 +49,7 @@ struct StrategyInput {
   std::optional<bool> scatter_gather_pipeline;
   std::optional<bool> no_async_tp_allreduce;
   std::optional<bool> no_gradient_accumulation_fusion;
+  std::optional<bool> cross_entropy_loss_fusion;
   std::optional<double> moe_capacity_factor;
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp
   std::optional<std::string> attention_backend;  // flash | unfused

@@ -107,6 +107,11 @@ struct ParallelConfig {
   /// gradient, one elementwise kernel per weight per micro-batch
   /// (megatron/model/distributed.py: param.main_grad.add_(param.grad.data)).
   bool gradient_accumulation_fusion = true;
+  /// The loss as Transformer Engine's fused parallel cross-entropy
+  /// (--cross-entropy-loss-fusion with the te implementation): two passes
+  /// over the bf16 logits and one in backward; false: Megatron's eight
+  /// kernels over fp32 logits (workload/boundary_ops.cpp).
+  bool cross_entropy_fusion = false;
   /// Megatron-LM 2021's pipeline sends without SP: each TP rank sends 1/t of
   /// the activation; the receiving TP group all-gathers it over NVLink.
   bool scatter_gather_pipeline = false;
