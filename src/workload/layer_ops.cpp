@@ -61,6 +61,14 @@ OpSpec weight_grad(OpSpec op) {
   return op;
 }
 
+// Core attention, which selective recomputation reruns; under it the op
+// keeps `kept` bytes of what it saves (the checkpoint's inputs).
+OpSpec rerun_by_selective(OpSpec op, double kept = 0) {
+  op.core_attention = true;
+  op.selective_saved_bytes = as_bytes(kept);
+  return op;
+}
+
 // Appends `block`, whose OpSpec::after counts from the block's first op, to
 // `into`, where it counts from the list's first.
 void append_block(std::vector<OpSpec>& into, const std::vector<OpSpec>& block) {
@@ -305,11 +313,9 @@ class LayerBuilder {
       // recomputation whatever its backend (core_r0.8.0 attention.py,
       // checkpoint_core_attention): the fused kernel is rerun in backward,
       // with Q, K and V kept as the checkpoint's inputs.
-      OpSpec flash = saving(fused_attention("attn.flash", bh, s, keys, qk_d, v_d, kv_ratio, causal, false),
-                            qkv_saved + lse);
-      flash.core_attention = true;
-      flash.selective_saved_bytes = as_bytes(qkv_saved);
-      fw_.push_back(flash);
+      fw_.push_back(rerun_by_selective(
+          saving(fused_attention("attn.flash", bh, s, keys, qk_d, v_d, kv_ratio, causal, false), qkv_saved + lse),
+          qkv_saved));
       backward({freeing(fused_attention("attn.flash.bwd", bh, s, keys, qk_d, v_d, kv_ratio, causal, true),
                         qkv_saved + lse)});
     }
@@ -322,30 +328,24 @@ class LayerBuilder {
     const double heads = static_cast<double>(m_.num_attention_heads) / t_;
     const double scores = b * heads * s * s;  // attention score elements per rank
     const double q_width = heads * d, k_width = heads * kv_ratio * d, v_width = heads * kv_ratio * v_d;
-    auto core = [](OpSpec op) {
-      op.core_attention = true;
-      return op;
-    };
-    OpSpec scores_op = core(saving(matmul("attn.scores", s, s, d, b * heads), 2 * N_ * (q_width + k_width)));
-    scores_op.selective_saved_bytes = scores_op.saved_bytes;  // Q and K stay for the recomputation
-    fw_.push_back(scores_op);
+    const double qk_saved = 2 * N_ * (q_width + k_width);  // Q and K stay for the recomputation
+    fw_.push_back(rerun_by_selective(saving(matmul("attn.scores", s, s, d, b * heads), qk_saved), qk_saved));
     // Fused scale-mask-softmax: reads and writes the scores once; keeps its output.
-    fw_.push_back(core(saving(memory_op("attn.softmax", 2 * scores * 2, KernelClass::Softmax), 2 * scores)));
+    fw_.push_back(rerun_by_selective(saving(memory_op("attn.softmax", 2 * scores * 2, KernelClass::Softmax), 2 * scores)));
     if (dropout_)  // bf16 in, bf16 out, 1-byte mask kept with the output
-      fw_.push_back(core(saving(memory_op("attn.dropout", scores * (2 + 2 + 1)), 3 * scores)));
+      fw_.push_back(rerun_by_selective(saving(memory_op("attn.dropout", scores * (2 + 2 + 1)), 3 * scores)));
     // The context GEMM is core attention too: Megatron-LM checkpoints the
     // whole CoreAttention module, so selective recomputation reruns it (V
     // stays saved as a checkpoint input).
-    OpSpec context_op = core(saving(matmul("attn.context", s, v_d, s, b * heads), 2 * N_ * v_width));
-    context_op.selective_saved_bytes = context_op.saved_bytes;
-    fw_.push_back(context_op);
+    const double v_saved = 2 * N_ * v_width;
+    fw_.push_back(rerun_by_selective(saving(matmul("attn.context", s, v_d, s, b * heads), v_saved), v_saved));
     std::vector<OpSpec> bw;
     bw.push_back(matmul("attn.context.dprobs", s, s, v_d, b * heads));
-    bw.push_back(freeing(matmul("attn.context.dv", s, v_d, s, b * heads), 2 * N_ * v_width));
+    bw.push_back(freeing(matmul("attn.context.dv", s, v_d, s, b * heads), v_saved));
     if (dropout_) bw.push_back(freeing(memory_op("attn.dropout.bwd", scores * 5), 3 * scores));
     bw.push_back(freeing(memory_op("attn.softmax.bwd", scores * 2 * 3, KernelClass::Softmax), 2 * scores));
     bw.push_back(matmul("attn.scores.dq", s, d, s, b * heads));
-    bw.push_back(freeing(matmul("attn.scores.dk", s, d, s, b * heads), 2 * N_ * (q_width + k_width)));
+    bw.push_back(freeing(matmul("attn.scores.dk", s, d, s, b * heads), qk_saved));
     backward(std::move(bw));
   }
 
