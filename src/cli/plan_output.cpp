@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "ptsim/common/error.hpp"
+#include "ptsim/report/json_report.hpp"
 
 namespace ptsim::cli {
 
@@ -69,11 +70,7 @@ nlohmann::ordered_json plan_json(const plan::PlanResult& result, const plan::Pla
                     {"fits", r.memory.fits},
                     {"cost_usd", c.cost},
                     {"lower_bound_s", c.lower_bound_s},
-                    {"breakdown_s",
-                     {{"compute", r.breakdown.compute_s},
-                      {"exposed_communication", r.breakdown.exposed_communication_s},
-                      {"pipeline_bubble", r.breakdown.pipeline_bubble_s},
-                      {"optimizer", r.breakdown.optimizer_s}}},
+                    {"breakdown_s", report::breakdown_json(r.breakdown)},
                     {"exposed_communication_s", exposed}});
   }
   j["candidates"] = list;

@@ -25,6 +25,7 @@
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_model.hpp"
 #include "ptsim/plan/planner.hpp"
+#include "ptsim/report/json_report.hpp"
 #include "ptsim/simulate/simulate_step.hpp"
 #include "run_inputs.hpp"
 
@@ -123,13 +124,6 @@ Point plan_point(const model::ModelSpec& model, const hardware::HardwareProfile&
     p.best = result.best.front();
   }
   return p;
-}
-
-nlohmann::ordered_json breakdown_json(const report::Breakdown& b) {
-  return {{"compute", b.compute_s},
-          {"exposed_communication", b.exposed_communication_s},
-          {"pipeline_bubble", b.pipeline_bubble_s},
-          {"optimizer", b.optimizer_s}};
 }
 
 // A step's first `window` seconds on the representative ranks, as events.
@@ -297,7 +291,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
                                   {"cost_usd", price > 0 ? nlohmann::ordered_json(gpu_hours * price) : nullptr},
                                   {"energy_mwh", watts > 0 ? nlohmann::ordered_json(watts * static_cast<double>(p.gpus) * time / 3.6e9) : nullptr},
                                   {"meets_deadline", days > 0 ? nlohmann::ordered_json(time / 86400 <= days) : nullptr},
-                                  {"breakdown_s", breakdown_json(r.breakdown)},
+                                  {"breakdown_s", report::breakdown_json(r.breakdown)},
                                   {"capacity_bytes", r.memory.capacity_bytes},
                                   {"stages", stages},
                                   {"searched", p.searched},
@@ -452,7 +446,7 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
                         {"mfu", r.throughput.mfu},
                         {"tokens_per_s", r.throughput.tokens_per_s},
                         {"peak_memory_bytes", r.memory.peak_bytes},
-                        {"breakdown_s", breakdown_json(r.breakdown)},
+                        {"breakdown_s", report::breakdown_json(r.breakdown)},
                         {"searched", p.searched},
                         {"simulated", p.simulated}});
       csv_text += fmt::format("\"{}\",{},true,{},{},{},{},\"{}\"\n", e.name, g, r.step_time_s, r.throughput.mfu,

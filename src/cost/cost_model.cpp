@@ -6,8 +6,15 @@
 
 namespace ptsim::cost {
 
-CostModel::CostModel(const hardware::Cluster& cluster)
-    : cluster_(&cluster), latency_(cluster.profile()) {}
+CostModel::CostModel(const hardware::Cluster& cluster, HostIssue host)
+    : cluster_(&cluster), latency_(cluster.profile()), host_per_task_(Time::from_seconds(host.per_task_s)) {}
+
+Time CostModel::host_issue(const taskgraph::Task&) const {
+  // One figure for every task: the measurements there are (Transformer
+  // Engine PR #1191: CPU time per forward of a whole linear module) do not
+  // split the host's time by kernel.
+  return host_per_task_;
+}
 
 Time CostModel::compute_duration(const taskgraph::Task& task) const {
   return compute_time(cluster_->profile(), task);

@@ -37,6 +37,7 @@ constexpr std::uint8_t kFlowDone = 1;      // target: flow, version
 constexpr std::uint8_t kPhaseDone = 2;     // target: transfer (its latency has passed)
 constexpr std::uint8_t kBatchDone = 3;     // target: transfer, version (its batched flows are done)
 constexpr std::uint8_t kTransferDone = 4;  // target: transfer, version (its remaining phases ran alone)
+constexpr std::uint8_t kHostIssued = 5;    // target: rank slot, stream; the host has issued its ready head
 constexpr std::int64_t kExactInDouble = std::int64_t{1} << 53;  // whole numbers below it are exact doubles
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
@@ -110,6 +111,10 @@ class Run {
           ++result_.events;
           finish_transfer(e.target(), e.at);
           break;
+        case kHostIssued:
+          ++result_.events;
+          host_issued(e.target(), e.stream(), e.at);
+          break;
         default:
           ++result_.events;
           next_phase(e.target(), e.at);
@@ -141,10 +146,11 @@ class Run {
     try_start(local, s, state_.ranks[local], state_.stream(local, s), now);
   }
   void try_start(std::uint32_t local, std::uint8_t s, RankState& r, StreamState& stream, Time now) {
-    if (stream.running || stream.waiting) return;
+    if (stream.running || stream.waiting || stream.host_pending) return;
     TaskId t = 0;
     const Template* tp = ready_head(r, stream, t);
     if (tp == nullptr) return;
+    if (r.program->host_issue && wait_for_host(local, s, r, stream, *tp, now)) return;
     if (tp->kind != TaskKind::Compute) {
       arrive(local, s, *tp->task, now);
       return;
@@ -152,6 +158,34 @@ class Run {
     stream.work_left_ns = static_cast<double>(tp->duration_ns) * r.gpu_factor;
     stream.last = now;
     start_kernel(local, s, r, stream, *tp, now);
+  }
+
+  // The host issues a rank's tasks one after the other in program order,
+  // each costing it the cost model's host time: a task cannot start before
+  // the host has issued it. (The host never waits for the GPU within a step:
+  // synchronizations are not modelled.)
+  static Time host_release(const StreamState& stream, const Template& tp) {
+    return Time::nanoseconds(stream.host_base_ns + tp.host_ns);
+  }
+  // True when the ready head (template tp) of stream s waits for the host:
+  // an event wakes the stream when the host has issued it.
+  bool wait_for_host(std::uint32_t local, std::uint8_t s, RankState& r, StreamState& stream, const Template& tp,
+                     Time now) {
+    const Time release = host_release(stream, tp);
+    if (release <= now) return false;
+    r.account(now);
+    ++r.host_waits;
+    stream.host_pending = true;
+    queue_.push(Event::make(release, local, 0, kHostIssued, s));
+    return true;
+  }
+  void host_issued(std::uint32_t local, std::uint8_t s, Time now) {
+    RankState& r = state_.ranks[local];
+    StreamState& stream = state_.stream(local, s);
+    r.account(now);
+    --r.host_waits;
+    stream.host_pending = false;
+    try_start(local, s, r, stream, now);
   }
 
   // begin() for a kernel, with the usual case inline: a kernel alone on the
@@ -188,6 +222,7 @@ class Run {
     TaskId t = 0;
     const Template* tp = ready_head(r, stream, t);
     if (tp == nullptr || tp->kind != TaskKind::Compute) return false;
+    if (r.program->host_issue && now < host_release(stream, *tp)) return false;
     r.account(now);
     r.note_mask(r.busy_mask & ~bit);
     stream.work_left_ns = static_cast<double>(tp->duration_ns) * r.gpu_factor;

@@ -84,6 +84,7 @@ void print_console(const StepResult& r, std::ostream& out) {
   row("compute", r.breakdown.compute_s,
       r.breakdown.recompute_s > 0 ? fmt::format("  (recompute {})", duration(r.breakdown.recompute_s)) : "");
   row("pipeline bubble", r.breakdown.pipeline_bubble_s, "");
+  if (r.breakdown.host_issue_s > 0) row("host issue", r.breakdown.host_issue_s, "  (GPU idle, the host behind)");
   std::string comm_note;
   for (const char* dim : kDimensions) {
     const auto it = r.communication.find(dim);

@@ -7,6 +7,14 @@
 
 namespace ptsim::report {
 
+nlohmann::ordered_json breakdown_json(const Breakdown& b) {
+  return {{"compute", b.compute_s},
+          {"exposed_communication", b.exposed_communication_s},
+          {"pipeline_bubble", b.pipeline_bubble_s},
+          {"host_issue", b.host_issue_s},
+          {"optimizer", b.optimizer_s}};
+}
+
 void write_json(const StepResult& r, std::ostream& out) {
   using nlohmann::ordered_json;
   ordered_json j;
@@ -38,10 +46,7 @@ void write_json(const StepResult& r, std::ostream& out) {
   j["step_time_s"] = r.step_time_s;
   j["critical_rank"] = r.critical_rank;
   j["critical_stage"] = r.critical_stage;
-  j["breakdown_s"] = {{"compute", r.breakdown.compute_s},
-                      {"exposed_communication", r.breakdown.exposed_communication_s},
-                      {"pipeline_bubble", r.breakdown.pipeline_bubble_s},
-                      {"optimizer", r.breakdown.optimizer_s}};
+  j["breakdown_s"] = breakdown_json(r.breakdown);
   j["breakdown_detail_s"] = {{"recompute", r.breakdown.recompute_s}};
   j["throughput"] = {{"tokens_per_s", r.throughput.tokens_per_s},
                      {"model_tflops_per_gpu", r.throughput.model_tflops_per_gpu},
@@ -55,11 +60,7 @@ void write_json(const StepResult& r, std::ostream& out) {
                       {"peak_bytes", s.peak_bytes},
                       {"static_bytes", s.static_bytes},
                       {"activations_peak_bytes", s.activations_peak_bytes},
-                      {"breakdown_s",
-                       {{"compute", s.breakdown.compute_s},
-                        {"exposed_communication", s.breakdown.exposed_communication_s},
-                        {"pipeline_bubble", s.breakdown.pipeline_bubble_s},
-                        {"optimizer", s.breakdown.optimizer_s}}},
+                      {"breakdown_s", breakdown_json(s.breakdown)},
                       {"exposed_communication_s", exposed}});
   }
   j["memory"] = {{"peak_bytes", r.memory.peak_bytes},

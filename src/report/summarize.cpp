@@ -43,6 +43,10 @@ void split_time(const engine::RankStats& r, const taskgraph::Workload& w, Breakd
         dims.push_back(w.stream_dimension[s]);
     for (const auto& d : dims) exposed[d] += t / static_cast<double>(dims.size());
   }
+  // Idle time in which a ready task waited for its host is host-bound, not
+  // a bubble.
+  b.host_issue_s = std::min(r.host_wait.seconds(), b.pipeline_bubble_s);
+  b.pipeline_bubble_s -= b.host_issue_s;
   b.optimizer_s = busy(kOptimizer);
   b.compute_s -= b.optimizer_s;
   // Recomputation's share of compute, by task time.

@@ -152,7 +152,7 @@ Outcome simulate_step(const Request& request) {
   engine::RunOptions options;
   options.record_ranks = request.record_ranks;
   apply(request.degradations, cluster, options);
-  const cost::CostModel cost(cluster);
+  const cost::CostModel cost(cluster, cost::HostIssue{request.parallel.host_overhead_s});
 
   Mode mode = request.mode;
   if (mode == Mode::Symmetric && !request.degradations.empty())

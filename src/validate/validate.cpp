@@ -46,6 +46,7 @@ std::string dominant_part(const report::StepResult& r) {
   const auto& b = r.breakdown;
   std::vector<std::pair<double, std::string>> parts = {{b.compute_s, "compute"},
                                                        {b.pipeline_bubble_s, "pipeline bubble"},
+                                                       {b.host_issue_s, "host issue"},
                                                        {b.optimizer_s, "optimizer"}};
   for (const auto& [dim, d] : r.communication)
     if (d.exposed_s > 0) {

@@ -90,10 +90,10 @@ taskgraph::Workload make_workload(std::vector<taskgraph::TaskGraph> programs, st
   return w;
 }
 
-engine::RunResult run(const taskgraph::Workload& w, engine::RunOptions options = {}) {
+engine::RunResult run(const taskgraph::Workload& w, engine::RunOptions options = {}, double host_ms = 0) {
   static const hardware::HardwareProfile hw = toy_hardware();
   const hardware::Cluster cluster(hw, w.world_size);
-  const cost::CostModel cost(cluster);
+  const cost::CostModel cost(cluster, cost::HostIssue{host_ms * 1e-3});
   return engine::Simulator(w, cost).run(options);
 }
 
@@ -294,4 +294,44 @@ TEST_CASE("A straggler's kernels take longer and its peers wait at the collectiv
   CHECK(ms(r.ranks[0].finish) == Approx(5));
   CHECK(ms(r.ranks[1].finish) == Approx(5));
   CHECK(ms(occupied(r.ranks[0], 0)) == Approx(2));  // rank 0 waited 2 ms
+}
+
+TEST_CASE("A host slower than its kernels sets the pace: task i starts when the host has issued it", "[engine][host]") {
+  // Five 1 ms kernels on one stream, 3 ms of host time each: kernel i
+  // (from 0) is issued at 3(i+1) ms and runs to 3(i+1) + 1 ms.
+  taskgraph::TaskGraph g;
+  for (int i = 0; i < 5; ++i) g.add_task(kernel(1));
+  const auto r = run(make_workload({g}, {}), {{}, {0}, 1, {}}, 3);
+  CHECK(ms(r.makespan) == Approx(16));
+  REQUIRE(r.timeline.size() == 5);
+  for (std::size_t i = 0; i < 5; ++i) CHECK(ms(r.timeline[i].start) == Approx(3.0 * static_cast<double>(i + 1)));
+  // The GPU idles 16 − 5 = 11 ms, all of it waiting for the host.
+  CHECK(ms(occupied(r.ranks[0], 0)) == Approx(11));
+  CHECK(ms(r.ranks[0].host_wait) == Approx(11));
+}
+
+TEST_CASE("A host faster than its kernels costs only the first issue", "[engine][host]") {
+  // Five 2 ms kernels, 0.5 ms of host each: the first starts at 0.5 ms, the
+  // host stays ahead from then on.
+  taskgraph::TaskGraph g;
+  for (int i = 0; i < 5; ++i) g.add_task(kernel(2));
+  const auto r = run(make_workload({g}, {}), {}, 0.5);
+  CHECK(ms(r.makespan) == Approx(10.5));
+  CHECK(ms(r.ranks[0].host_wait) == Approx(0.5));
+  // Without host time, as before.
+  CHECK(ms(run(make_workload({g}, {})).makespan) == Approx(10));
+}
+
+TEST_CASE("A collective waits for every member's host to issue it", "[engine][host]") {
+  // Rank 0 issues K (1 ms) and then the all-reduce; rank 1 issues three 1 ms
+  // kernels first. At 2 ms of host per task the all-reduce is issued at 4 ms
+  // on rank 0 and at 8 ms on rank 1; it runs 8 ms (2(n−1)/n · 8 MB at 1 GB/s).
+  taskgraph::TaskGraph p0, p1;
+  const auto k = p0.add_task(kernel(1));
+  const auto c0 = p0.add_task(comm(TaskKind::Collective, CollectiveKind::AllReduce, 8));
+  p0.add_dependency(k, c0);
+  for (int i = 0; i < 3; ++i) p1.add_task(kernel(1));
+  p1.add_task(comm(TaskKind::Collective, CollectiveKind::AllReduce, 8));
+  const auto r = run(make_workload({p0, p1}, {{0, {0, 1}}}), {}, 2);
+  for (const auto& rank : r.ranks) CHECK(ms(rank.finish) == Approx(16));
 }

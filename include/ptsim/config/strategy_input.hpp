@@ -51,6 +51,7 @@ struct StrategyInput {
   std::optional<bool> no_gradient_accumulation_fusion;
   std::optional<bool> cross_entropy_loss_fusion;
   std::optional<double> moe_capacity_factor;
+  std::optional<double> host_overhead_us;
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp
   std::optional<std::string> attention_backend;  // flash | unfused
   std::optional<std::string> precision;          // bf16 | fp8

@@ -12,14 +12,26 @@
 
 namespace ptsim::cost {
 
+/// The host side of a step: the CPU time the framework spends issuing each
+/// kernel or collective (Python, PyTorch's dispatcher, the framework's
+/// modules, the launch call). A property of the software and the host CPU,
+/// given by the user; zero means the host always keeps ahead of the GPU.
+struct HostIssue {
+  double per_task_s = 0;
+};
+
 class CostModel {
  public:
-  explicit CostModel(const hardware::Cluster& cluster);
+  explicit CostModel(const hardware::Cluster& cluster, HostIssue host = {});
 
   const hardware::Cluster& cluster() const { return *cluster_; }
 
   /// Duration of a compute task on an unloaded GPU.
   Time compute_duration(const taskgraph::Task& task) const;
+  /// CPU time the host spends issuing `task` (a kernel, or a rank's call of
+  /// a collective or transfer): the task cannot start on the GPU before the
+  /// host has issued it and every task before it in the rank's program.
+  Time host_issue(const taskgraph::Task& task) const;
   /// Factor by which kernels slow down while communication runs on their GPU.
   double compute_slowdown_with_communication() const;
   /// How a collective or transfer task over `communicator` moves its bytes
@@ -30,6 +42,7 @@ class CostModel {
  private:
   const hardware::Cluster* cluster_;
   LatencyModel latency_;
+  Time host_per_task_;
 };
 
 }  // namespace ptsim::cost

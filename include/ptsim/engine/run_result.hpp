@@ -37,6 +37,9 @@ struct RankStats {
   /// running a task (bit s = stream s), from time 0 to `finish`; masks that
   /// never occurred are absent.
   std::map<std::uint32_t, Time> occupancy;
+  /// Of the time with no stream busy (occupancy[0]), the part during which
+  /// a task was ready but its host had not issued it yet (host-bound).
+  Time host_wait;
 };
 
 struct TaskRecord {

@@ -13,12 +13,13 @@
 
 namespace ptsim::report {
 
-/// Where the step's time goes on the rank that finishes last; the four parts
+/// Where the step's time goes on the rank that finishes last; the five parts
 /// sum to the step time.
 struct Breakdown {
   double compute_s = 0;                // forward, backward and recomputation kernels
   double exposed_communication_s = 0;  // compute stream idle while communication runs
   double pipeline_bubble_s = 0;        // compute stream idle with nothing in flight
+  double host_issue_s = 0;             // GPU idle while a ready task waits for the host to issue it
   double optimizer_s = 0;              // optimizer step
   double recompute_s = 0;              // part of compute_s spent recomputing activations
 };

@@ -115,6 +115,10 @@ struct ParallelConfig {
   /// Megatron-LM 2021's pipeline sends without SP: each TP rank sends 1/t of
   /// the activation; the receiving TP group all-gathers it over NVLink.
   bool scatter_gather_pipeline = false;
+  /// CPU time the framework spends issuing each kernel or collective
+  /// (seconds); zero: the host keeps ahead of the GPU. A property of the
+  /// software stack and the host CPU, not of the GPU (cost::HostIssue).
+  double host_overhead_s = 0;
   /// MoE token capacity per expert as a multiple of an even share; empty: dropless.
   std::optional<double> moe_capacity_factor;
   AttentionBackend attention = AttentionBackend::Flash;

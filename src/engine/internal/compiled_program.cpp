@@ -47,6 +47,7 @@ CompiledBlock compile_block(const taskgraph::TaskGraph& graph, std::uint32_t id,
   const std::size_t n = graph.size();
   b.tasks.reserve(n);
   b.compute_duration.resize(n);
+  b.host_prefix_ns.resize(n);
   b.stream_tasks.resize(num_streams);
   for (TaskId t = 0; t < n; ++t) {
     const taskgraph::Task& task = graph.task(t);
@@ -54,6 +55,8 @@ CompiledBlock compile_block(const taskgraph::TaskGraph& graph, std::uint32_t id,
       throw SimulationError(fmt::format("task {} of block {} names stream {}, but the workload has "
                                         "{} streams", t, id, task.stream, num_streams));
     b.tasks.push_back(task);
+    b.host_total_ns += cost.host_issue(task).ns();
+    b.host_prefix_ns[t] = b.host_total_ns;
     if (task.kind == taskgraph::TaskKind::Compute) {
       b.compute_duration[t] = cost.compute_duration(task);
     } else {
@@ -113,7 +116,8 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
     p.first_template[b] = static_cast<std::uint32_t>(p.templates.size());
     for (std::uint32_t t = 0; t < block.tasks.size(); ++t)
       p.templates.push_back({&block.tasks[t], block.preds.data() + block.pred_begin[t],
-                             block.succs.data() + block.succ_begin[t], block.compute_duration[t].ns(), t,
+                             block.succs.data() + block.succ_begin[t], block.compute_duration[t].ns(),
+                             block.host_prefix_ns[t], t,
                              block.pred_begin[t + 1] - block.pred_begin[t],
                              block.succ_begin[t + 1] - block.succ_begin[t], block.tasks[t].stream,
                              block.tasks[t].kind});
@@ -134,6 +138,7 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
   p.stream_instances.resize(num_streams);
   for (std::size_t s = 0; s < num_streams; ++s) p.stream_instances[s].reserve(per_stream[s]);
   std::size_t next = 0;  // the first id of instance i, as the instances before it add up
+  std::int64_t host = 0;  // the host time to issue the instances before i
   for (std::uint32_t i = 0; i < n; ++i) {
     const std::uint32_t block = instances[i].block;
     const TaskId base = program.offset(i);
@@ -141,10 +146,12 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
     PTSIM_ASSERT(base + p.blocks[block].tasks.size() == next && next <= total, "instances number the tasks in order");
     p.instance_block.push_back(block);
     p.offset.push_back(base);
-    for (const std::uint8_t s : p.blocks[block].used_streams) p.stream_instances[s].push_back({base, block});
+    for (const std::uint8_t s : p.blocks[block].used_streams) p.stream_instances[s].push_back({base, block, host});
+    host += p.blocks[block].host_total_ns;
   }
   PTSIM_ASSERT(next == total, "the instances hold every task");
   p.offset.push_back(static_cast<TaskId>(total));
+  p.host_issue = host > 0;
 
   // Links between instances, as (global task, other end, its stream) sorted
   // by the first; a stable sort keeps each task's links in program order.

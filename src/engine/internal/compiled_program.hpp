@@ -22,6 +22,10 @@ using taskgraph::TaskId;
 struct CompiledBlock {
   std::vector<taskgraph::Task> tasks;
   std::vector<Time> compute_duration;  // per task; zero for communication tasks
+  // Per task the host time to issue it and every task before it in the
+  // block (inclusive prefix, ns); host_total_ns: the whole block's.
+  std::vector<std::int64_t> host_prefix_ns;
+  std::int64_t host_total_ns = 0;
   std::vector<std::uint32_t> pred_begin, preds;  // local ids
   std::vector<std::uint32_t> succ_begin, succs;
   std::vector<std::vector<TaskId>> stream_tasks;  // issue order per stream, local ids
@@ -46,6 +50,7 @@ struct CompiledProgram {
     const std::uint32_t* preds;  // local ids in its block
     const std::uint32_t* succs;
     std::int64_t duration_ns;    // zero for communication
+    std::int64_t host_ns;        // host time to issue its block up to and including it
     std::uint32_t local;         // its id in its block: global id − local = the instance's first
     std::uint32_t num_preds, num_succs;
     std::uint8_t stream;         // task->stream, one load nearer
@@ -71,6 +76,7 @@ struct CompiledProgram {
   struct StreamInstance {
     TaskId base;
     std::uint32_t block;
+    std::int64_t host_base_ns;  // host time to issue every earlier instance
   };
   std::vector<std::vector<StreamInstance>> stream_instances;
   // [block · num_streams + s]: the block's tasks on stream s (local ids, issue
@@ -78,6 +84,7 @@ struct CompiledProgram {
   // instance's offset, its block and the block's per-stream vectors.
   std::vector<std::pair<const TaskId*, const TaskId*>> block_stream_tasks;
   std::vector<bool> uses_slot;  // communicator slots some task of the program uses
+  bool host_issue = false;      // some task costs the host time to issue
 
   std::size_t num_tasks() const { return offset.back(); }
   /// The instance a global task belongs to (a binary search: only error

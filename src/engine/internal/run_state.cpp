@@ -126,6 +126,7 @@ void RunState::enter_instance(std::uint32_t local, std::uint8_t s, std::uint32_t
   const auto& [begin, end] = p.block_stream_tasks[static_cast<std::size_t>(instance.block) * num_streams + s];
   st.base = instance.base;
   st.first_template = p.first_template[instance.block];
+  st.host_base_ns = instance.host_base_ns;
   st.cursor = begin;
   st.end = end;
 }
@@ -143,6 +144,7 @@ RunResult RunState::collect(RunResult result) {
     for (const auto& slot : r.occupancy)
       if (slot.used) r.stats.occupancy[slot.mask] += slot.time;
     r.stats.finish = r.finish;
+    r.stats.host_wait = r.host_idle;
     result.makespan = std::max(result.makespan, r.finish);
     result.ranks.push_back(std::move(r.stats));
   }

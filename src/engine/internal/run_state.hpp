@@ -28,7 +28,9 @@ struct StreamState {
   TaskId base = 0;
   std::uint32_t instance_at = 0;
   std::uint32_t first_template = 0;  // of the instance's block: the head's template is this + *cursor
+  std::int64_t host_base_ns = 0;     // host time to issue the instances before the head's
   bool running = false;      // a task is executing
+  bool host_pending = false; // the head task is ready but the host has not issued it yet
   bool waiting = false;      // the head task waits for the other members of its communicator
   Time started;              // start of the running task
   // A running kernel: work left in full-speed nanoseconds as of `last`, and
@@ -51,6 +53,8 @@ struct RankState {
   std::uint64_t allocated = 0;      // base + live allocations, bytes
   std::uint32_t busy_mask = 0;      // bit s: stream s runs a task
   double gpu_factor = 1;            // kernels take this many times longer (stragglers)
+  std::uint32_t host_waits = 0;     // streams whose ready head the host has yet to issue
+  Time host_idle;                   // time with no stream busy and a stream waiting for the host
   Time last_change;                 // occupancy is accounted up to here
   Time finish;
   bool record = false;
@@ -81,6 +85,7 @@ struct RankState {
   void account(Time now) {
     const Time spent = now - last_change;
     last_change = now;
+    if (host_waits != 0 && busy_mask == 0) host_idle += spent;
     for (std::size_t k = 0; k < 2; ++k)
       if (recent_slot[k] != kNoSlot && recent_mask[k] == busy_mask) {
         occupancy[recent_slot[k]].time += spent;
