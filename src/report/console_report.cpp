@@ -69,10 +69,11 @@ void print_console(const StepResult& r, std::ostream& out) {
   layout += fmt::format(" · DP {}", r.dp);
   if (r.zero_stage > 0) layout += fmt::format(" · ZeRO-{}", r.zero_stage);
   if (r.precision != "bf16") layout += " · " + upper(r.precision);
-  fmt::print(out, "{} on {} × {} ({} node{}) · {} · {} micro-batch{} of {} · {}{}\n", r.model_name, r.gpus,
+  fmt::print(out, "{} on {} × {} ({} node{}) · {} · {} micro-batch{} of {} · {}{}{}\n", r.model_name, r.gpus,
              r.gpu_name, r.nodes, r.nodes == 1 ? "" : "s", layout, r.num_microbatches,
              r.num_microbatches == 1 ? "" : "es", r.micro_batch_size, upper(r.schedule),
-             r.recompute == "none" ? "" : fmt::format(" · recompute {}", r.recompute));
+             r.recompute == "none" ? "" : fmt::format(" · recompute {}", r.recompute),
+             r.host_overhead_s > 0 ? fmt::format(" · host {} per task", duration(r.host_overhead_s)) : "");
   const double t = r.step_time_s;
   fmt::print(out, "step time          {:>10}    tokens/s {:>10.4g}    model TFLOP/s/GPU {:.1f}    MFU {:.1f}%\n",
              duration(t), r.throughput.tokens_per_s, r.throughput.model_tflops_per_gpu,
@@ -139,6 +140,17 @@ void print_console(const StepResult& r, std::ostream& out) {
   fmt::print(out, "simulated          {} events ({} tasks){} ({}, {} rank{})\n", thousands(r.simulation.events),
              thousands(r.simulation.tasks), wall, r.simulation.mode, r.simulation.ranks_simulated,
              r.simulation.ranks_simulated == 1 ? "" : "s");
+  // Kernels shorter than what a PyTorch host spends issuing one: the step is
+  // likely host-bound, which ptsim models only when told the host's cost.
+  // 70 µs: the per-task cost fitted to half of vTrain's single-node A100
+  // runs (docs/accuracy.md); Transformer Engine PR #1191 measured 74 µs of
+  // CPU per forward of a Megatron-Core linear layer.
+  constexpr double kHostIssueHint_s = 70e-6;
+  if (r.host_overhead_s == 0 && r.mean_kernel_s > 0 && r.mean_kernel_s < kHostIssueHint_s)
+    fmt::print(out,
+               "note               kernels average {}, less than the ~70 µs a PyTorch host spends issuing one "
+               "(docs/accuracy.md): this step may be host-bound; --host-overhead-us models it\n",
+               duration(r.mean_kernel_s));
 }
 
 }  // namespace ptsim::report

@@ -40,6 +40,7 @@ void write_json(const StepResult& r, std::ostream& out) {
               {"seq_length", r.seq_length},
               {"schedule", r.schedule},
               {"recompute", r.recompute},
+              {"host_overhead_us", r.host_overhead_s * 1e6},
               {"parameters", r.parameters},
               {"active_parameters", r.active_parameters},
               {"model_flops_per_step", r.model_flops_per_step}};

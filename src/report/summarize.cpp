@@ -108,6 +108,11 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
     d.bus_bytes = r.categories[category].bus_bytes;
     d.time_s = busy(category);
   }
+  out.host_overhead_s = config.host_overhead_s;
+  const std::uint64_t kernels = r.categories[kForward].count + r.categories[kBackward].count +
+                                r.categories[kRecompute].count;
+  if (kernels > 0)
+    out.mean_kernel_s = (busy(kForward) + busy(kBackward) + busy(kRecompute)) / static_cast<double>(kernels);
   std::map<std::string, double> exposed;
   split_time(r, w, out.breakdown, exposed);
   for (const auto& [dim, t] : exposed) out.communication[dim].exposed_s = t;

@@ -32,7 +32,8 @@ TEST_CASE("ptsim simulate writes the summary, the JSON report and a trace", "[cl
   CHECK(j.at("schema_version").get<int>() == 1);
   const auto& b = j.at("breakdown_s");
   const double sum = b.at("compute").get<double>() + b.at("exposed_communication").get<double>() +
-                     b.at("pipeline_bubble").get<double>() + b.at("optimizer").get<double>();
+                     b.at("pipeline_bubble").get<double>() + b.at("host_issue").get<double>() +
+                     b.at("optimizer").get<double>();
   CHECK(sum == Approx(j.at("step_time_s").get<double>()).epsilon(1e-9));
   for (const char* key : {"tokens_per_s", "model_tflops_per_gpu", "mfu"}) CHECK(j.at("throughput").contains(key));
   for (const char* key : {"peak_bytes", "capacity_bytes", "fits", "params_bytes", "grads_bytes",
@@ -213,4 +214,25 @@ TEST_CASE("ptsim kernels lists the step's kernels and writes the micro-benchmark
   CHECK(fc1);
   CHECK_THAT(slurp(list), Catch::Contains("gemm bf16 128 512 256 1"));
   CHECK_THAT(slurp(list), Catch::Contains("attention bf16 4 128 128 32 causal forward"));
+}
+
+TEST_CASE("ptsim simulate says when kernels are shorter than a host issues them, and models the host on request",
+          "[cli][host]") {
+  // The tiny model's kernels run for microseconds: a PyTorch host is slower.
+  const auto plain = run(tiny_run() + " --gpus 1 --global-batch-size 2");
+  REQUIRE(plain.code == 0);
+  CHECK_THAT(plain.out, Catch::Contains("this step may be host-bound; --host-overhead-us models it"));
+  const std::string json = ptsim::test::scratch_path("tiny-host.json");
+  const auto host = run(tiny_run() + " --gpus 1 --global-batch-size 2 --host-overhead-us 70 --json " + json);
+  REQUIRE(host.code == 0);
+  CHECK_THAT(host.out, Catch::Contains("· host 70.0 µs per task"));
+  CHECK_THAT(host.out, Catch::Contains("host issue"));
+  CHECK_THAT(host.out, !Catch::Contains("may be host-bound"));
+  const auto j = nlohmann::json::parse(slurp(json));
+  CHECK(j.at("run").at("host_overhead_us").get<double>() == Approx(70));
+  CHECK(j.at("breakdown_s").at("host_issue").get<double>() > 0);
+  // Not a number of microseconds: refused with the flag named.
+  const auto bad = run(tiny_run() + " --gpus 1 --global-batch-size 2 --host-overhead-us -3");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--host-overhead-us"));
 }

@@ -32,9 +32,10 @@
 // fifth (2026-12-01): selective recomputation reruns a fused attention kernel
 // (Megatron-Core checkpoints core attention whatever its backend); only the
 // one run with selective recomputation under fused attention moved.
-// Report hashes only, re-recorded (2026-12-01) when the JSON breakdown gained
-// `host_issue` (the host-issue model, zero unless --host-overhead-us is
-// given): every fingerprint, makespan, task count and peak stayed as recorded.
+// Report hashes only, re-recorded (2026-12-01) when the JSON report gained
+// `breakdown_s.host_issue` and `run.host_overhead_us` (the host-issue model,
+// zero unless --host-overhead-us is given): every fingerprint, makespan, task
+// count and peak stayed as recorded.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>
