@@ -78,7 +78,7 @@ def errors(ptsim, hw, rows, host_us, jobs):
 
 
 def median_abs(values):
-    return statistics.median(abs(e) for e in values)
+    return statistics.median(abs(e) for e in values) if values else float("nan")
 
 
 def main():
