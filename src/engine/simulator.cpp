@@ -72,7 +72,10 @@ class Run {
     Event::check_target(state_.ranks.size() == 0 ? 0 : state_.ranks.size() - 1, "simulated ranks");
     std::vector<internal::SimulatedProgram> simulated;
     simulated.reserve(state_.ranks.size());
-    for (const RankState& r : state_.ranks) simulated.push_back({r.rank, r.program});
+    for (const RankState& r : state_.ranks) {
+      simulated.push_back({r.rank, r.program});
+      host_issue_ = host_issue_ || r.program->host_issue;
+    }
     plans_.plan_ahead(simulated);
   }
 
@@ -150,7 +153,7 @@ class Run {
     TaskId t = 0;
     const Template* tp = ready_head(r, stream, t);
     if (tp == nullptr) return;
-    if (r.program->host_issue && wait_for_host(local, s, r, stream, *tp, now)) return;
+    if (host_issue_ && wait_for_host(local, s, r, stream, *tp, now)) return;
     if (tp->kind != TaskKind::Compute) {
       arrive(local, s, *tp->task, now);
       return;
@@ -222,7 +225,7 @@ class Run {
     TaskId t = 0;
     const Template* tp = ready_head(r, stream, t);
     if (tp == nullptr || tp->kind != TaskKind::Compute) return false;
-    if (r.program->host_issue && now < host_release(stream, *tp)) return false;
+    if (host_issue_ && now < host_release(stream, *tp)) return false;
     r.account(now);
     r.note_mask(r.busy_mask & ~bit);
     stream.work_left_ns = static_cast<double>(tp->duration_ns) * r.gpu_factor;
@@ -563,6 +566,7 @@ class Run {
   internal::FlowNetwork network_;
   double slowdown_;
   std::uint32_t compute_mask_;
+  bool host_issue_ = false;  // some simulated rank's tasks cost its host time to issue
   EventQueue queue_;
   RunResult result_;
   std::vector<TransferState> transfers_;

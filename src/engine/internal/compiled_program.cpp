@@ -139,6 +139,7 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
   for (std::size_t s = 0; s < num_streams; ++s) p.stream_instances[s].reserve(per_stream[s]);
   std::size_t next = 0;  // the first id of instance i, as the instances before it add up
   std::int64_t host = 0;  // the host time to issue the instances before i
+  std::vector<std::vector<std::int64_t>> host_base(num_streams);
   for (std::uint32_t i = 0; i < n; ++i) {
     const std::uint32_t block = instances[i].block;
     const TaskId base = program.offset(i);
@@ -146,12 +147,16 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
     PTSIM_ASSERT(base + p.blocks[block].tasks.size() == next && next <= total, "instances number the tasks in order");
     p.instance_block.push_back(block);
     p.offset.push_back(base);
-    for (const std::uint8_t s : p.blocks[block].used_streams) p.stream_instances[s].push_back({base, block, host});
+    for (const std::uint8_t s : p.blocks[block].used_streams) {
+      p.stream_instances[s].push_back({base, block});
+      host_base[s].push_back(host);
+    }
     host += p.blocks[block].host_total_ns;
   }
   PTSIM_ASSERT(next == total, "the instances hold every task");
   p.offset.push_back(static_cast<TaskId>(total));
   p.host_issue = host > 0;
+  if (p.host_issue) p.stream_instance_host_ns = std::move(host_base);
 
   // Links between instances, as (global task, other end, its stream) sorted
   // by the first; a stable sort keeps each task's links in program order.

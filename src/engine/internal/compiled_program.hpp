@@ -76,9 +76,12 @@ struct CompiledProgram {
   struct StreamInstance {
     TaskId base;
     std::uint32_t block;
-    std::int64_t host_base_ns;  // host time to issue every earlier instance
   };
   std::vector<std::vector<StreamInstance>> stream_instances;
+  // Per stream, beside stream_instances: the host time to issue every
+  // instance before each one. Empty when no task costs the host anything,
+  // so that programs without host time keep their 8-byte entries.
+  std::vector<std::vector<std::int64_t>> stream_instance_host_ns;
   // [block · num_streams + s]: the block's tasks on stream s (local ids, issue
   // order), so that entering an instance reads two small arrays, not the
   // instance's offset, its block and the block's per-stream vectors.

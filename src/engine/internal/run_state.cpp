@@ -126,7 +126,7 @@ void RunState::enter_instance(std::uint32_t local, std::uint8_t s, std::uint32_t
   const auto& [begin, end] = p.block_stream_tasks[static_cast<std::size_t>(instance.block) * num_streams + s];
   st.base = instance.base;
   st.first_template = p.first_template[instance.block];
-  st.host_base_ns = instance.host_base_ns;
+  if (p.host_issue) st.host_base_ns = p.stream_instance_host_ns[s][k];
   st.cursor = begin;
   st.end = end;
 }
