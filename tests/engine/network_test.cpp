@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/toy_hardware.hpp"
 #include "ptsim/hardware/cluster.hpp"
 #include "test_support.hpp"
 
@@ -16,20 +17,7 @@ using taskgraph::TaskKind;
 namespace {
 
 hardware::HardwareProfile nic_only(std::int64_t pod_gpus = 0, double oversubscription = 1) {
-  hardware::HardwareProfile hw;
-  hw.name = "toy";
-  hw.gpu.name = "toy";
-  hw.gpu.peak_flops_per_s[static_cast<std::size_t>(Dtype::Bf16)] = 1e12;
-  hw.gpu.memory_bytes = 1e9;
-  hw.gpu.memory_bandwidth_bytes_per_s = 1e12;
-  hw.gpu.gemm_efficiency[static_cast<std::size_t>(Dtype::Bf16)] = 1;
-  hw.gpu.attention_forward_efficiency = 1;
-  hw.gpu.attention_backward_efficiency = 1;
-  hw.gpu.sm_count = 1;
-  hw.gpu.memory_efficiency = 1;
-  hw.gpus_per_node = 1;
-  hw.nvlink = {1, 1e9, 0, 1, std::nullopt};
-  hw.nic = {1, 1e9, 0, 1};
+  hardware::HardwareProfile hw = test::toy_hardware(1);  // one GPU a node: every transfer crosses NICs
   hw.fabric.pod_gpus = pod_gpus;
   hw.fabric.levels = pod_gpus > 0 ? 3 : 2;
   hw.fabric.oversubscription = oversubscription;

@@ -3,6 +3,7 @@
 // latency, so a kernel moving B bytes takes B/1e12 s and a transfer of S bytes S/1e9 s.
 #include "ptsim/engine/simulator.hpp"
 
+#include "engine/toy_hardware.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/hardware/cluster.hpp"
 #include "test_support.hpp"
@@ -21,24 +22,6 @@ constexpr std::uint8_t kComm = 1;
 Time occupied(const engine::RankStats& r, std::uint32_t mask) {
   const auto it = r.occupancy.find(mask);
   return it == r.occupancy.end() ? Time{} : it->second;
-}
-
-hardware::HardwareProfile toy_hardware() {
-  hardware::HardwareProfile hw;
-  hw.name = "toy";
-  hw.gpu.name = "toy";
-  hw.gpu.peak_flops_per_s[static_cast<std::size_t>(Dtype::Bf16)] = 1e12;
-  hw.gpu.memory_bytes = 1e9;
-  hw.gpu.memory_bandwidth_bytes_per_s = 1e12;
-  hw.gpu.gemm_efficiency[static_cast<std::size_t>(Dtype::Bf16)] = 1;
-  hw.gpu.attention_forward_efficiency = 1;
-  hw.gpu.attention_backward_efficiency = 1;
-  hw.gpu.sm_count = 1;
-  hw.gpu.memory_efficiency = 1;
-  hw.gpus_per_node = 8;
-  hw.nvlink = {8, 1e9, 0, 1, std::nullopt};
-  hw.nic = {1, 1e9, 0, 1};
-  return hw;
 }
 
 Task kernel(double milliseconds, std::uint64_t alloc = 0, std::uint64_t release = 0) {
@@ -91,7 +74,7 @@ taskgraph::Workload make_workload(std::vector<taskgraph::TaskGraph> programs, st
 }
 
 engine::RunResult run(const taskgraph::Workload& w, engine::RunOptions options = {}, double host_ms = 0) {
-  static const hardware::HardwareProfile hw = toy_hardware();
+  static const hardware::HardwareProfile hw = test::toy_hardware(8);
   const hardware::Cluster cluster(hw, w.world_size);
   const cost::CostModel cost(cluster, cost::HostIssue{host_ms * 1e-3});
   return engine::Simulator(w, cost).run(options);
@@ -271,7 +254,7 @@ TEST_CASE("Kernels slow down while communication runs on their GPU", "[engine]")
   p0.add_task(kernel(10));
   p0.add_task(comm(TaskKind::Send, CollectiveKind::PointToPoint, 5));
   p1.add_task(comm(TaskKind::Recv, CollectiveKind::PointToPoint, 5));
-  auto hw = toy_hardware();
+  auto hw = test::toy_hardware(8);
   hw.gpu.comm_compute_slowdown = 0.5;
   const hardware::Cluster cluster(hw, 2);
   const cost::CostModel cost(cluster);

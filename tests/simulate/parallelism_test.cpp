@@ -5,34 +5,15 @@
 
 #include "ptsim/cost/compute_cost.hpp"
 #include "ptsim/workload/op_spec.hpp"
+#include "simulate/pipeline_support.hpp"
 #include "test_support.hpp"
 
 using namespace ptsim;
+using test::balanced_gpt;
+using test::bubble_fraction;
+using test::pipeline;
 
 namespace {
-
-// Equal stages: 8 or 16 layers and a vocabulary of 128, so the embedding and
-// the LM head with its cross-entropy kernels (their launch overheads, on
-// layers this small) add 1–4% to the first and last virtual stage.
-model::ModelSpec balanced_gpt(std::int64_t layers = 8) {
-  const nlohmann::json j = {{"num_layers", layers}, {"hidden_size", 1024}, {"num_attention_heads", 16},
-                            {"vocab_size", 128},    {"seq_length", 512}};
-  return config::parse_model(j, "balanced", "balanced");
-}
-
-config::StrategyInput pipeline(std::int64_t p, std::int64_t m, const std::string& schedule) {
-  config::StrategyInput s;
-  s.gpus = p;
-  s.pp = p;
-  s.global_batch_size = m;
-  s.micro_batch_size = 1;
-  s.schedule = schedule;
-  return s;
-}
-
-double bubble_fraction(const report::StepResult& r) {
-  return r.breakdown.pipeline_bubble_s / (r.step_time_s - r.breakdown.optimizer_s);
-}
 
 std::uint64_t max_stage_activations(const report::StepResult& r) {
   std::uint64_t most = 0;

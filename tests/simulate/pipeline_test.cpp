@@ -1,37 +1,11 @@
 // Pipeline schedules run through the whole flow, held to their closed forms.
-#include <nlohmann/json.hpp>
-
+#include "simulate/pipeline_support.hpp"
 #include "test_support.hpp"
 
 using namespace ptsim;
-
-namespace {
-
-// Equal stages: 8 layers over 4 stages and a vocabulary of 128, so the
-// embedding and LM head add about 1% to the first and last stage.
-model::ModelSpec balanced_gpt() {
-  const nlohmann::json j = {{"num_layers", 8}, {"hidden_size", 1024}, {"num_attention_heads", 16},
-                            {"vocab_size", 128}, {"seq_length", 512}};
-  return config::parse_model(j, "balanced", "balanced");
-}
-
-config::StrategyInput pipeline(std::int64_t p, std::int64_t m, const std::string& schedule) {
-  config::StrategyInput s;
-  s.gpus = p;
-  s.pp = p;
-  s.global_batch_size = m;
-  s.micro_batch_size = 1;
-  s.schedule = schedule;
-  return s;
-}
-
-double bubble_fraction(const report::StepResult& r) {
-  // The optimizer runs after the pipeline has drained; the bubble is a
-  // fraction of the pipelined part of the step.
-  return r.breakdown.pipeline_bubble_s / (r.step_time_s - r.breakdown.optimizer_s);
-}
-
-}  // namespace
+using test::balanced_gpt;
+using test::bubble_fraction;
+using test::pipeline;
 
 TEST_CASE("GPipe and 1F1B bubbles are (p−1)/(m+p−1) with free communication", "[simulate][pipeline]") {
   const auto hw = test::free_network(test::shipped_hardware("a100-sxm4-80gb"));
