@@ -128,10 +128,10 @@ TaskId BlockRecorder::emit(const OpSpec& op, std::uint32_t name, std::uint8_t ca
   return id;
 }
 
-TaskId BlockRecorder::emit_recv(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
-                                const std::string& name) {
+TaskId BlockRecorder::add_point_to_point(TaskKind kind, std::uint8_t stream, std::uint8_t slot,
+                                         std::uint64_t bytes, const std::string& name) {
   Task task;
-  task.kind = TaskKind::Recv;
+  task.kind = kind;
   task.collective = taskgraph::CollectiveKind::PointToPoint;
   task.stream = stream;
   task.comm_slot = slot;
@@ -140,22 +140,19 @@ TaskId BlockRecorder::emit_recv(std::uint8_t stream, std::uint8_t slot, std::uin
   task.name = names_->intern(name);
   const TaskId id = add(task);
   list_.push_back(id);
+  return id;
+}
+
+TaskId BlockRecorder::emit_recv(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
+                                const std::string& name) {
+  const TaskId id = add_point_to_point(TaskKind::Recv, stream, slot, bytes, name);
   before_next_.push_back(id);
   return id;
 }
 
 TaskId BlockRecorder::emit_send(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
                                 const std::string& name) {
-  Task task;
-  task.kind = TaskKind::Send;
-  task.collective = taskgraph::CollectiveKind::PointToPoint;
-  task.stream = stream;
-  task.comm_slot = slot;
-  task.category = categories::kPipelineParallel;
-  task.bytes = bytes;
-  task.name = names_->intern(name);
-  const TaskId id = add(task);
-  list_.push_back(id);
+  const TaskId id = add_point_to_point(TaskKind::Send, stream, slot, bytes, name);
   after_last_kernel(id);
   return id;
 }

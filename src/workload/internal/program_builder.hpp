@@ -63,6 +63,9 @@ class BlockRecorder {
 
  private:
   taskgraph::TaskId add(const taskgraph::Task& task);
+  /// A pipeline send or receive (`kind`), added and listed.
+  taskgraph::TaskId add_point_to_point(taskgraph::TaskKind kind, std::uint8_t stream, std::uint8_t slot,
+                                       std::uint64_t bytes, const std::string& name);
   void after_last_kernel(taskgraph::TaskId id);
 
   NameTable* names_;
