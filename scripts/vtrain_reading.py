@@ -13,7 +13,7 @@ median errors, overall, per model size and on the two halves of the file (rows
 checked on the other.
 
   scripts/vtrain_reading.py --csv ground_truth_single.csv
-  scripts/vtrain_reading.py --csv ground_truth_single.csv --host-overhead-us 70
+  scripts/vtrain_reading.py --csv ground_truth_single.csv --host-overhead-us 0
   scripts/vtrain_reading.py --csv ground_truth_single.csv --sweep 50,60,70,80 --half even
 
 The cluster behind the files is not pinned down (vTrain's own configuration
@@ -62,7 +62,7 @@ def simulate(ptsim, hw, row, host_us, scratch, index):
     cmd = [ptsim, "simulate", "--model", model_path, "--hw", hw, "--gpus", row["gpus"], "--tp", row["tp"],
            "--pp", row["pp"], "--global-batch-size", row["gbs"], "--micro-batch-size", row["mbs"],
            "--recompute", "full", "--attention-backend", "unfused", "--schedule", "1f1b", "--json", out_path]
-    if host_us > 0:
+    if host_us is not None:
         cmd += ["--host-overhead-us", str(host_us)]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
@@ -86,7 +86,8 @@ def main():
     ap.add_argument("--csv", required=True, help="vTrain's data/ground_truth_single.csv or ground_truth_multi.csv")
     ap.add_argument("--ptsim", default=os.path.join(ROOT, "build", "ptsim"))
     ap.add_argument("--hw", default=os.path.join(ROOT, "hw_profiles", "a100-sxm4-80gb.json"))
-    ap.add_argument("--host-overhead-us", type=float, default=0.0, help="ptsim's --host-overhead-us for every row")
+    ap.add_argument("--host-overhead-us", type=float,
+                    help="ptsim's --host-overhead-us for every row (default: ptsim's own, 70; 0 switches it off)")
     ap.add_argument("--sweep", help="comma-separated host overheads (µs): the median |error| of each on --half")
     ap.add_argument("--half", choices=["even", "odd", "all"], default="all", help="rows the sweep reads")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
@@ -102,7 +103,8 @@ def main():
                   f"signed {statistics.median(e):+.2f}%")
         return
     e = errors(args.ptsim, args.hw, rows, args.host_overhead_us, args.jobs)
-    print(f"{len(rows)} runs, host {args.host_overhead_us:g} µs per task: median |error| {median_abs(e):.2f}%, "
+    host = "ptsim's default" if args.host_overhead_us is None else f"{args.host_overhead_us:g} µs per task"
+    print(f"{len(rows)} runs, host {host}: median |error| {median_abs(e):.2f}%, "
           f"signed median {statistics.median(e):+.2f}%, within 10%: {sum(abs(x) <= 10 for x in e)}")
     print(f"  even rows: median |error| {median_abs(e[0::2]):.2f}%   odd rows: {median_abs(e[1::2]):.2f}%")
     groups = {}

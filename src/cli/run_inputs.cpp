@@ -87,8 +87,9 @@ config::StrategyInput strategy_input(const RunInputs& inputs, const po::variable
             if (value < f.min || value > f.max)
               throw ConfigError(fmt::format("--{} = {} must lie in [{}, {}]; see --help", *used, value, f.min, f.max));
           } else if constexpr (std::is_same_v<Value, double>) {
-            if (!(value > 0) || value > 1e6)
-              throw ConfigError(fmt::format("--{} = {} must be a positive number; see --help", *used, value));
+            if (!(value > 0 || (f.min == 0 && value == 0)) || value > 1e6)
+              throw ConfigError(fmt::format("--{} = {} must be a {} number up to 1e6; see --help", *used, value,
+                                            f.min == 0 ? "non-negative" : "positive"));
           } else if constexpr (std::is_same_v<Value, std::string>) {
             if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), value) == f.choices.end())
               throw ConfigError(fmt::format("--{} = {} is not one of {}; see --help", *used, value,

@@ -86,11 +86,11 @@ const std::vector<StrategyField> kFields = {
      "the loss as Transformer Engine's fused parallel cross-entropy (Megatron-Core --cross-entropy-loss-fusion "
      "--cross-entropy-fusion-impl te): two passes over the bf16 logits and one in backward, instead of "
      "Megatron's eight kernels over fp32 logits"},
-    {"host_overhead_us", "host_overhead_us", "", &S::host_overhead_us, 1, 1, {}, "US",
+    {"host_overhead_us", "host_overhead_us", "", &S::host_overhead_us, 0, 1, {}, "US",
      "CPU time in µs the framework spends issuing each kernel or collective, in program order; a task "
-     "cannot start before its host has issued it (default 0: the host keeps ahead of the GPU). Measured: "
-     "Megatron-Core's ColumnParallelLinear 74 µs, its Transformer Engine version 140 µs of CPU per forward "
-     "(TE PR #1191, 2024, BF16, TP 1)"},
+     "cannot start before its host has issued it (default 70, fitted to vTrain's measured A100 runs of "
+     "Megatron; 0: the host keeps ahead of the GPU, as with CUDA graphs). Measured elsewhere: Megatron-Core's "
+     "ColumnParallelLinear 74 µs, its Transformer Engine version 140 µs of CPU per forward (TE PR #1191, 2024)"},
     {"rank_order", "rank_order", "", &S::rank_order, 1, 1, {}, "ORDER",
      "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)"},
     {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn"}, "NAME",
@@ -148,7 +148,7 @@ StrategyInput parse_strategy(const nlohmann::json& object, const std::string& wh
           if constexpr (std::is_same_v<Value, std::int64_t>) {
             s.*member = in.integer(key, f.min, f.max);
           } else if constexpr (std::is_same_v<Value, double>) {
-            s.*member = in.number(key, 1e-6, 1e6);
+            s.*member = in.number(key, f.min == 0 ? 0.0 : 1e-6, 1e6);  // min 0: zero switches it off
           } else if constexpr (std::is_same_v<Value, bool>) {
             s.*member = in.boolean(key);
           } else {

@@ -224,7 +224,7 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   c.async_tp_allreduce = !s.no_async_tp_allreduce.value_or(false);
   c.gradient_accumulation_fusion = !s.no_gradient_accumulation_fusion.value_or(false);
   c.cross_entropy_fusion = s.cross_entropy_loss_fusion.value_or(false);
-  c.host_overhead_s = s.host_overhead_us.value_or(0.0) * 1e-6;
+  c.host_overhead_s = s.host_overhead_us ? *s.host_overhead_us * 1e-6 : strategy::kDefaultHostOverheadS;
   if (c.zero3_blocking && c.zero_stage != 3)
     check.fail_flag("zero3_blocking", "applies to ZeRO stage 3 only", "add --zero 3 or drop --zero3-blocking");
   if (c.overlap_param_gather && c.zero_stage == 0)

@@ -43,16 +43,26 @@ const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy
   LayerCost cost;
   for (std::size_t i = 0; i < ops.forward.size(); ++i) {
     const auto& op = ops.forward[i];
-    if (is_kernel(op)) cost.forward_s += cost::compute_seconds(hw_, workload::kernel_task(op));
+    if (is_kernel(op)) {
+      cost.forward_s += cost::compute_seconds(hw_, workload::kernel_task(op));
+      ++cost.forward_kernels;
+    }
     cost.saved += static_cast<double>(op.saved_bytes);
     if (i == 0) cost.saved_checkpoint = static_cast<double>(op.saved_bytes);
     cost.saved_selective +=
         static_cast<double>(op.core_attention ? op.selective_saved_bytes : op.saved_bytes);
   }
-  for (const auto& op : ops.backward)
-    if (is_kernel(op)) cost.backward_s += cost::compute_seconds(hw_, workload::kernel_task(op));
+  count_backward(ops, cost);
   const std::lock_guard lock(mutex_);
   return memo_.emplace(key, cost).first->second;
+}
+
+void Bounds::count_backward(const workload::BlockOps& ops, LayerCost& cost) const {
+  for (const auto& op : ops.backward)
+    if (is_kernel(op)) {
+      cost.backward_s += cost::compute_seconds(hw_, workload::kernel_task(op));
+      ++cost.backward_kernels;
+    }
 }
 
 const Bounds::LayerCost& Bounds::boundary(const model::ModelSpec& m, const strategy::ParallelConfig& c, bool output) {
@@ -65,11 +75,13 @@ const Bounds::LayerCost& Bounds::boundary(const model::ModelSpec& m, const strat
   const workload::BlockOps ops = output ? workload::output_ops(m, shape) : workload::embedding_ops(m, shape);
   LayerCost cost;
   for (const auto& op : ops.forward) {
-    if (is_kernel(op)) cost.forward_s += cost::compute_seconds(hw_, workload::kernel_task(op));
+    if (is_kernel(op)) {
+      cost.forward_s += cost::compute_seconds(hw_, workload::kernel_task(op));
+      ++cost.forward_kernels;
+    }
     cost.saved += static_cast<double>(op.saved_bytes);
   }
-  for (const auto& op : ops.backward)
-    if (is_kernel(op)) cost.backward_s += cost::compute_seconds(hw_, workload::kernel_task(op));
+  count_backward(ops, cost);
   cost.saved_checkpoint = cost.saved_selective = cost.saved;
   const std::lock_guard lock(mutex_);
   return memo_.emplace(key, cost).first->second;
@@ -106,31 +118,39 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
   // Per stage: kernel time of one micro-batch (forward, backward and
   // recomputation of all its chunks).
   std::vector<double> per_micro(static_cast<std::size_t>(c.pp), 0.0);
+  // Per stage: kernels of one micro-batch, each of which its host issues
+  // one after the other (cost::HostIssue): the host alone needs
+  // m · kernels · host time, whatever the GPU does.
+  std::vector<double> kernels_per_micro(static_cast<std::size_t>(c.pp), 0.0);
   double memory = 0;
   for (std::int64_t stage = 0; stage < c.pp; ++stage) {
     const auto ranges = strategy::stage_chunks(c, stage);
-    double work = 0, saved = 0;
+    double work = 0, saved = 0, kernels = 0;
     for (std::size_t k = 0; k < ranges.size(); ++k) {
       for (std::int64_t l = 0; l < ranges[k].count; ++l) {
         const std::int64_t index = ranges[k].first + l;
         const LayerCost& lc = layer(m, c, index);
         const bool recomputed = full && (c.recompute_num_layers == 0 || l < c.recompute_num_layers);
         work += lc.forward_s + lc.backward_s + (recomputed ? lc.forward_s : 0);
+        kernels += lc.forward_kernels + lc.backward_kernels + (recomputed ? lc.forward_kernels : 0);
         saved += recomputed ? lc.saved_checkpoint : selective ? lc.saved_selective : lc.saved;
       }
       const std::int64_t v = strategy::virtual_stage(c.schedule, stage, c.pp, static_cast<std::int64_t>(k));
       if (v == 0) {
         const LayerCost& e = boundary(m, c, false);
         work += e.forward_s + e.backward_s;
+        kernels += e.forward_kernels + e.backward_kernels;
         saved += e.saved;
       }
       if (v == total_virtual - 1) {
         const LayerCost& o = boundary(m, c, true);
         work += o.forward_s + o.backward_s;
+        kernels += o.forward_kernels + o.backward_kernels;
         saved += o.saved;
       }
     }
     per_micro[static_cast<std::size_t>(stage)] = work;
+    kernels_per_micro[static_cast<std::size_t>(stage)] = kernels;
     const double activations = saved / static_cast<double>(chunks) * in_flight(stage);
     memory = std::max(memory, static_cast<double>(workload::stage_static_memory(m, c, stage).total_bytes()) +
                                   activations);
@@ -147,6 +167,7 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
     time = std::max(time, runs * t + (chain ? before : 0.0));
     before += t;
   }
+  for (const double k : kernels_per_micro) time = std::max(time, runs * k * c.host_overhead_s);
   return {time, memory};
 }
 

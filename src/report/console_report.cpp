@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ptsim/common/units.hpp"
+#include "ptsim/strategy/parallel_config.hpp"
 
 namespace ptsim::report {
 
@@ -56,6 +57,13 @@ std::string upper(std::string s) {
   return s;
 }
 
+// The header's word on the host model: nothing at the default cost per task.
+std::string host_note(double host_overhead_s) {
+  if (host_overhead_s == strategy::kDefaultHostOverheadS) return "";
+  if (host_overhead_s == 0) return " · host not modelled";
+  return fmt::format(" · host {} per task", duration(host_overhead_s));
+}
+
 }  // namespace
 
 void print_console(const StepResult& r, std::ostream& out) {
@@ -73,7 +81,7 @@ void print_console(const StepResult& r, std::ostream& out) {
              r.gpu_name, r.nodes, r.nodes == 1 ? "" : "s", layout, r.num_microbatches,
              r.num_microbatches == 1 ? "" : "es", r.micro_batch_size, upper(r.schedule),
              r.recompute == "none" ? "" : fmt::format(" · recompute {}", r.recompute),
-             r.host_overhead_s > 0 ? fmt::format(" · host {} per task", duration(r.host_overhead_s)) : "");
+             host_note(r.host_overhead_s));
   const double t = r.step_time_s;
   fmt::print(out, "step time          {:>10}    tokens/s {:>10.4g}    model TFLOP/s/GPU {:.1f}    MFU {:.1f}%\n",
              duration(t), r.throughput.tokens_per_s, r.throughput.model_tflops_per_gpu,
@@ -85,7 +93,8 @@ void print_console(const StepResult& r, std::ostream& out) {
   row("compute", r.breakdown.compute_s,
       r.breakdown.recompute_s > 0 ? fmt::format("  (recompute {})", duration(r.breakdown.recompute_s)) : "");
   row("pipeline bubble", r.breakdown.pipeline_bubble_s, "");
-  if (r.breakdown.host_issue_s > 0) row("host issue", r.breakdown.host_issue_s, "  (GPU idle, the host behind)");
+  // Shown when it matters: every run waits for the host's first issue.
+  if (r.breakdown.host_issue_s > 1e-3 * t) row("host issue", r.breakdown.host_issue_s, "  (GPU idle, the host behind)");
   std::string comm_note;
   for (const char* dim : kDimensions) {
     const auto it = r.communication.find(dim);
@@ -140,16 +149,13 @@ void print_console(const StepResult& r, std::ostream& out) {
   fmt::print(out, "simulated          {} events ({} tasks){} ({}, {} rank{})\n", thousands(r.simulation.events),
              thousands(r.simulation.tasks), wall, r.simulation.mode, r.simulation.ranks_simulated,
              r.simulation.ranks_simulated == 1 ? "" : "s");
-  // Kernels shorter than what a PyTorch host spends issuing one: the step is
-  // likely host-bound, which ptsim models only when told the host's cost.
-  // 70 µs: the per-task cost fitted to half of vTrain's single-node A100
-  // runs (docs/accuracy.md); Transformer Engine PR #1191 measured 74 µs of
-  // CPU per forward of a Megatron-Core linear layer.
-  constexpr double kHostIssueHint_s = 70e-6;
-  if (r.host_overhead_s == 0 && r.mean_kernel_s > 0 && r.mean_kernel_s < kHostIssueHint_s)
+  // Kernels shorter than what a PyTorch host spends issuing one (the
+  // default host cost, strategy::kDefaultHostOverheadS) with the host model
+  // switched off: the step is likely host-bound.
+  if (r.host_overhead_s == 0 && r.mean_kernel_s > 0 && r.mean_kernel_s < strategy::kDefaultHostOverheadS)
     fmt::print(out,
                "note               kernels average {}, less than the ~70 µs a PyTorch host spends issuing one "
-               "(docs/accuracy.md): this step may be host-bound; --host-overhead-us models it\n",
+               "(docs/accuracy.md): this step may be host-bound, which --host-overhead-us 0 leaves out\n",
                duration(r.mean_kernel_s));
 }
 

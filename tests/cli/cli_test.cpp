@@ -216,21 +216,26 @@ TEST_CASE("ptsim kernels lists the step's kernels and writes the micro-benchmark
   CHECK_THAT(slurp(list), Catch::Contains("attention bf16 4 128 128 32 causal forward"));
 }
 
-TEST_CASE("ptsim simulate says when kernels are shorter than a host issues them, and models the host on request",
+TEST_CASE("ptsim simulate models the host by default and says when it is switched off on a host-bound step",
           "[cli][host]") {
-  // The tiny model's kernels run for microseconds: a PyTorch host is slower.
-  const auto plain = run(tiny_run() + " --gpus 1 --global-batch-size 2");
-  REQUIRE(plain.code == 0);
-  CHECK_THAT(plain.out, Catch::Contains("this step may be host-bound; --host-overhead-us models it"));
+  // The tiny model's kernels run for microseconds, far less than the default
+  // 70 µs a host spends issuing each: the default run is host-bound.
   const std::string json = ptsim::test::scratch_path("tiny-host.json");
-  const auto host = run(tiny_run() + " --gpus 1 --global-batch-size 2 --host-overhead-us 70 --json " + json);
-  REQUIRE(host.code == 0);
-  CHECK_THAT(host.out, Catch::Contains("· host 70.0 µs per task"));
-  CHECK_THAT(host.out, Catch::Contains("host issue"));
-  CHECK_THAT(host.out, !Catch::Contains("may be host-bound"));
+  const auto plain = run(tiny_run() + " --gpus 1 --global-batch-size 2 --json " + json);
+  REQUIRE(plain.code == 0);
+  CHECK_THAT(plain.out, Catch::Contains("host issue"));
+  CHECK_THAT(plain.out, !Catch::Contains("· host"));  // the default is not announced
   const auto j = nlohmann::json::parse(slurp(json));
   CHECK(j.at("run").at("host_overhead_us").get<double>() == Approx(70));
   CHECK(j.at("breakdown_s").at("host_issue").get<double>() > 0);
+  const auto off = run(tiny_run() + " --gpus 1 --global-batch-size 2 --host-overhead-us 0");
+  REQUIRE(off.code == 0);
+  CHECK_THAT(off.out, Catch::Contains("· host not modelled"));
+  CHECK_THAT(off.out, Catch::Contains("this step may be host-bound, which --host-overhead-us 0 leaves out"));
+  CHECK_THAT(off.out, !Catch::Contains("host issue"));
+  const auto other = run(tiny_run() + " --gpus 1 --global-batch-size 2 --host-overhead-us 100");
+  REQUIRE(other.code == 0);
+  CHECK_THAT(other.out, Catch::Contains("· host 100.0 µs per task"));
   // Not a number of microseconds: refused with the flag named.
   const auto bad = run(tiny_run() + " --gpus 1 --global-batch-size 2 --host-overhead-us -3");
   CHECK(bad.code == 2);

@@ -73,6 +73,29 @@ TEST_CASE("Pruning by bound keeps the exhaustive top K", "[plan]") {
   for (std::size_t i = 0; i < 3; ++i) CHECK(pruned.best[i].label == exhaustive.best[i].label);
 }
 
+TEST_CASE("The lower bounds, the host's included, never exceed a simulated step", "[plan][host]") {
+  // The tiny model's kernels are far shorter than the default 70 µs a host
+  // spends issuing each: most of these steps are host-bound, and only a
+  // bound that counts the host's issues comes near them.
+  plan::PlanRequest r;
+  r.model = test::shipped_model("tiny");
+  r.hardware = test::shipped_hardware("a100-sxm4-80gb");
+  r.gpus = 8;
+  r.global_batch_size = 64;
+  r.top = 1000;
+  const auto result = plan::plan(r);
+  REQUIRE(result.best.size() > 10);
+  std::size_t host_bound = 0;
+  for (const auto& c : result.best) {
+    INFO(c.label);
+    CHECK(c.lower_bound_s <= c.result.step_time_s);
+    if (c.result.breakdown.host_issue_s > 0.5 * c.result.step_time_s) ++host_bound;
+    // Within a factor of two of the step: the host term is the bound here.
+    if (c.result.breakdown.host_issue_s > 0.5 * c.result.step_time_s) CHECK(c.lower_bound_s > 0.5 * c.result.step_time_s);
+  }
+  CHECK(host_bound > 0);
+}
+
 TEST_CASE("Sharded searches merge into the unsharded ranking, at any thread count", "[plan]") {
   auto request = small_request(5);
   request.threads = 1;

@@ -49,6 +49,7 @@ TEST_CASE("Symmetric and explicit modes agree on a homogeneous cluster", "[simul
 TEST_CASE("The breakdown sums to the step time", "[simulate]") {
   const auto out = test::simulate(test::shipped_model("tiny"), test::shipped_hardware("a100-sxm4-80gb"), small_strategy());
   const auto& b = out.result.breakdown;
-  CHECK(b.compute_s + b.exposed_communication_s + b.pipeline_bubble_s + b.optimizer_s ==
+  CHECK(b.host_issue_s > 0);  // the tiny model's kernels are shorter than the default host cost
+  CHECK(b.compute_s + b.exposed_communication_s + b.pipeline_bubble_s + b.host_issue_s + b.optimizer_s ==
         Approx(out.result.step_time_s).epsilon(1e-12));
 }

@@ -73,7 +73,7 @@ struct StrategyField {
   const char* key;         // JSON key and long flag (with '-' for '_'): Megatron-LM's name
   const char* alias;       // short JSON key and flag, or "" (e.g. "tp")
   Member member;
-  std::int64_t min = 1;    // integers: accepted range
+  std::int64_t min = 1;    // integers: accepted range; numbers: 0 admits zero, else positive
   std::int64_t max = std::int64_t{1} << 40;
   std::vector<std::string_view> choices = {};  // strings: allowed values (empty: free text)
   const char* value_name = "";  // in --help, e.g. "T"

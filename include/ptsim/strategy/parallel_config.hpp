@@ -39,6 +39,13 @@ std::string_view to_string(ScheduleKind s);
 std::string_view to_string(RecomputeKind r);
 std::string_view to_string(AttentionBackend a);
 
+/// The host's CPU time per issued task when the strategy does not say:
+/// fitted on the even rows of vTrain's 1,440 measured single-node A100 runs
+/// of Megatron (a sweep of 40–90 µs; docs/accuracy.md, method item 15) and
+/// checked on the odd rows; Transformer Engine PR #1191 measured 74 µs of CPU
+/// per forward of a Megatron-Core linear layer.
+inline constexpr double kDefaultHostOverheadS = 70e-6;
+
 struct ParallelConfig {
   std::int64_t world_size = 1;  // GPUs = tp·cp·dp·pp
   std::int64_t tp = 1;          // tensor-model-parallel size
@@ -118,7 +125,7 @@ struct ParallelConfig {
   /// CPU time the framework spends issuing each kernel or collective
   /// (seconds); zero: the host keeps ahead of the GPU. A property of the
   /// software stack and the host CPU, not of the GPU (cost::HostIssue).
-  double host_overhead_s = 0;
+  double host_overhead_s = kDefaultHostOverheadS;
   /// MoE token capacity per expert as a multiple of an even share; empty: dropless.
   std::optional<double> moe_capacity_factor;
   AttentionBackend attention = AttentionBackend::Flash;

@@ -16,6 +16,7 @@
 #include "ptsim/hardware/hardware_profile.hpp"
 #include "ptsim/model/model_spec.hpp"
 #include "ptsim/strategy/parallel_config.hpp"
+#include "ptsim/workload/layer_ops.hpp"
 
 namespace ptsim::plan::internal {
 
@@ -34,10 +35,13 @@ class Bounds {
  private:
   struct LayerCost {
     double forward_s = 0, backward_s = 0;
+    double forward_kernels = 0, backward_kernels = 0;  // each one the host must issue
     double saved = 0, saved_checkpoint = 0, saved_selective = 0;
   };
   const LayerCost& layer(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t index);
   const LayerCost& boundary(const model::ModelSpec& m, const strategy::ParallelConfig& c, bool output);
+  /// Adds the kernels of `ops`' backward to `cost`: their time and count.
+  void count_backward(const workload::BlockOps& ops, LayerCost& cost) const;
 
   const hardware::HardwareProfile& hw_;
   std::mutex mutex_;  // the memo is shared by the planner's threads
