@@ -89,8 +89,9 @@ const std::vector<StrategyField> kFields = {
     {"host_overhead_us", "host_overhead_us", "", &S::host_overhead_us, 0, 1, {}, "US",
      "CPU time in µs the framework spends issuing each kernel or collective, in program order; a task "
      "cannot start before its host has issued it (default 70, fitted to vTrain's measured A100 runs of "
-     "Megatron; 0: the host keeps ahead of the GPU, as with CUDA graphs). Measured elsewhere: Megatron-Core's "
-     "ColumnParallelLinear 74 µs, its Transformer Engine version 140 µs of CPU per forward (TE PR #1191, 2024)"},
+     "Megatron-DeepSpeed; 0: the host keeps ahead of the GPU, as with CUDA graphs). Measured elsewhere: "
+     "Megatron-Core's ColumnParallelLinear 74 µs, its Transformer Engine version 140 µs of CPU per forward "
+     "(TE PR #1191, 2024)"},
     {"rank_order", "rank_order", "", &S::rank_order, 1, 1, {}, "ORDER",
      "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)"},
     {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn"}, "NAME",
