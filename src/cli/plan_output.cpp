@@ -87,15 +87,16 @@ std::string plan_table(const nlohmann::ordered_json& plan) {
       plan.at("pruned_memory").get<std::size_t>(), plan.at("pruned_bound").get<std::size_t>(),
       plan.at("simulated").get<std::size_t>(), plan.at("did_not_fit").get<std::size_t>(),
       plan.contains("wall_s") ? fmt::format(" in {:.2f} s", plan.at("wall_s").get<double>()) : "");
-  out += fmt::format("{:>4} {:>10} {:>6} {:>10} {:>9} {:>9} {:>9} {:>8}  {}\n", "rank", "step", "MFU", "memory",
-                     "compute", "bubble", "exposed", "optim", "strategy");
+  out += fmt::format("{:>4} {:>10} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}  {}\n", "rank", "step", "MFU",
+                     "memory", "compute", "bubble", "host", "exposed", "optim", "strategy");
   for (const auto& c : plan.at("candidates")) {
     const auto& b = c.at("breakdown_s");
-    out += fmt::format("{:>4} {:>9.3f}s {:>5.1f}% {:>10} {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>7.3f}s  {}\n",
+    out += fmt::format("{:>4} {:>9.3f}s {:>5.1f}% {:>10} {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>7.3f}s  {}\n",
                        c.at("rank").get<std::size_t>(), c.at("step_time_s").get<double>(),
                        100 * c.at("mfu").get<double>(), memory_text(c.at("peak_memory_bytes").get<double>()),
                        b.at("compute").get<double>(), b.at("pipeline_bubble").get<double>(),
-                       b.at("exposed_communication").get<double>(), b.at("optimizer").get<double>(),
+                       b.at("host_issue").get<double>(), b.at("exposed_communication").get<double>(),
+                       b.at("optimizer").get<double>(),
                        c.at("label").get<std::string>());
   }
   return out;
@@ -108,7 +109,7 @@ void print_plan(const plan::PlanResult& result, const plan::PlanRequest& request
 std::string plan_csv(const nlohmann::ordered_json& plan) {
   std::string out =
       "rank,step_time_s,mfu,peak_memory_bytes,compute_s,pipeline_bubble_s,exposed_communication_s,optimizer_s,"
-      "cost_usd,tp,pp,dp,cp,ep,micro_batch_size,schedule,vpp,recompute,sequence_parallel,zero\n";
+      "cost_usd,tp,pp,dp,cp,ep,micro_batch_size,schedule,vpp,recompute,sequence_parallel,zero,host_issue_s\n";
   for (const auto& c : plan.at("candidates")) {
     const auto& s = c.at("strategy");
     const auto get = [&](const char* key, const std::string& fallback) {
@@ -117,7 +118,7 @@ std::string plan_csv(const nlohmann::ordered_json& plan) {
       return v.is_string() ? v.get<std::string>() : v.dump();
     };
     const auto& b = c.at("breakdown_s");
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", c.at("rank").get<std::size_t>(),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", c.at("rank").get<std::size_t>(),
                        c.at("step_time_s").get<double>(), c.at("mfu").get<double>(),
                        c.at("peak_memory_bytes").get<std::uint64_t>(), b.at("compute").get<double>(),
                        b.at("pipeline_bubble").get<double>(), b.at("exposed_communication").get<double>(),
@@ -126,7 +127,7 @@ std::string plan_csv(const nlohmann::ordered_json& plan) {
                        get("data_parallel_size", "1"), get("context_parallel_size", "1"),
                        get("expert_model_parallel_size", "1"), get("micro_batch_size", "1"), get("schedule", "1f1b"),
                        get("virtual_pipeline_model_parallel_size", "1"), get("recompute", "none"),
-                       get("sequence_parallel", "false"), get("zero", "0"));
+                       get("sequence_parallel", "false"), get("zero", "0"), b.at("host_issue").get<double>());
   }
   return out;
 }

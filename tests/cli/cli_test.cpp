@@ -3,6 +3,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli/run_binary.hpp"
 
@@ -240,4 +242,31 @@ TEST_CASE("ptsim simulate models the host by default and says when it is switche
   const auto bad = run(tiny_run() + " --gpus 1 --global-batch-size 2 --host-overhead-us -3");
   CHECK(bad.code == 2);
   CHECK_THAT(bad.err, Catch::Contains("--host-overhead-us"));
+}
+
+TEST_CASE("ptsim plan's CSV ends with each candidate's host-issue time, its parts summing to the step", "[cli][host]") {
+  const std::string csv = ptsim::test::scratch_path("plan-host.csv");
+  const auto r = run("plan --model " + ptsim::test::source_path("configs/models/tiny.json") + " --hw " +
+                     ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json") +
+                     " --gpus 8 --global-batch-size 16 --top 3 -q --csv " + csv);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("   host "));
+  std::ifstream in(csv);
+  std::string header, line;
+  REQUIRE(std::getline(in, header));
+  CHECK(header.substr(header.size() - std::string(",zero,host_issue_s").size()) == ",zero,host_issue_s");
+  int rows = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+    REQUIRE(cells.size() == 21);
+    // step = compute + bubble + exposed + optimizer + host (columns 2, 5–8 and the last).
+    const double parts = std::stod(cells[4]) + std::stod(cells[5]) + std::stod(cells[6]) + std::stod(cells[7]) +
+                         std::stod(cells[20]);
+    CHECK(parts == Approx(std::stod(cells[1])).epsilon(1e-9));
+    CHECK(std::stod(cells[20]) > 0);  // the tiny model is host-bound at the default
+    ++rows;
+  }
+  CHECK(rows == 3);
 }
