@@ -144,7 +144,6 @@ RunResult RunState::collect(RunResult result) {
     for (const auto& slot : r.occupancy)
       if (slot.used) r.stats.occupancy[slot.mask] += slot.time;
     r.stats.finish = r.finish;
-    r.stats.host_wait = r.host_idle;
     result.makespan = std::max(result.makespan, r.finish);
     result.ranks.push_back(std::move(r.stats));
   }

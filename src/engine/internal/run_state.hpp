@@ -54,7 +54,6 @@ struct RankState {
   std::uint32_t busy_mask = 0;      // bit s: stream s runs a task
   double gpu_factor = 1;            // kernels take this many times longer (stragglers)
   std::uint32_t host_waits = 0;     // streams whose ready head the host has yet to issue
-  Time host_idle;                   // time with no stream busy and a stream waiting for the host
   Time last_change;                 // occupancy is accounted up to here
   Time finish;
   bool record = false;
@@ -85,7 +84,7 @@ struct RankState {
   void account(Time now) {
     const Time spent = now - last_change;
     last_change = now;
-    if (host_waits != 0 && busy_mask == 0) host_idle += spent;
+    if (host_waits != 0 && busy_mask == 0) stats.host_wait += spent;
     for (std::size_t k = 0; k < 2; ++k)
       if (recent_slot[k] != kNoSlot && recent_mask[k] == busy_mask) {
         occupancy[recent_slot[k]].time += spent;
