@@ -7,7 +7,9 @@ models of hidden 1024 and 2048, 2 to 8 GPUs) and data/ground_truth_multi.csv
 (109 runs of 3.6B to 175B models on 64 to 512 GPUs). This script simulates each
 row with ptsim as vTrain's runs ran — the published parallel sizes and
 micro-batch, full recomputation (vTrain's use_checkpoint), 1F1B, unfused
-attention, GPT-2's 50,257-token vocabulary — and prints the signed and absolute
+attention, GPT-2's 50,257-token vocabulary, a host synchronization after
+every pipeline send/receive (Megatron-DeepSpeed's p2p_communication.py ends
+_communicate with get_accelerator().synchronize()) — and prints the signed and absolute
 median errors, overall, per model size and on the two halves of the file (rows
 0, 2, 4, … and rows 1, 3, 5, …), so that a constant chosen on one half can be
 checked on the other.
@@ -61,7 +63,8 @@ def simulate(ptsim, hw, row, host_us, scratch, index):
         json.dump(model, f)
     cmd = [ptsim, "simulate", "--model", model_path, "--hw", hw, "--gpus", row["gpus"], "--tp", row["tp"],
            "--pp", row["pp"], "--global-batch-size", row["gbs"], "--micro-batch-size", row["mbs"],
-           "--recompute", "full", "--attention-backend", "unfused", "--schedule", "1f1b", "--json", out_path]
+           "--recompute", "full", "--attention-backend", "unfused", "--schedule", "1f1b", "--batch-p2p-sync",
+           "--json", out_path]
     if host_us is not None:
         cmd += ["--host-overhead-us", str(host_us)]
     done = subprocess.run(cmd, capture_output=True, text=True)

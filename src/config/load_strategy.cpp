@@ -75,6 +75,13 @@ const std::vector<StrategyField> kFields = {
     {"scatter_gather_pipeline", "scatter_gather_tensors_in_pipeline", "", &S::scatter_gather_pipeline, 1, 1, {}, "",
      "without SP: each TP rank sends 1/t of a pipeline activation and the receivers all-gather it "
      "(Megatron-LM 2021)"},
+    {"batch_p2p_sync", "batch_p2p_sync", "", &S::batch_p2p_sync, 1, 1, {}, "",
+     "the host synchronizes the GPU (torch.cuda.synchronize()) after every pipeline send/receive call, a send "
+     "and the receive after it being one call, and issues nothing more until the GPU has drained "
+     "(Megatron-LM since 2021; Megatron-Core's batch_p2p_sync, on by default where sends are batched)"},
+    {"overlap_p2p_comm", "overlap_p2p_comm", "", &S::overlap_p2p_comm, 1, 1, {}, "",
+     "interleaved schedule: sends and receives issued one by one, not batched, so --batch-p2p-sync does not "
+     "apply to it (Megatron-Core's --overlap-p2p-communication, on by default there)"},
     {"no_async_tp_allreduce", "no_async_tensor_model_parallel_allreduce", "", &S::no_async_tp_allreduce, 1, 1, {}, "",
      "without SP: all-reduce a column-parallel linear's input gradient after its weight gradient, blocking "
      "the next GEMM (Megatron-LM before September 2021; default: beside the weight-gradient GEMM)"},

@@ -221,10 +221,18 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   c.zero3_blocking = s.zero3_blocking.value_or(false);
   c.tp_comm_overlap = s.tp_comm_overlap.value_or(false);
   c.scatter_gather_pipeline = s.scatter_gather_pipeline.value_or(false);
+  c.batch_p2p_sync = s.batch_p2p_sync.value_or(false);
+  c.overlap_p2p_comm = s.overlap_p2p_comm.value_or(false);
   c.async_tp_allreduce = !s.no_async_tp_allreduce.value_or(false);
   c.gradient_accumulation_fusion = !s.no_gradient_accumulation_fusion.value_or(false);
   c.cross_entropy_fusion = s.cross_entropy_loss_fusion.value_or(false);
   c.host_overhead_s = s.host_overhead_us ? *s.host_overhead_us * 1e-6 : strategy::kDefaultHostOverheadS;
+  if (c.batch_p2p_sync && (c.schedule == strategy::ScheduleKind::ZbH1 ||
+                           c.schedule == strategy::ScheduleKind::ZbH2 ||
+                           c.schedule == strategy::ScheduleKind::DualPipe))
+    check.fail_flag("batch_p2p_sync", fmt::format("is Megatron-LM's, whose schedules are naive, gpipe, 1f1b and "
+                                                  "interleaved, not {}", strategy::to_string(c.schedule)),
+                    "drop --batch-p2p-sync or use one of those schedules");
   if (c.zero3_blocking && c.zero_stage != 3)
     check.fail_flag("zero3_blocking", "applies to ZeRO stage 3 only", "add --zero 3 or drop --zero3-blocking");
   if (c.overlap_param_gather && c.zero_stage == 0)

@@ -153,7 +153,7 @@ class Run {
     TaskId t = 0;
     const Template* tp = ready_head(r, stream, t);
     if (tp == nullptr) return;
-    if (host_issue_ && wait_for_host(local, s, r, stream, *tp, now)) return;
+    if (host_issue_ && wait_for_host(local, s, r, stream, *tp, t, now)) return;
     if (tp->kind != TaskKind::Compute) {
       arrive(local, s, *tp->task, now);
       return;
@@ -165,16 +165,29 @@ class Run {
 
   // The host issues a rank's tasks one after the other in program order,
   // each costing it the cost model's host time: a task cannot start before
-  // the host has issued it. (The host never waits for the GPU within a step:
-  // synchronizations are not modelled.)
-  static Time host_release(const StreamState& stream, const Template& tp) {
-    return Time::nanoseconds(stream.host_base_ns + tp.host_ns);
+  // the host has issued it. After a task flagged kHostSync the host waits
+  // until every task up to it is done (torch.cuda.synchronize()), and then
+  // goes on: the tasks after it are issued that much later.
+  static Time host_release(const RankState& r, const StreamState& stream, const Template& tp) {
+    return Time::nanoseconds(stream.host_base_ns + tp.host_ns + r.host_delay_ns);
   }
-  // True when the ready head (template tp) of stream s waits for the host:
-  // an event wakes the stream when the host has issued it.
+  // Whether the host has yet to pass a synchronization before task t.
+  static bool host_blocked(const RankState& r, TaskId t) {
+    const auto& syncs = r.program->host_syncs;
+    return r.next_sync < syncs.size() && syncs[r.next_sync].task < t;
+  }
+  // True when the ready head t (template tp) of stream s waits for the host:
+  // an event wakes the stream when the host has issued it, or, behind a
+  // synchronization, pass_host_syncs() does. (Time behind a synchronization
+  // is not host wait: the GPU is still busy or waits for something else.)
   bool wait_for_host(std::uint32_t local, std::uint8_t s, RankState& r, StreamState& stream, const Template& tp,
-                     Time now) {
-    const Time release = host_release(stream, tp);
+                     TaskId t, Time now) {
+    if (host_blocked(r, t)) {
+      stream.host_pending = true;
+      r.sync_waiters |= 1u << s;
+      return true;
+    }
+    const Time release = host_release(r, stream, tp);
     if (release <= now) return false;
     r.account(now);
     ++r.host_waits;
@@ -225,7 +238,7 @@ class Run {
     TaskId t = 0;
     const Template* tp = ready_head(r, stream, t);
     if (tp == nullptr || tp->kind != TaskKind::Compute) return false;
-    if (host_issue_ && now < host_release(stream, *tp)) return false;
+    if (host_issue_ && (host_blocked(r, t) || now < host_release(r, stream, *tp))) return false;
     r.account(now);
     r.note_mask(r.busy_mask & ~bit);
     stream.work_left_ns = static_cast<double>(tp->duration_ns) * r.gpu_factor;
@@ -529,6 +542,7 @@ class Run {
     const Task& task = *tp.task;
     stream.running = false;
     r.mark_done(t);
+    const std::uint32_t woken = t == r.undone && !p.host_syncs.empty() ? pass_host_syncs(r, now) : 0;
     r.release(task.free_bytes, now);
     r.finish = std::max(r.finish, now);
     auto& totals = r.stats.categories[task.category];
@@ -558,6 +572,29 @@ class Run {
       StreamState& other = state_.stream(local, ns);
       if (other.heads(next)) try_start(local, ns, r, other, now);
     });
+    for (std::uint32_t m = woken; m != 0; m &= m - 1) {
+      const auto c = static_cast<std::uint8_t>(std::countr_zero(m));
+      StreamState& other = state_.stream(local, c);
+      other.host_pending = false;
+      try_start(local, c, r, other, now);
+    }
+  }
+
+  // Task r.undone is done: moves r.undone past every done task and the host
+  // past every synchronization that now has all its tasks done; it resumes
+  // now. Returns the streams to wake (those that waited for it to pass one).
+  static std::uint32_t pass_host_syncs(RankState& r, Time now) {
+    const CompiledProgram& p = *r.program;
+    while (r.undone < p.num_tasks() && r.is_done(r.undone)) ++r.undone;
+    bool passed = false;
+    for (; r.next_sync < p.host_syncs.size() && p.host_syncs[r.next_sync].task < r.undone; ++r.next_sync) {
+      r.host_delay_ns = std::max(r.host_delay_ns, now.ns() - p.host_syncs[r.next_sync].host_ns);
+      passed = true;
+    }
+    if (!passed) return 0;
+    const std::uint32_t woken = r.sync_waiters;
+    r.sync_waiters = 0;
+    return woken;
   }
 
   const taskgraph::Workload& w_;

@@ -129,9 +129,10 @@ TaskId BlockRecorder::emit(const OpSpec& op, std::uint32_t name, std::uint8_t ca
 }
 
 TaskId BlockRecorder::add_point_to_point(TaskKind kind, std::uint8_t stream, std::uint8_t slot,
-                                         std::uint64_t bytes, const std::string& name) {
+                                         std::uint64_t bytes, const std::string& name, std::uint8_t flags) {
   Task task;
   task.kind = kind;
+  task.flags = flags;
   task.collective = taskgraph::CollectiveKind::PointToPoint;
   task.stream = stream;
   task.comm_slot = slot;
@@ -144,15 +145,15 @@ TaskId BlockRecorder::add_point_to_point(TaskKind kind, std::uint8_t stream, std
 }
 
 TaskId BlockRecorder::emit_recv(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
-                                const std::string& name) {
-  const TaskId id = add_point_to_point(TaskKind::Recv, stream, slot, bytes, name);
+                                const std::string& name, std::uint8_t flags) {
+  const TaskId id = add_point_to_point(TaskKind::Recv, stream, slot, bytes, name, flags);
   before_next_.push_back(id);
   return id;
 }
 
 TaskId BlockRecorder::emit_send(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
-                                const std::string& name) {
-  const TaskId id = add_point_to_point(TaskKind::Send, stream, slot, bytes, name);
+                                const std::string& name, std::uint8_t flags) {
+  const TaskId id = add_point_to_point(TaskKind::Send, stream, slot, bytes, name, flags);
   after_last_kernel(id);
   return id;
 }

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -102,6 +103,10 @@ class StageBuilder {
     for (std::size_t i = 0; i < order.size(); ++i)
       if (order[i].pass == Pass::Backward || order[i].pass == Pass::BackwardWeight)
         final_step[static_cast<std::size_t>(order[i].chunk)] = i;
+    const auto first_other = std::find_if(order.begin(), order.end(),
+                                          [](const strategy::PipelineStep& st) { return st.pass != Pass::Forward; });
+    const bool all_forwards_first =
+        std::none_of(first_other, order.end(), [](const strategy::PipelineStep& st) { return st.pass == Pass::Forward; });
     prologue();
     for (std::size_t i = 0; i < order.size(); ++i) {
       const auto& step = order[i];
@@ -114,6 +119,30 @@ class StageBuilder {
       if (pair_backward) out_.set_lane(1);
       const auto mb = static_cast<std::int32_t>(step.microbatch);
       const auto chunk = static_cast<std::size_t>(step.chunk);
+      // A send and the receive that opens the next step are one batched call
+      // (Megatron's send_forward_recv_backward and the like): the host
+      // synchronizes after the receive; a send with no receive after it ends
+      // its own call. Megatron's interleaved schedule runs a steady-state
+      // forward and backward back to back and then one call for both
+      // (send_forward_backward_recv_forward_backward): nothing synchronizes
+      // between them.
+      // That call also receives what the next forward and backward need:
+      // the backward's receive is issued before the forward, in the same
+      // batch (without it, the receive would come a forward later than the
+      // sender's synchronization waits for: a deadlock Megatron's batching
+      // avoids).
+      // (When every forward comes first, as with as many micro-batches as
+      // stages, there is no steady state and no pair.)
+      const bool sync = c_.host_syncs_after_p2p();
+      const auto paired = [&](std::size_t f) {
+        return sync && c_.schedule == ScheduleKind::Interleaved && !all_forwards_first && f + 1 < order.size() &&
+               order[f].pass == Pass::Forward && order[f + 1].pass == Pass::Backward;
+      };
+      syncs_ = sync;
+      send_syncs_ = sync && !(i + 1 < order.size() && receives(order[i + 1]) && batched_with_next(order, i));
+      early_recv_.reset();
+      if (paired(i) && receives(order[i + 1])) early_recv_ = order[i + 1];
+      skip_recv_ = i > 0 && paired(i - 1);
       const bool final = i == final_step[chunk];
       switch (step.pass) {
         case Pass::Forward: forward(mb, chunk); break;
@@ -127,6 +156,31 @@ class StageBuilder {
   }
 
  private:
+  // Whether the send that ends step i and the receive that opens step i + 1
+  // are one call. Megatron's 1F1B batches a send with the receive of the
+  // other pass (send_forward_recv_backward, send_backward_recv_forward) but
+  // issues a warmup send_forward and the next recv_forward, or a cooldown
+  // send_backward and the next recv_backward, as calls of their own; its
+  // interleaved schedule batches those too (send_forward_recv_forward,
+  // send_backward_recv_backward).
+  bool batched_with_next(const std::vector<strategy::PipelineStep>& order, std::size_t i) const {
+    if (c_.schedule == ScheduleKind::Interleaved) return true;
+    const auto forward = [](const strategy::PipelineStep& st) { return st.pass == Pass::Forward; };
+    return forward(order[i]) != forward(order[i + 1]);
+  }
+
+  // Whether a step of the schedule opens with a pipeline receive.
+  bool receives(const strategy::PipelineStep& step) const {
+    const auto chunk = static_cast<std::size_t>(step.chunk);
+    switch (step.pass) {
+      case Pass::Forward: return !first_virtual(chunk);
+      case Pass::Backward:
+      case Pass::BackwardInput: return !last_virtual(chunk);
+      case Pass::BackwardWeight: return false;
+    }
+    return false;
+  }
+
   // ---- model structure ----------------------------------------------------
   std::int64_t virtual_stage(std::size_t chunk) const {
     return strategy::virtual_stage(c_.schedule, ctx_.stage, c_.pp, static_cast<std::int64_t>(chunk));
@@ -283,16 +337,20 @@ class StageBuilder {
   // A pipeline send or receive of one activation (or its gradient). With
   // Megatron-LM 2021's scatter-gather (no SP, TP > 1) each TP rank moves
   // 1/t of it and the receivers all-gather the pieces over TP.
-  std::uint32_t transfer_block(const std::string& name, bool send, std::uint8_t stream, std::uint8_t slot) {
+  // `sync`: the host synchronizes the device once it has issued it (the
+  // end of a batched send/receive call, ParallelConfig::batch_p2p_sync).
+  std::uint32_t transfer_block(const std::string& name, bool send, std::uint8_t stream, std::uint8_t slot,
+                               bool sync) {
     const bool scatter = c_.scatter_gather_pipeline && !c_.sequence_parallel && c_.tp > 1;
     const std::uint64_t bytes = scatter ? activation_bytes_ / static_cast<std::uint64_t>(c_.tp) : activation_bytes_;
-    return out_.block(name, [&](BlockRecorder& b) {
+    const std::uint8_t flags = sync ? taskgraph::kHostSync : 0;
+    return out_.block(sync ? name + ".sync" : name, [&](BlockRecorder& b) {
       b.begin_list();
       if (send) {
-        b.emit_send(stream, slot, bytes, name);
+        b.emit_send(stream, slot, bytes, name, flags);
         return;
       }
-      b.emit_recv(stream, slot, bytes, name);
+      b.emit_recv(stream, slot, bytes, name, flags);
       if (!scatter) return;
       OpSpec gather = collective_op(name + ".allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
                                     static_cast<double>(activation_bytes_));
@@ -411,9 +469,16 @@ class StageBuilder {
 
   void forward(std::int32_t mb, std::size_t chunk) {
     const Channels& ch = channels(chunk);
+    if (early_recv_) {
+      const auto bchunk = static_cast<std::size_t>(early_recv_->chunk);
+      const Channels& bch = channels(bchunk);
+      out_.instantiate(transfer_block(std::string("pp.recv_gradient") + bch.suffix, false, bch.recv_backward_stream,
+                                      bch.recv_backward_slot, syncs_ && first_virtual(chunk)),
+                       static_cast<std::int32_t>(early_recv_->microbatch), -1);
+    }
     if (!first_virtual(chunk))
       out_.instantiate(transfer_block(std::string("pp.recv_activation") + ch.suffix, false, ch.recv_forward_stream,
-                                      ch.recv_forward_slot),
+                                      ch.recv_forward_slot, syncs_),
                        mb, -1);
     if (first_virtual(chunk)) out_.instantiate(embedding_block(-1), mb, -1);
     for_layers(chunk, false, mb, [&](std::int64_t layer, std::int64_t l) {
@@ -423,7 +488,7 @@ class StageBuilder {
       out_.instantiate(output_block(-1), mb, -1);
     } else {
       out_.instantiate(transfer_block(std::string("pp.send_activation") + ch.suffix, true, ch.send_forward_stream,
-                                      ch.send_forward_slot),
+                                      ch.send_forward_slot, send_syncs_),
                        mb, -1);
     }
     // FP8: the amax of every fp8 tensor of the forward is reduced over the
@@ -446,9 +511,9 @@ class StageBuilder {
   void backward(std::int32_t mb, std::size_t chunk, bool final, bool input_only) {
     const Channels& ch = channels(chunk);
     const int which = input_only ? 1 : 0;
-    if (!last_virtual(chunk))
+    if (!last_virtual(chunk) && !skip_recv_)
       out_.instantiate(transfer_block(std::string("pp.recv_gradient") + ch.suffix, false, ch.recv_backward_stream,
-                                      ch.recv_backward_slot),
+                                      ch.recv_backward_slot, syncs_),
                        mb, -1);
     if (last_virtual(chunk)) {
       out_.instantiate(output_block(which), mb, -1);
@@ -465,7 +530,7 @@ class StageBuilder {
     });
     if (!first_virtual(chunk)) {
       out_.instantiate(transfer_block(std::string("pp.send_gradient") + ch.suffix, true, ch.send_backward_stream,
-                                      ch.send_backward_slot),
+                                      ch.send_backward_slot, send_syncs_),
                        mb, -1);
     } else {
       out_.instantiate(embedding_block(which), mb, -1);
@@ -672,6 +737,13 @@ class StageBuilder {
   std::unordered_map<std::uint64_t, std::uint32_t> layer_blocks_;  // by (layer · 8 + kind) · 2 + lane: see memo_block
   std::uint64_t activation_bytes_ = 0;
   std::int64_t total_virtual_ = 1;
+  // The current step's pipeline transfers end in a host synchronization
+  // (receives: syncs_; its send: send_syncs_). See build().
+  bool syncs_ = false, send_syncs_ = false;
+  // Interleaved, synchronized: the receive of the backward after this
+  // forward, issued before it (early_recv_), and that backward's skip_recv_.
+  std::optional<strategy::PipelineStep> early_recv_;
+  bool skip_recv_ = false;
   std::int64_t dense_bucket_ = 0, expert_bucket_ = 0;
   std::unordered_map<std::int64_t, std::vector<TaskRef>> gathers_, param_gather_;
 };

@@ -318,3 +318,52 @@ TEST_CASE("A collective waits for every member's host to issue it", "[engine][ho
   const auto r = run(make_workload({p0, p1}, {{0, {0, 1}}}), {}, 2);
   for (const auto& rank : r.ranks) CHECK(ms(rank.finish) == Approx(16));
 }
+
+TEST_CASE("After a synchronizing task the host issues nothing until the GPU has finished all it issued",
+          "[engine][host]") {
+  // Four 2 ms kernels, 0.5 ms of host each. The host issues K1 at 0.5 ms and
+  // K2 at 1 ms (K1 runs 0.5–2.5, K2 2.5–4.5). Unsynchronized, K3 and K4 follow
+  // back to back: 8.5 ms. After K2 flagged kHostSync the host waits for K2
+  // to end at 4.5 ms, issues K3 at 5.0 and K4 at 5.5: K3 runs 5.0–7.0, K4
+  // 7.0–9.0. The GPU waited for the host 0.5 ms at the start and 0.5 ms after.
+  taskgraph::TaskGraph g;
+  for (int i = 0; i < 4; ++i) g.add_task(kernel(2));
+  CHECK(ms(run(make_workload({g}, {}), {}, 0.5).makespan) == Approx(8.5));
+  taskgraph::TaskGraph synced;
+  for (int i = 0; i < 4; ++i) {
+    Task k = kernel(2);
+    if (i == 1) k.flags = taskgraph::kHostSync;
+    synced.add_task(k);
+  }
+  const auto r = run(make_workload({synced}, {}), {{}, {0}, 1, {}}, 0.5);
+  CHECK(ms(r.makespan) == Approx(9.0));
+  REQUIRE(r.timeline.size() == 4);
+  CHECK(ms(r.timeline[2].start) == Approx(5.0));
+  CHECK(ms(r.ranks[0].host_wait) == Approx(1.0));
+}
+
+TEST_CASE("A synchronization waits for the whole device, not for what depends on it", "[engine][host]") {
+  // Rank 0: K (1 ms), then a 1 MB send (1 ms at 1 GB/s) after which its host
+  // synchronizes, then K2 (1 ms), which needs nothing from the send. Rank 1
+  // computes 3 ms before posting the receive. Unsynchronized, K2 runs at
+  // 1–2 ms and rank 0 ends with its send at 4 ms; synchronized, K2 waits for
+  // the send: 4–5 ms. No host time: the GPU's idle time is the rendezvous,
+  // not the host.
+  for (const bool sync : {false, true}) {
+    INFO((sync ? "synchronized" : "not synchronized"));
+    taskgraph::TaskGraph p0, p1;
+    const auto k = p0.add_task(kernel(1));
+    Task send = comm(TaskKind::Send, CollectiveKind::PointToPoint, 1);
+    if (sync) send.flags = taskgraph::kHostSync;
+    const auto s = p0.add_task(send);
+    p0.add_dependency(k, s);
+    p0.add_task(kernel(1));
+    const auto a = p1.add_task(kernel(3));
+    const auto recv = p1.add_task(comm(TaskKind::Recv, CollectiveKind::PointToPoint, 1));
+    p1.add_dependency(a, recv);
+    const auto r = run(make_workload({p0, p1}, {{0, {0, 1}}}), {{}, {0, 1}, 1, {}});
+    CHECK(ms(r.ranks[0].finish) == Approx(sync ? 5 : 4));
+    CHECK(ms(r.ranks[0].host_wait) == Approx(0));
+  }
+}
+

@@ -29,7 +29,7 @@ def ptsim_ms(gpus, gbs, mbs, h, a, l, s, tp, pp, host, scratch):
     cmd = [ptsim, "simulate", "--model", model, "--hw", os.path.join(root, "hw_profiles", "a100-sxm4-80gb.json"),
            "--gpus", str(gpus), "--tp", str(tp), "--pp", str(pp), "--global-batch-size", str(gbs),
            "--micro-batch-size", str(mbs), "--recompute", "full", "--attention-backend", "unfused",
-           "--schedule", "1f1b", "--json", out]
+           "--schedule", "1f1b", "--batch-p2p-sync", "--json", out]
     if host is not None:
         cmd += ["--host-overhead-us", str(host)]
     subprocess.run(cmd, check=True, capture_output=True)

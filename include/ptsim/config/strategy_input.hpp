@@ -47,6 +47,8 @@ struct StrategyInput {
   std::optional<bool> zero3_blocking;
   std::optional<bool> tp_comm_overlap;
   std::optional<bool> scatter_gather_pipeline;
+  std::optional<bool> batch_p2p_sync;
+  std::optional<bool> overlap_p2p_comm;
   std::optional<bool> no_async_tp_allreduce;
   std::optional<bool> no_gradient_accumulation_fusion;
   std::optional<bool> cross_entropy_loss_fusion;

@@ -122,6 +122,22 @@ struct ParallelConfig {
   /// Megatron-LM 2021's pipeline sends without SP: each TP rank sends 1/t of
   /// the activation; the receiving TP group all-gathers it over NVLink.
   bool scatter_gather_pipeline = false;
+  /// The host synchronizes the device after every pipeline send/receive call
+  /// (torch.cuda.synchronize() after batch_isend_irecv: Megatron-LM's
+  /// p2p_communication.py since 2021, Megatron-Core's batch_p2p_sync). A
+  /// send and the receive that follows it are one batched call, synchronized
+  /// once. The host then issues nothing until the GPU has drained, so it
+  /// loses its lead over the GPU at every pipeline transfer.
+  bool batch_p2p_sync = false;
+  /// Megatron-Core's --overlap-p2p-communication (its default): under the
+  /// interleaved schedule sends and receives are issued one by one, not
+  /// batched, so batch_p2p_sync does not apply to it (other schedules keep
+  /// batching: Megatron-Core turns the overlap off for them).
+  bool overlap_p2p_comm = false;
+  /// Whether pipeline transfers end in a host synchronization (above).
+  bool host_syncs_after_p2p() const {
+    return batch_p2p_sync && !(overlap_p2p_comm && schedule == ScheduleKind::Interleaved);
+  }
   /// CPU time the framework spends issuing each kernel or collective
   /// (seconds); zero: the host keeps ahead of the GPU. A property of the
   /// software stack and the host CPU, not of the GPU (cost::HostIssue).

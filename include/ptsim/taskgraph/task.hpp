@@ -64,6 +64,11 @@ inline constexpr std::uint8_t kCudnn = 8;  // cuDNN's fused kernel (the profile'
 /// NCCL on a flat buffer and copies every member's piece between it and the
 /// list, one copy kernel each: after an all-gather, before a reduce-scatter.
 inline constexpr std::uint8_t kTensorList = 4;
+/// Any task (Task::flags): once the host has issued it, the host waits until
+/// the GPU has finished every task issued up to it before it issues the next
+/// one — torch.cuda.synchronize(), as Megatron-LM runs after each batched
+/// pipeline send/receive (ParallelConfig::batch_p2p_sync).
+inline constexpr std::uint8_t kHostSync = 16;
 
 std::string_view to_string(KernelClass k);
 
@@ -73,7 +78,7 @@ struct Task {
   CollectiveKind collective = CollectiveKind::None;
   Dtype dtype = Dtype::Bf16;
   KernelClass kernel = KernelClass::Elementwise;
-  std::uint8_t flags = 0;      // kCausal, kBackwardPass, kCudnn (attention); kTensorList (collectives)
+  std::uint8_t flags = 0;      // kCausal, kBackwardPass, kCudnn (attention); kTensorList (collectives); kHostSync
   std::uint8_t stream = 0;     // index into Workload::stream_names
   std::uint8_t category = 0;   // index into Workload::category_names (for reports)
   std::uint8_t comm_slot = 0;  // communication tasks: index into Workload::comm_slot_names

@@ -36,7 +36,11 @@ std::string describe_blocked(const RunState& state, const taskgraph::Workload& w
       if (!state.head(static_cast<std::uint32_t>(i), s, t)) continue;
       const taskgraph::Task& task = p.task(t);
       std::string why;
-      if (st.waiting) {
+      if (st.host_pending && (r.sync_waiters >> s & 1u)) {
+        const auto& sync = p.host_syncs[r.next_sync];
+        why = fmt::format("waits for its host, which synchronizes the device after {} until every task "
+                          "issued before is done", describe_task(p, source, sync.task, w));
+      } else if (st.waiting) {
         const auto id = w.communicator(r.rank, task.comm_slot);
         why = fmt::format("waits for the other members of communicator {} ({} of {} arrived)", id,
                           state.comms[id].arrivals.size(), state.comms[id].expected);

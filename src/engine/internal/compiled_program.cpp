@@ -57,6 +57,7 @@ CompiledBlock compile_block(const taskgraph::TaskGraph& graph, std::uint32_t id,
     b.tasks.push_back(task);
     b.host_total_ns += cost.host_issue(task).ns();
     b.host_prefix_ns[t] = b.host_total_ns;
+    if (task.flags & taskgraph::kHostSync) b.host_sync_tasks.push_back(t);
     if (task.kind == taskgraph::TaskKind::Compute) {
       b.compute_duration[t] = cost.compute_duration(task);
     } else {
@@ -151,11 +152,13 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
       p.stream_instances[s].push_back({base, block});
       host_base[s].push_back(host);
     }
+    for (const std::uint32_t t : p.blocks[block].host_sync_tasks)
+      p.host_syncs.push_back({base + t, host + p.blocks[block].host_prefix_ns[t]});
     host += p.blocks[block].host_total_ns;
   }
   PTSIM_ASSERT(next == total, "the instances hold every task");
   p.offset.push_back(static_cast<TaskId>(total));
-  p.host_issue = host > 0;
+  p.host_issue = host > 0 || !p.host_syncs.empty();
   if (p.host_issue) p.stream_instance_host_ns = std::move(host_base);
 
   // Links between instances, as (global task, other end, its stream) sorted

@@ -26,6 +26,7 @@ struct CompiledBlock {
   // block (inclusive prefix, ns); host_total_ns: the whole block's.
   std::vector<std::int64_t> host_prefix_ns;
   std::int64_t host_total_ns = 0;
+  std::vector<std::uint32_t> host_sync_tasks;  // local ids of its tasks flagged kHostSync
   std::vector<std::uint32_t> pred_begin, preds;  // local ids
   std::vector<std::uint32_t> succ_begin, succs;
   std::vector<std::vector<TaskId>> stream_tasks;  // issue order per stream, local ids
@@ -87,7 +88,15 @@ struct CompiledProgram {
   // instance's offset, its block and the block's per-stream vectors.
   std::vector<std::pair<const TaskId*, const TaskId*>> block_stream_tasks;
   std::vector<bool> uses_slot;  // communicator slots some task of the program uses
-  bool host_issue = false;      // some task costs the host time to issue
+  bool host_issue = false;      // some task costs the host time to issue, or the host synchronizes
+  // The tasks after which the host synchronizes the device (kHostSync), in
+  // program order, each with the host time to issue the program up to and
+  // including it when the host never waits (the engine adds the waits).
+  struct HostSync {
+    TaskId task;
+    std::int64_t host_ns;
+  };
+  std::vector<HostSync> host_syncs;
 
   std::size_t num_tasks() const { return offset.back(); }
   /// The instance a global task belongs to (a binary search: only error

@@ -54,6 +54,14 @@ struct RankState {
   std::uint32_t busy_mask = 0;      // bit s: stream s runs a task
   double gpu_factor = 1;            // kernels take this many times longer (stragglers)
   std::uint32_t host_waits = 0;     // streams whose ready head the host has yet to issue
+  // Host synchronizations (CompiledProgram::host_syncs): the first one the
+  // host has not passed; the time its waits so far add to the host times of
+  // the tasks after the last one passed; the first task not done (every task
+  // before it is); the streams whose ready head waits for the host to pass one.
+  std::uint32_t next_sync = 0;
+  std::int64_t host_delay_ns = 0;
+  TaskId undone = 0;
+  std::uint32_t sync_waiters = 0;
   Time last_change;                 // occupancy is accounted up to here
   Time finish;
   bool record = false;

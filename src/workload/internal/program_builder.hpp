@@ -41,12 +41,12 @@ class BlockRecorder {
   /// at its end.
   taskgraph::TaskId emit(const OpSpec& op, std::uint32_t name, std::uint8_t category,
                          std::uint64_t alloc_bytes, std::uint64_t free_bytes);
-  /// A receive the next kernel consumes.
+  /// A receive the next kernel consumes. `flags`: Task::flags (kHostSync).
   taskgraph::TaskId emit_recv(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
-                              const std::string& name);
+                              const std::string& name, std::uint8_t flags = 0);
   /// A send of what the last kernel produced.
   taskgraph::TaskId emit_send(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
-                              const std::string& name);
+                              const std::string& name, std::uint8_t flags = 0);
   /// A collective on `stream` of what the last kernel produced; `blocks_next`
   /// makes the next kernel wait for it. `flags`: Task::flags (kTensorList).
   taskgraph::TaskId emit_collective(std::uint8_t stream, std::uint8_t slot, std::uint8_t category,
@@ -65,7 +65,7 @@ class BlockRecorder {
   taskgraph::TaskId add(const taskgraph::Task& task);
   /// A pipeline send or receive (`kind`), added and listed.
   taskgraph::TaskId add_point_to_point(taskgraph::TaskKind kind, std::uint8_t stream, std::uint8_t slot,
-                                       std::uint64_t bytes, const std::string& name);
+                                       std::uint64_t bytes, const std::string& name, std::uint8_t flags);
   void after_last_kernel(taskgraph::TaskId id);
 
   NameTable* names_;
