@@ -95,7 +95,7 @@ const std::vector<StrategyField> kFields = {
      "Megatron's eight kernels over fp32 logits"},
     {"host_overhead_us", "host_overhead_us", "", &S::host_overhead_us, 0, 1, {}, "US",
      "CPU time in µs the framework spends issuing each kernel or collective, in program order; a task "
-     "cannot start before its host has issued it (default 70, fitted to vTrain's measured A100 runs of "
+     "cannot start before its host has issued it (default 65, fitted to vTrain's measured A100 runs of "
      "Megatron-DeepSpeed; 0: the host keeps ahead of the GPU, as with CUDA graphs). Measured elsewhere: "
      "Megatron-Core's ColumnParallelLinear 74 µs, its Transformer Engine version 140 µs of CPU per forward "
      "(TE PR #1191, 2024)"},

@@ -154,7 +154,7 @@ void print_console(const StepResult& r, std::ostream& out) {
   // switched off: the step is likely host-bound.
   if (r.host_overhead_s == 0 && r.mean_kernel_s > 0 && r.mean_kernel_s < strategy::kDefaultHostOverheadS)
     fmt::print(out,
-               "note               kernels average {}, less than the ~70 µs a PyTorch host spends issuing one "
+               "note               kernels average {}, less than the ~65 µs a PyTorch host spends issuing one "
                "(docs/accuracy.md): this step may be host-bound, which --host-overhead-us 0 leaves out\n",
                duration(r.mean_kernel_s));
 }

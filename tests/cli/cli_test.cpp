@@ -221,14 +221,14 @@ TEST_CASE("ptsim kernels lists the step's kernels and writes the micro-benchmark
 TEST_CASE("ptsim simulate models the host by default and says when it is switched off on a host-bound step",
           "[cli][host]") {
   // The tiny model's kernels run for microseconds, far less than the default
-  // 70 µs a host spends issuing each: the default run is host-bound.
+  // 65 µs a host spends issuing each: the default run is host-bound.
   const std::string json = ptsim::test::scratch_path("tiny-host.json");
   const auto plain = run(tiny_run() + " --gpus 1 --global-batch-size 2 --json " + json);
   REQUIRE(plain.code == 0);
   CHECK_THAT(plain.out, Catch::Contains("host issue"));
   CHECK_THAT(plain.out, !Catch::Contains("· host"));  // the default is not announced
   const auto j = nlohmann::json::parse(slurp(json));
-  CHECK(j.at("run").at("host_overhead_us").get<double>() == Approx(70));
+  CHECK(j.at("run").at("host_overhead_us").get<double>() == Approx(65));
   CHECK(j.at("breakdown_s").at("host_issue").get<double>() > 0);
   const auto off = run(tiny_run() + " --gpus 1 --global-batch-size 2 --host-overhead-us 0");
   REQUIRE(off.code == 0);

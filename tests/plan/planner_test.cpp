@@ -74,7 +74,7 @@ TEST_CASE("Pruning by bound keeps the exhaustive top K", "[plan]") {
 }
 
 TEST_CASE("The lower bounds, the host's included, never exceed a simulated step", "[plan][host]") {
-  // The tiny model's kernels are far shorter than the default 70 µs a host
+  // The tiny model's kernels are far shorter than the default 65 µs a host
   // spends issuing each: most of these steps are host-bound, and only a
   // bound that counts the host's issues comes near them.
   plan::PlanRequest r;

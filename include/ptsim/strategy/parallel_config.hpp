@@ -41,10 +41,12 @@ std::string_view to_string(AttentionBackend a);
 
 /// The host's CPU time per issued task when the strategy does not say:
 /// fitted on the even rows of vTrain's 1,440 measured single-node A100 runs
-/// of Megatron-DeepSpeed (a sweep of 40–90 µs; docs/accuracy.md, method item 15) and
-/// checked on the odd rows; Transformer Engine PR #1191 measured 74 µs of CPU
-/// per forward of a Megatron-Core linear layer.
-inline constexpr double kDefaultHostOverheadS = 70e-6;
+/// of Megatron-DeepSpeed (a sweep of 50–90 µs in steps of 5 with the host
+/// synchronizing after each pipeline transfer, as Megatron-DeepSpeed does;
+/// docs/accuracy.md, method items 15 and 16) and checked on the odd rows;
+/// Transformer Engine PR #1191 measured 74 µs of CPU per forward of a
+/// Megatron-Core linear layer.
+inline constexpr double kDefaultHostOverheadS = 65e-6;
 
 struct ParallelConfig {
   std::int64_t world_size = 1;  // GPUs = tp·cp·dp·pp
