@@ -7,6 +7,7 @@ beyond the clock's range). Never another exit code, a signal, a hang or a NaN.
 
     tests/cli/absurd_values_test.py PTSIM_BINARY
 """
+import concurrent.futures
 import copy
 import json
 import math
@@ -48,6 +49,24 @@ def finite_numbers(x):
     return True
 
 
+def check(ptsim, command, out, where, key, needs_positive_step):
+    """Runs one ptsim command; a failure message, or None."""
+    try:
+        r = subprocess.run([ptsim] + command + ["--json", out], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return f"{where}: no answer within 60 s"
+    if r.returncode == 0:
+        result = json.load(open(out))
+        if not finite_numbers(result) or (needs_positive_step and not result["step_time_s"] > 0):
+            return f"{where}: exit 0 with a non-finite or zero figure"
+        return None
+    if r.returncode == 2:
+        return None if key in r.stderr else f"{where}: the error does not name '{key}': {r.stderr.strip()}"
+    if r.returncode == 3 and needs_positive_step and "outside simulated time's range" in r.stderr:
+        return None
+    return f"{where}: exit {r.returncode}: {r.stderr.strip()[-300:]}"
+
+
 def main():
     ptsim = os.path.abspath(sys.argv[1])
     model = json.load(open(os.path.join(ROOT, "configs/models/tiny.json")))
@@ -60,77 +79,48 @@ def main():
         # Calibration tables: their first two entries of each list stand for the rest.
         cases += [("hw", name, p) for p in numeric_leaves(hw)
                   if p[0] != "calibration" or name == "h100-sxm5-80gb" and p[-1] in (0, 1)]
-    failures, runs = [], 0
+    # A strategy file's numbers, and a measurement file's (through check-kernels).
+    strategy_file = {"gpus": 16, "tp": 2, "pp": 2, "global_batch_size": 16, "micro_batch_size": 2,
+                     "virtual_pipeline_model_parallel_size": 2, "recompute": "full",
+                     "recompute_num_layers": 1}
+    measurements = json.load(open(os.path.join(ROOT, "fuzz/corpus/fuzz_measurements/copy.json")))
     with tempfile.TemporaryDirectory() as work:
-        m_path, h_path, out = (os.path.join(work, f) for f in ("m.json", "h.json", "out.json"))
+        # Every run gets files of its own, so that runs go in parallel (one per
+        # CPU: under the sanitizers this test is the suite's longest).
+        jobs = []  # (command, out, where, key, needs_positive_step)
         for kind, name, path in cases:
             for value in VALUES:
                 m = copy.deepcopy(hf if kind == "hf" else model)
                 h = copy.deepcopy(profiles[name or "a100-sxm4-80gb"])
                 set_at(h if kind == "hw" else m, path, value)
+                n = len(jobs)
+                m_path, h_path, out = (os.path.join(work, f"{n}.{f}") for f in ("m.json", "h.json", "out.json"))
                 json.dump(m, open(m_path, "w"))
                 json.dump(h, open(h_path, "w"))
-                if os.path.exists(out):
-                    os.unlink(out)
                 field = "/".join(str(p) for p in path)
-                where = f"{kind} {name or 'tiny'}: /{field} = {value}"
-                runs += 1
-                try:
-                    r = subprocess.run([ptsim, "simulate", "--model", m_path, "--hw", h_path, "--json", out]
-                                       + strategy, capture_output=True, text=True, timeout=60)
-                except subprocess.TimeoutExpired:
-                    failures.append(f"{where}: no answer within 60 s")
-                    continue
-                if r.returncode == 0:
-                    result = json.load(open(out))
-                    if not finite_numbers(result) or not result["step_time_s"] > 0:
-                        failures.append(f"{where}: exit 0 with a non-finite or zero figure")
-                elif r.returncode == 2:
-                    key = str(path[-1]) if not isinstance(path[-1], int) else str(path[-2])
-                    if key not in r.stderr:
-                        failures.append(f"{where}: the error does not name '{key}': {r.stderr.strip()}")
-                elif r.returncode == 3 and "outside simulated time's range" in r.stderr:
-                    pass
-                else:
-                    failures.append(f"{where}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
-        # A strategy file's numbers, and a measurement file's (through check-kernels).
-        strategy_file = {"gpus": 16, "tp": 2, "pp": 2, "global_batch_size": 16, "micro_batch_size": 2,
-                         "virtual_pipeline_model_parallel_size": 2, "recompute": "full",
-                         "recompute_num_layers": 1}
-        measurements = json.load(open(os.path.join(ROOT, "fuzz/corpus/fuzz_measurements/copy.json")))
-        s_path = os.path.join(work, "s.json")
+                key = str(path[-1]) if not isinstance(path[-1], int) else str(path[-2])
+                jobs.append((["simulate", "--model", m_path, "--hw", h_path] + strategy, out,
+                             f"{kind} {name or 'tiny'}: /{field} = {value}", key, True))
+        m_path, h_path = os.path.join(work, "base.m.json"), os.path.join(work, "base.h.json")
         json.dump(model, open(m_path, "w"))
         json.dump(profiles["a100-sxm4-80gb"], open(h_path, "w"))
         for kind, base, command in (
-                ("strategy", strategy_file, ["simulate", "--model", m_path, "--hw", h_path, "--strategy", s_path]),
-                ("measurements", measurements, ["check-kernels", "--measurements", s_path, "--hw", h_path, "--all"])):
+                ("strategy", strategy_file, ["simulate", "--model", m_path, "--hw", h_path, "--strategy"]),
+                ("measurements", measurements, ["check-kernels", "--hw", h_path, "--all", "--measurements"])):
             for path in numeric_leaves(base):
                 for value in VALUES:
                     doc = copy.deepcopy(base)
                     set_at(doc, path, value)
+                    n = len(jobs)
+                    s_path, out = os.path.join(work, f"{n}.s.json"), os.path.join(work, f"{n}.out.json")
                     json.dump(doc, open(s_path, "w"))
-                    if os.path.exists(out):
-                        os.unlink(out)
-                    where = f"{kind}: /{'/'.join(str(p) for p in path)} = {value}"
-                    runs += 1
-                    try:
-                        r = subprocess.run([ptsim] + command + ["--json", out], capture_output=True, text=True,
-                                           timeout=60)
-                    except subprocess.TimeoutExpired:
-                        failures.append(f"{where}: no answer within 60 s")
-                        continue
-                    key = str(path[-1])
-                    if r.returncode == 0:
-                        if not finite_numbers(json.load(open(out))):
-                            failures.append(f"{where}: exit 0 with a non-finite figure")
-                    elif r.returncode == 2:
-                        if key not in r.stderr:
-                            failures.append(f"{where}: the error does not name '{key}': {r.stderr.strip()}")
-                    else:
-                        failures.append(f"{where}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+                    jobs.append((command + [s_path], out, f"{kind}: /{'/'.join(str(p) for p in path)} = {value}",
+                                 str(path[-1]), False))
+        with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            failures = [f for f in pool.map(lambda j: check(ptsim, *j), jobs) if f is not None]
     for f in failures:
         print("absurd_values_test: FAIL:", f, file=sys.stderr)
-    print(f"absurd_values_test: {runs} runs, {len(failures)} failures")
+    print(f"absurd_values_test: {len(jobs)} runs, {len(failures)} failures")
     return 1 if failures else 0
 
 
