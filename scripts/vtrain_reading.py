@@ -14,9 +14,10 @@ median errors, overall, per model size and on the two halves of the file (rows
 0, 2, 4, … and rows 1, 3, 5, …), so that a constant chosen on one half can be
 checked on the other.
 
-  scripts/vtrain_reading.py --csv ground_truth_single.csv
-  scripts/vtrain_reading.py --csv ground_truth_single.csv --host-overhead-us 0
-  scripts/vtrain_reading.py --csv ground_truth_single.csv --sweep 50,60,70,80 --half even
+  scripts/vtrain_reading.py --csv validation/vtrain/ground_truth_single.csv
+  scripts/vtrain_reading.py --csv validation/vtrain/ground_truth_single.csv --host-overhead-us 0
+  scripts/vtrain_reading.py --csv validation/vtrain/ground_truth_single.csv --sweep 50,60,70,80 --half even
+  scripts/vtrain_reading.py --csv validation/vtrain/ground_truth_multi.csv --max-median-error 8.5
 
 The cluster behind the files is not pinned down (vTrain's own configuration
 gives 800 Gb/s between nodes; 40 or 80 GB is not said), so the A100 80GB
@@ -94,6 +95,8 @@ def main():
     ap.add_argument("--sweep", help="comma-separated host overheads (µs): the median |error| of each on --half")
     ap.add_argument("--half", choices=["even", "odd", "all"], default="all", help="rows the sweep reads")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--max-median-error", type=float, metavar="PCT",
+                    help="exit 4 when the median |error| of all rows exceeds PCT (a drift guard)")
     args = ap.parse_args()
     if not os.path.exists(args.ptsim):
         sys.exit(f"{args.ptsim}: no ptsim binary; build it first (scripts/setup.sh)")
@@ -116,6 +119,10 @@ def main():
     for size, g in groups.items():
         print(f"  {size}: {len(g)} runs, signed median {statistics.median(g):+.1f}%, median |error| "
               f"{median_abs(g):.1f}%")
+    if args.max_median_error is not None and median_abs(e) > args.max_median_error:
+        print(f"vtrain_reading: median |error| {median_abs(e):.2f}% exceeds --max-median-error "
+              f"{args.max_median_error:g}%", file=sys.stderr)
+        sys.exit(4)
 
 
 if __name__ == "__main__":
