@@ -83,6 +83,17 @@ constexpr Channels kDirection1{streams::kPipeline1SendForward,  streams::kPipeli
                                slots::kPipeline1BackwardSend,   slots::kPipeline1BackwardRecv,
                                ".dir1"};
 
+// How a step's pipeline transfers end the host's send/receive calls
+// (StageBuilder::p2p_calls).
+struct P2pCall {
+  bool recv_syncs = false;  // its receive ends a call: the host synchronizes after it
+  bool send_syncs = false;  // its send ends a call
+  // Interleaved: the receive of the backward paired with this forward, issued
+  // before it; that backward skips its own (skip_recv).
+  std::optional<strategy::PipelineStep> early_recv;
+  bool skip_recv = false;
+};
+
 class StageBuilder {
  public:
   StageBuilder(const StageContext& ctx, NameTable& names, taskgraph::Program& program)
@@ -103,10 +114,7 @@ class StageBuilder {
     for (std::size_t i = 0; i < order.size(); ++i)
       if (order[i].pass == Pass::Backward || order[i].pass == Pass::BackwardWeight)
         final_step[static_cast<std::size_t>(order[i].chunk)] = i;
-    const auto first_other = std::find_if(order.begin(), order.end(),
-                                          [](const strategy::PipelineStep& st) { return st.pass != Pass::Forward; });
-    const bool all_forwards_first =
-        std::none_of(first_other, order.end(), [](const strategy::PipelineStep& st) { return st.pass == Pass::Forward; });
+    const std::vector<P2pCall> calls = p2p_calls(order);
     prologue();
     for (std::size_t i = 0; i < order.size(); ++i) {
       const auto& step = order[i];
@@ -119,30 +127,7 @@ class StageBuilder {
       if (pair_backward) out_.set_lane(1);
       const auto mb = static_cast<std::int32_t>(step.microbatch);
       const auto chunk = static_cast<std::size_t>(step.chunk);
-      // A send and the receive that opens the next step are one batched call
-      // (Megatron's send_forward_recv_backward and the like): the host
-      // synchronizes after the receive; a send with no receive after it ends
-      // its own call. Megatron's interleaved schedule runs a steady-state
-      // forward and backward back to back and then one call for both
-      // (send_forward_backward_recv_forward_backward): nothing synchronizes
-      // between them.
-      // That call also receives what the next forward and backward need:
-      // the backward's receive is issued before the forward, in the same
-      // batch (without it, the receive would come a forward later than the
-      // sender's synchronization waits for: a deadlock Megatron's batching
-      // avoids).
-      // (When every forward comes first, as with as many micro-batches as
-      // stages, there is no steady state and no pair.)
-      const bool sync = c_.host_syncs_after_p2p();
-      const auto paired = [&](std::size_t f) {
-        return sync && c_.schedule == ScheduleKind::Interleaved && !all_forwards_first && f + 1 < order.size() &&
-               order[f].pass == Pass::Forward && order[f + 1].pass == Pass::Backward;
-      };
-      syncs_ = sync;
-      send_syncs_ = sync && !(i + 1 < order.size() && receives(order[i + 1]) && batched_with_next(order, i));
-      early_recv_.reset();
-      if (paired(i) && receives(order[i + 1])) early_recv_ = order[i + 1];
-      skip_recv_ = i > 0 && paired(i - 1);
+      call_ = &calls[i];
       const bool final = i == final_step[chunk];
       switch (step.pass) {
         case Pass::Forward: forward(mb, chunk); break;
@@ -156,6 +141,39 @@ class StageBuilder {
   }
 
  private:
+  // How each step's pipeline transfers end Megatron's send/receive calls,
+  // after which the host synchronizes (ParallelConfig::host_syncs_after_p2p;
+  // without it, nothing synchronizes). A send and the receive that opens the
+  // next step are one batched call (send_forward_recv_backward and the like):
+  // the host synchronizes after the receive; a send with no receive after it
+  // ends its own call. Megatron's interleaved schedule runs a steady-state
+  // forward and backward back to back and then one call for both
+  // (send_forward_backward_recv_forward_backward): nothing synchronizes
+  // between them, and that call also receives what the next forward and
+  // backward need, so the backward's receive is issued before the forward
+  // (received after it, it would come a forward later than the sender's
+  // synchronization waits for: a deadlock Megatron's batching avoids). When
+  // every forward comes first, as with as many micro-batches as stages,
+  // there is no steady state and no pair.
+  std::vector<P2pCall> p2p_calls(const std::vector<strategy::PipelineStep>& order) const {
+    std::vector<P2pCall> calls(order.size());
+    if (!c_.host_syncs_after_p2p()) return calls;
+    const auto forward = [](const strategy::PipelineStep& st) { return st.pass == Pass::Forward; };
+    const auto first_other = std::find_if_not(order.begin(), order.end(), forward);
+    const bool pairs = c_.schedule == ScheduleKind::Interleaved && std::any_of(first_other, order.end(), forward);
+    const auto paired = [&](std::size_t f) {
+      return pairs && f + 1 < order.size() && forward(order[f]) && order[f + 1].pass == Pass::Backward;
+    };
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      P2pCall& call = calls[i];
+      call.recv_syncs = true;
+      call.send_syncs = !(i + 1 < order.size() && receives(order[i + 1]) && batched_with_next(order, i));
+      if (paired(i) && receives(order[i + 1])) call.early_recv = order[i + 1];
+      call.skip_recv = i > 0 && paired(i - 1);
+    }
+    return calls;
+  }
+
   // Whether the send that ends step i and the receive that opens step i + 1
   // are one call. Megatron's 1F1B batches a send with the receive of the
   // other pass (send_forward_recv_backward, send_backward_recv_forward) but
@@ -469,16 +487,16 @@ class StageBuilder {
 
   void forward(std::int32_t mb, std::size_t chunk) {
     const Channels& ch = channels(chunk);
-    if (early_recv_) {
-      const auto bchunk = static_cast<std::size_t>(early_recv_->chunk);
+    if (call_->early_recv) {
+      const auto bchunk = static_cast<std::size_t>(call_->early_recv->chunk);
       const Channels& bch = channels(bchunk);
       out_.instantiate(transfer_block(std::string("pp.recv_gradient") + bch.suffix, false, bch.recv_backward_stream,
-                                      bch.recv_backward_slot, syncs_ && first_virtual(chunk)),
-                       static_cast<std::int32_t>(early_recv_->microbatch), -1);
+                                      bch.recv_backward_slot, call_->recv_syncs && first_virtual(chunk)),
+                       static_cast<std::int32_t>(call_->early_recv->microbatch), -1);
     }
     if (!first_virtual(chunk))
       out_.instantiate(transfer_block(std::string("pp.recv_activation") + ch.suffix, false, ch.recv_forward_stream,
-                                      ch.recv_forward_slot, syncs_),
+                                      ch.recv_forward_slot, call_->recv_syncs),
                        mb, -1);
     if (first_virtual(chunk)) out_.instantiate(embedding_block(-1), mb, -1);
     for_layers(chunk, false, mb, [&](std::int64_t layer, std::int64_t l) {
@@ -488,7 +506,7 @@ class StageBuilder {
       out_.instantiate(output_block(-1), mb, -1);
     } else {
       out_.instantiate(transfer_block(std::string("pp.send_activation") + ch.suffix, true, ch.send_forward_stream,
-                                      ch.send_forward_slot, send_syncs_),
+                                      ch.send_forward_slot, call_->send_syncs),
                        mb, -1);
     }
     // FP8: the amax of every fp8 tensor of the forward is reduced over the
@@ -511,9 +529,9 @@ class StageBuilder {
   void backward(std::int32_t mb, std::size_t chunk, bool final, bool input_only) {
     const Channels& ch = channels(chunk);
     const int which = input_only ? 1 : 0;
-    if (!last_virtual(chunk) && !skip_recv_)
+    if (!last_virtual(chunk) && !call_->skip_recv)
       out_.instantiate(transfer_block(std::string("pp.recv_gradient") + ch.suffix, false, ch.recv_backward_stream,
-                                      ch.recv_backward_slot, syncs_),
+                                      ch.recv_backward_slot, call_->recv_syncs),
                        mb, -1);
     if (last_virtual(chunk)) {
       out_.instantiate(output_block(which), mb, -1);
@@ -530,7 +548,7 @@ class StageBuilder {
     });
     if (!first_virtual(chunk)) {
       out_.instantiate(transfer_block(std::string("pp.send_gradient") + ch.suffix, true, ch.send_backward_stream,
-                                      ch.send_backward_slot, send_syncs_),
+                                      ch.send_backward_slot, call_->send_syncs),
                        mb, -1);
     } else {
       out_.instantiate(embedding_block(which), mb, -1);
@@ -737,13 +755,7 @@ class StageBuilder {
   std::unordered_map<std::uint64_t, std::uint32_t> layer_blocks_;  // by (layer · 8 + kind) · 2 + lane: see memo_block
   std::uint64_t activation_bytes_ = 0;
   std::int64_t total_virtual_ = 1;
-  // The current step's pipeline transfers end in a host synchronization
-  // (receives: syncs_; its send: send_syncs_). See build().
-  bool syncs_ = false, send_syncs_ = false;
-  // Interleaved, synchronized: the receive of the backward after this
-  // forward, issued before it (early_recv_), and that backward's skip_recv_.
-  std::optional<strategy::PipelineStep> early_recv_;
-  bool skip_recv_ = false;
+  const P2pCall* call_ = nullptr;  // the current step's (see p2p_calls)
   std::int64_t dense_bucket_ = 0, expert_bucket_ = 0;
   std::unordered_map<std::int64_t, std::vector<TaskRef>> gathers_, param_gather_;
 };
