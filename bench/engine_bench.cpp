@@ -12,6 +12,8 @@
 // items_per_second is events (or queue operations, or flow changes) per second.
 #include <benchmark/benchmark.h>
 
+#include <filesystem>
+
 #include <random>
 
 #include "internal/flow_network.hpp"
@@ -27,7 +29,8 @@ namespace {
 
 const hardware::HardwareProfile& a100() {
   static const hardware::HardwareProfile hw =
-      config::load_hardware(std::string(PTSIM_SOURCE_DIR) + "/hw_profiles/dgx-a100-superpod.json");
+      config::load_hardware(
+          (std::filesystem::path(PTSIM_SOURCE_DIR) / "hw_profiles/dgx-a100-superpod.json").string());
   return hw;
 }
 

@@ -4,6 +4,8 @@
 
 #include <sys/wait.h>
 
+#include <fmt/core.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -30,7 +32,8 @@ inline std::string slurp(const std::string& path) {
 inline BinaryResult run_ptsim(const std::string& args) {
   const std::string out = scratch_path("cli.out");
   const std::string err = scratch_path("cli.err");
-  const std::string cmd = std::string(PTSIM_BINARY) + " " + args + " >" + out + " 2>" + err;
+  // fmt, not string concatenation: see source_path in test_support.hpp.
+  const std::string cmd = fmt::format("{} {} >{} 2>{}", PTSIM_BINARY, args, out, err);
   const int status = std::system(cmd.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }

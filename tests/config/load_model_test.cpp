@@ -393,5 +393,5 @@ TEST_CASE("A model beyond 1e15 parameters is refused before any count overflows"
   CHECK_THROWS_WITH(parse(j), Catch::Contains("beyond ptsim's limit of 1e+15") &&
                                   Catch::Contains("num_layers = 100, hidden_size = 1048576"));
   // GPT-3's 175e9 is far below it.
-  CHECK_NOTHROW(config::load_model(std::string(PTSIM_SOURCE_DIR) + "/configs/models/gpt3-175b.json"));
+  CHECK_NOTHROW(config::load_model(test::source_path("configs/models/gpt3-175b.json")));
 }
