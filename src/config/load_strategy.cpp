@@ -76,9 +76,11 @@ const std::vector<StrategyField> kFields = {
      "without SP: each TP rank sends 1/t of a pipeline activation and the receivers all-gather it "
      "(Megatron-LM 2021)"},
     {"batch_p2p_sync", "batch_p2p_sync", "", &S::batch_p2p_sync, 1, 1, {}, "",
-     "the host synchronizes the GPU (torch.cuda.synchronize()) after every pipeline send/receive call, a send "
-     "and the receive after it being one call, and issues nothing more until the GPU has drained "
-     "(Megatron-LM since 2021; Megatron-Core's batch_p2p_sync, on by default where sends are batched)"},
+     "the host synchronizes the GPU (torch.cuda.synchronize()) after every pipeline send/receive call and "
+     "issues nothing more until the GPU has drained; a call is what Megatron batches: under 1F1B a send "
+     "with the other pass's receive after it, under the interleaved schedule every transfer between two "
+     "compute passes (Megatron-LM since 2021; Megatron-Core's batch_p2p_sync, on by default where sends "
+     "are batched)"},
     {"overlap_p2p_comm", "overlap_p2p_comm", "", &S::overlap_p2p_comm, 1, 1, {}, "",
      "interleaved schedule: sends and receives issued one by one, not batched, so --batch-p2p-sync does not "
      "apply to it (Megatron-Core's --overlap-p2p-communication, on by default there)"},
@@ -106,6 +108,11 @@ const std::vector<StrategyField> kFields = {
      "(cuDNN's fused attention, as Transformer Engine runs it on Hopper; needs the profile's cuDNN efficiencies)"},
     {"precision", "precision", "", &S::precision, 1, 1, {"bf16", "fp8"}, "DTYPE",
      "the layers' GEMMs: bf16 (default) | fp8 (with casts and amax bookkeeping)"},
+    {"fp8_recipe", "fp8_recipe", "", &S::fp8_recipe, 1, 1, {"delayed", "tensorwise"}, "NAME",
+     "with --precision fp8, how Transformer Engine scales each tensor: delayed (default; amax histories "
+     "reduced over the stage's ranks once per micro-batch) | tensorwise (current scaling: every cast first "
+     "reads its tensor for the amax; under SP the shard amaxes of gathered tensors are all-reduced over TP) "
+     "(Megatron-Core's --fp8-recipe)"},
 };
 
 std::vector<std::string> as_strings(const std::vector<std::string_view>& v) {

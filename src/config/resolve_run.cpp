@@ -278,6 +278,11 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
                                          : strategy::AttentionBackend::Cudnn;
   const std::string precision = s.precision.value_or("bf16");
   c.precision = precision == "bf16" ? Dtype::Bf16 : Dtype::Fp8;
+  if (s.fp8_recipe && c.precision != Dtype::Fp8)
+    check.fail("fp8_recipe", *s.fp8_recipe, fmt::format("needs precision fp8 (precision is {})", precision),
+               "add --precision fp8, or drop --fp8-recipe");
+  c.fp8_recipe = s.fp8_recipe.value_or("delayed") == "delayed" ? strategy::Fp8Recipe::Delayed
+                                                                : strategy::Fp8Recipe::Tensorwise;
   check_model_splits(check, m, c, s);
   if (c.pp > m.num_layers)
     check.fail("pp", c.pp,

@@ -25,6 +25,14 @@ std::string_view to_string(RecomputeKind r) {
   return "?";
 }
 
+std::string_view to_string(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::Delayed: return "delayed";
+    case Fp8Recipe::Tensorwise: return "tensorwise";
+  }
+  return "?";
+}
+
 std::string_view to_string(AttentionBackend a) {
   switch (a) {
     case AttentionBackend::Flash: return "flash";

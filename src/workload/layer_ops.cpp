@@ -86,7 +86,8 @@ class LayerBuilder {
   LayerBuilder(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer)
       : sliding_(m.is_sliding_window_layer(layer)), m_(m), shape_(shape), t_(static_cast<double>(shape.tp)), N_(shape.tokens()), Nsp_(shape.sp_tokens()),
         h_(static_cast<double>(m.hidden_size)), tp_(shape.tp > 1), sp_(shape.sequence_parallel),
-        dropout_(m.dropout > 0), fp8_(shape.gemm_dtype == Dtype::Fp8) {}
+        dropout_(m.dropout > 0), fp8_(shape.gemm_dtype == Dtype::Fp8),
+        current_(fp8_ && shape.fp8_current_scaling) {}
 
   BlockOps take() {
     BlockOps ops;
@@ -95,8 +96,15 @@ class LayerBuilder {
     return ops;
   }
 
-  void norm(const std::string& name) {
-    fw_.push_back(saving(memory_op(name, 2 * Nsp_ * h_ * 2, KernelClass::Norm), 2 * Nsp_ * h_));
+  // `into_fp8_linear`: the norm is fused into the FP8 linear after it
+  // (Transformer Engine's LayerNormLinear: Megatron-Core's QKV and dense FC1).
+  // Under delayed scaling it writes fp8 directly (read 2, write 1 bytes an
+  // element); under current scaling it writes bf16 and the tensor's amax,
+  // which the linear's quantize then uses (TE normalization.cpp: FULLY_FUSED
+  // against FUSED_NORM_AMAX_FP8).
+  void norm(const std::string& name, bool into_fp8_linear = false) {
+    const double out_bytes = into_fp8_linear && fp8_ && !current_ ? 1 : 2;
+    fw_.push_back(saving(memory_op(name, Nsp_ * h_ * (2 + out_bytes), KernelClass::Norm), 2 * Nsp_ * h_));
     backward({freeing(memory_op(name + ".bwd", 2 * Nsp_ * h_ * 4, KernelClass::Norm), 2 * Nsp_ * h_)});
   }
 
@@ -114,20 +122,36 @@ class LayerBuilder {
   // linears consume: all-gathered under SP (forward); its gradient reduced in
   // backward by the last column-parallel linear's dgrad (see column()).
   // With TP communication overlap the gather runs in chunks beside the GEMM
-  // that consumes it (async: the op after that GEMM waits).
-  void enter_tp_region(const std::string& prefix) {
-    if (sp_) fw_.push_back(collective_op(prefix + ".allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
-                                         2 * N_ * h_, shape_.tp_comm_overlap));
+  // that consumes it (async: the op after that GEMM waits). `fp8_norm_linear`:
+  // its consumer is an FP8 linear with the norm fused in, which quantizes the
+  // shard and gathers fp8 (quantize_shard).
+  void enter_tp_region(const std::string& prefix, bool fp8_norm_linear = false) {
+    if (!sp_) return;
+    const bool fp8 = fp8_ && fp8_norm_linear;
+    if (fp8) quantize_shard(fw_, prefix, h_, true);
+    fw_.push_back(collective_op(prefix + ".allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
+                                (fp8 ? 1 : 2) * N_ * h_, shape_.tp_comm_overlap));
   }
 
   // Column-parallel linear of `in` → `out_total` (split t ways). `saved` is the
   // input kept for its weight gradient (0: another op already saved it).
   // `reduce_input_grad`: this linear's dgrad completes the region input's
   // gradient, which is all-reduced (reduce-scattered under SP) beside its wgrad.
+  // `norm_fused`: the norm before it is fused in (see norm()); under FP8 the
+  // input then arrives quantized and only its transpose for the weight
+  // gradient is made here (delayed scaling: read 1, write 1 bytes an
+  // element; current scaling: the quantize itself, read 2, write 1 + 1).
+  // Under SP it was quantized before the gather (enter_tp_region), and the
+  // transpose follows the backward's regather, which moves fp8 too.
   void column(const std::string& name, double rows, double in, double out_total, double saved,
-              bool reduce_input_grad, bool gathered_input) {
+              bool reduce_input_grad, bool gathered_input, bool norm_fused = false) {
     const double out = out_total / t_;
-    cast(name, rows, in);
+    const bool fp8_input = fp8_ && norm_fused;
+    if (!fp8_input) {
+      cast(name, rows, in);
+    } else if (!sp_) {
+      fw_.push_back(memory_op(name + (current_ ? ".fp8_cast" : ".fp8_transpose"), rows * in * (current_ ? 4 : 2)));
+    }
     fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), saved));
     std::vector<OpSpec> bw;
     cast_grad(name, rows, out, bw);
@@ -135,15 +159,24 @@ class LayerBuilder {
     const bool regather = sp_ && gathered_input;
     if (regather) {
       OpSpec ag = collective_op(name + ".input_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
-                                2 * N_ * h_, true);
+                                (fp8_input ? 1 : 2) * N_ * h_, true);
       ag.weight_grad = true;
       bw.push_back(ag);
     }
+    const int dgrad = static_cast<int>(bw.size());
     bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, shape_.gemm_dtype));
-    if (reduce_input_grad && tp_)
-      bw.push_back(collective_op(name + ".dgrad." + (sp_ ? "reducescatter" : "allreduce"),
-                                 sp_ ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
-                                 CommGroup::TensorParallel, 2 * N_ * h_, shape_.async_dgrad_reduce()));
+    if (regather && fp8_input) {
+      // Made once the regather is done; the reduction below waits for the
+      // dgrad only, and the weight-gradient GEMM runs beside it as before.
+      bw.push_back(weight_grad(memory_op(name + ".input_fp8_transpose", rows * in * 2)));
+    }
+    if (reduce_input_grad && tp_) {
+      OpSpec reduce = collective_op(name + ".dgrad." + (sp_ ? "reducescatter" : "allreduce"),
+                                    sp_ ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
+                                    CommGroup::TensorParallel, 2 * N_ * h_, shape_.async_dgrad_reduce());
+      if (regather && fp8_input) reduce.after = dgrad;
+      bw.push_back(reduce);
+    }
     bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), saved)));
     if (m_.add_bias_linear) bw.push_back(weight_grad(bias_grad(name, rows, out)));
     backward(std::move(bw));
@@ -169,23 +202,29 @@ class LayerBuilder {
     // The bias is added after the reduction, on the SP shard (fused with
     // dropout and the residual): its gradient is reduced from that shard.
     if (m_.add_bias_linear) bw.push_back(bias_grad(name, Nsp_, out));
+    // Under SP and FP8 the output gradient is quantized on its shard and
+    // gathered in fp8; its transpose for the weight gradient is made after.
+    const bool fp8_gather = sp_ && fp8_;
+    if (fp8_gather) quantize_shard(bw, name + ".grad", out, false);
     if (sp_) bw.push_back(collective_op(name + ".grad_allgather", CollectiveKind::AllGather,
-                                        CommGroup::TensorParallel, 2 * N_ * out, shape_.tp_comm_overlap));
-    cast_grad(name, rows, out, bw);
+                                        CommGroup::TensorParallel, (fp8_gather ? 1 : 2) * N_ * out,
+                                        shape_.tp_comm_overlap));
+    if (!fp8_gather) cast_grad(name, rows, out, bw);
     bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, shape_.gemm_dtype));
+    if (fp8_gather) bw.push_back(weight_grad(memory_op(name + ".grad_fp8_transpose", rows * out * 2)));
     bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), 2 * rows * in)));
     backward(std::move(bw));
   }
 
   void attention() {
-    enter_tp_region("attn.input");
+    enter_tp_region("attn.input", !m_.multi_latent_attention);
     if (m_.multi_latent_attention) {
       latent_attention_projections();
     } else {
       const double d = static_cast<double>(m_.kv_channels);
       const double q = static_cast<double>(m_.num_attention_heads) * d;
       const double kv = static_cast<double>(m_.num_query_groups) * d;
-      column("attn.qkv", N_, h_, q + 2 * kv, 2 * Nsp_ * h_, true, true);
+      column("attn.qkv", N_, h_, q + 2 * kv, 2 * Nsp_ * h_, true, true, true);
       if (m_.qk_layernorm) {
         fw_.push_back(saving(memory_op("attn.qk_norm", 2 * N_ * (q + kv) / t_ * 2, KernelClass::Norm),
                              2 * N_ * (q + kv) / t_));
@@ -201,7 +240,7 @@ class LayerBuilder {
     if (m_.is_moe_layer(layer)) {
       moe();
     } else {
-      dense_mlp("mlp", static_cast<double>(m_.ffn_hidden_size));
+      dense_mlp("mlp", static_cast<double>(m_.ffn_hidden_size), true);
     }
   }
 
@@ -218,12 +257,34 @@ class LayerBuilder {
 
   // FP8 GEMMs (Transformer Engine): the input is cast to fp8 with its
   // transpose for the weight gradient (read 2, write 1 + 1 bytes per element);
-  // the output gradient likewise in backward.
+  // the output gradient likewise in backward. Current scaling first reads the
+  // tensor once more for its amax (TE quantizer.cpp: nvte_compute_amax, then
+  // the scale, then the cast: three kernels of one quantize call, priced here
+  // as one task of their bytes).
+  double cast_bytes() const { return current_ ? 6 : 4; }
   void cast(const std::string& name, double rows, double cols) {
-    if (fp8_) fw_.push_back(memory_op(name + ".fp8_cast", rows * cols * 4));
+    if (fp8_) fw_.push_back(memory_op(name + ".fp8_cast", rows * cols * cast_bytes()));
   }
   void cast_grad(const std::string& name, double rows, double cols, std::vector<OpSpec>& bw) {
-    if (fp8_) bw.push_back(memory_op(name + ".grad_fp8_cast", rows * cols * 4));
+    if (fp8_) bw.push_back(memory_op(name + ".grad_fp8_cast", rows * cols * cast_bytes()));
+  }
+  // A tensor quantized on its sequence-parallel shard and gathered over TP in
+  // fp8 (TE distributed.py, _all_gather_fp8: the shard is cast row-wise, read
+  // 2 and write 1 bytes an element, and the gather moves one byte an
+  // element). Under current scaling the shard's amax is all-reduced over TP
+  // first so that every shard shares one scale (TE sets the quantizer's amax
+  // reduction group to the TP group for a column-parallel input and a
+  // row-parallel output gradient). `from_norm`: the tensor is a fused norm's
+  // output (see norm()), which under delayed scaling is fp8 already and
+  // under current scaling comes with its amax.
+  void quantize_shard(std::vector<OpSpec>& ops, const std::string& name, double cols, bool from_norm) {
+    if (!current_ && from_norm) return;
+    if (current_) {
+      if (!from_norm) ops.push_back(memory_op(name + ".fp8_amax", 2 * Nsp_ * cols));
+      ops.push_back(collective_op(name + ".fp8_amax_allreduce", CollectiveKind::AllReduce,
+                                  CommGroup::TensorParallel, 4));
+    }
+    ops.push_back(memory_op(name + ".fp8_cast", 3 * Nsp_ * cols));
   }
 
   // One group of backward ops, in issue order; OpSpec::after within it counts
@@ -410,10 +471,12 @@ class LayerBuilder {
                       2 * rows * fc1_out)});
   }
 
-  void dense_mlp(const std::string& prefix, double width) {
+  // `norm_fused`: the layer's MLP, whose FC1 takes the pre-MLP norm in (the
+  // shared experts of an MoE layer follow a norm of their own).
+  void dense_mlp(const std::string& prefix, double width, bool norm_fused) {
     const bool swiglu = m_.activation == model::Activation::SwiGlu;
-    enter_tp_region(prefix + ".input");
-    column(prefix + ".fc1", N_, h_, (swiglu ? 2 : 1) * width, 2 * Nsp_ * h_, true, true);
+    enter_tp_region(prefix + ".input", norm_fused);
+    column(prefix + ".fc1", N_, h_, (swiglu ? 2 : 1) * width, 2 * Nsp_ * h_, true, true, norm_fused);
     activation(prefix, N_, (swiglu ? 2 : 1) * width / t_, width / t_);
     row(prefix + ".fc2", N_, width, h_);
   }
@@ -447,11 +510,11 @@ class LayerBuilder {
     if (etp > 1)
       fw_.push_back(collective_op("moe.dispatch.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
                                   T * k * h_ * 2 * etp));
-    if (fp8_) fw_.push_back(memory_op("moe.experts.fc1.fp8_cast", rows * h_ * 4));
+    if (fp8_) fw_.push_back(memory_op("moe.experts.fc1.fp8_cast", rows * h_ * cast_bytes()));
     fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc1", per_expert, fc1_out, h_, local_experts, dt)), 2 * rows * h_));
     fw_.push_back(saving(memory_op(swiglu ? "moe.experts.swiglu" : "moe.experts.gelu", 2 * rows * (fc1_out + fe / etp)),
                          2 * rows * fc1_out));
-    if (fp8_) fw_.push_back(memory_op("moe.experts.fc2.fp8_cast", rows * fe / etp * 4));
+    if (fp8_) fw_.push_back(memory_op("moe.experts.fc2.fp8_cast", rows * fe / etp * cast_bytes()));
     fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc2", per_expert, h_, fe / etp, local_experts, dt)), 2 * rows * fe / etp));
     if (etp > 1)
       fw_.push_back(collective_op("moe.combine.reducescatter", CollectiveKind::ReduceScatter,
@@ -465,14 +528,14 @@ class LayerBuilder {
     if (etp > 1)
       bw.push_back(collective_op("moe.combine.bwd.allgather", CollectiveKind::AllGather,
                                  CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
-    if (fp8_) bw.push_back(memory_op("moe.experts.fc2.grad_fp8_cast", rows * h_ * 4));
+    if (fp8_) bw.push_back(memory_op("moe.experts.fc2.grad_fp8_cast", rows * h_ * cast_bytes()));
     bw.push_back(expert_gemm(matmul("moe.experts.fc2.dgrad", per_expert, fe / etp, h_, local_experts, dt)));
     bw.push_back(weight_grad(freeing(expert_gemm(matmul("moe.experts.fc2.wgrad", fe / etp, h_, per_expert, local_experts, dt)),
                                      2 * rows * fe / etp)));
     bw.push_back(freeing(memory_op(swiglu ? "moe.experts.swiglu.bwd" : "moe.experts.gelu.bwd",
                                    2 * rows * (2 * fc1_out + fe / etp)),
                          2 * rows * fc1_out));
-    if (fp8_) bw.push_back(memory_op("moe.experts.fc1.grad_fp8_cast", rows * fc1_out * 4));
+    if (fp8_) bw.push_back(memory_op("moe.experts.fc1.grad_fp8_cast", rows * fc1_out * cast_bytes()));
     bw.push_back(expert_gemm(matmul("moe.experts.fc1.dgrad", per_expert, h_, fc1_out, local_experts, dt)));
     bw.push_back(weight_grad(freeing(expert_gemm(matmul("moe.experts.fc1.wgrad", h_, fc1_out, per_expert, local_experts, dt)),
                                      2 * rows * h_)));
@@ -487,7 +550,7 @@ class LayerBuilder {
     backward(std::move(bw));
 
     if (m_.moe_shared_expert_intermediate_size > 0)
-      dense_mlp("moe.shared", static_cast<double>(m_.moe_shared_expert_intermediate_size));
+      dense_mlp("moe.shared", static_cast<double>(m_.moe_shared_expert_intermediate_size), false);
   }
 
   const bool sliding_;
@@ -495,6 +558,7 @@ class LayerBuilder {
   const MicroShape& shape_;
   const double t_, N_, Nsp_, h_;
   const bool tp_, sp_, dropout_, fp8_;
+  const bool current_;  // FP8 current (per-tensor) scaling; false: delayed scaling
   std::vector<OpSpec> fw_;
   std::vector<std::vector<OpSpec>> bw_groups_;
 };
@@ -527,6 +591,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.flash_attention = c.attention != strategy::AttentionBackend::Unfused;
   s.cudnn_attention = c.attention == strategy::AttentionBackend::Cudnn;
   s.gemm_dtype = c.precision;
+  s.fp8_current_scaling = c.fp8_recipe == strategy::Fp8Recipe::Tensorwise;
   s.ep = c.ep;
   s.expert_tp = c.expert_tp;
   s.capacity_factor = c.moe_capacity_factor;
@@ -535,10 +600,10 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
 
 BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer) {
   LayerBuilder b(m, shape, layer);
-  b.norm("ln1");
+  b.norm("ln1", !m.multi_latent_attention);
   b.attention();
   b.residual("attn");
-  b.norm("ln2");
+  b.norm("ln2", !m.is_moe_layer(layer));
   b.mlp(layer);
   b.residual("mlp");
   BlockOps ops = b.take();

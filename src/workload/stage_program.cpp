@@ -413,13 +413,15 @@ class StageBuilder {
   void prologue() {
     // FP8: every linear weight is cast to fp8 (with its transpose) once per
     // step and reused by all micro-batches (Transformer Engine's
-    // is_first_microbatch caching).
+    // is_first_microbatch caching); current scaling reads it once more for
+    // its amax first.
     if (c_.precision == Dtype::Fp8) {
       double weights = 0;
       for (const auto& chunk : ctx_.chunks)
         for (std::int64_t l = 0; l < chunk.count; ++l)
           weights += static_cast<double>(layer_parameters_per_rank(m_, c_, chunk.first + l).total());
-      const OpSpec cast = memory_op("fp8.weight_cast", 4.0 * weights);
+      const double bytes_per_weight = c_.fp8_recipe == strategy::Fp8Recipe::Tensorwise ? 6.0 : 4.0;
+      const OpSpec cast = memory_op("fp8.weight_cast", bytes_per_weight * weights);
       out_.instantiate(boundary_block("fp8.weight_cast", {cast}, "", categories::kForward, true), -1, -1);
     }
     // Sharded optimizers whose parameter all-gather overlaps the forward: the
@@ -510,8 +512,10 @@ class StageBuilder {
                        mb, -1);
     }
     // FP8: the amax of every fp8 tensor of the forward is reduced over the
-    // stage's ranks as the forward ends (Transformer Engine's delayed scaling).
-    if (c_.precision == Dtype::Fp8) {
+    // stage's ranks as the forward ends (Transformer Engine's delayed scaling;
+    // current scaling keeps each amax local, but for the TP reductions of
+    // gathered tensors in the layers).
+    if (c_.precision == Dtype::Fp8 && c_.fp8_recipe == strategy::Fp8Recipe::Delayed) {
       int tensors = 0;
       for (std::int64_t l = 0; l < ctx_.chunks[chunk].count; ++l)
         tensors += 3 * fp8_gemms_per_layer(m_, ctx_.chunks[chunk].first + l);

@@ -163,6 +163,15 @@ TEST_CASE("Issue 5's flags refuse their invalid combinations with the rule and t
     INFO(text);
     CHECK_THROWS_WITH(config::resolve_run(m, s), Catch::Contains(text));
   };
+  SECTION("an FP8 recipe without FP8") {
+    auto s = base();
+    s.fp8_recipe = "tensorwise";
+    fails(gpt3, s, "--fp8-recipe = tensorwise needs precision fp8 (precision is bf16)");
+    s.precision = "fp8";
+    CHECK(config::resolve_run(gpt3, s).parallel.fp8_recipe == strategy::Fp8Recipe::Tensorwise);
+    s.fp8_recipe.reset();
+    CHECK(config::resolve_run(gpt3, s).parallel.fp8_recipe == strategy::Fp8Recipe::Delayed);
+  }
   SECTION("vpp without pipeline parallelism") {
     auto s = base();
     s.pp = 1;

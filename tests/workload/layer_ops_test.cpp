@@ -238,3 +238,87 @@ TEST_CASE("The fused cross-entropy reads the bf16 logits twice and rewrites them
   for (const auto& op : fused.backward)
     if (op.name == "cross_entropy.fused.bwd") CHECK(static_cast<double>(op.freed_bytes) == Approx(2 * E));
 }
+
+TEST_CASE("FP8 casts, gathers and amax passes follow Transformer Engine's two per-tensor recipes", "[workload][fp8]") {
+  // Llama 3 8B (h 4096, 32 query and 8 key/value heads of 128: QKV width
+  // 6144; SwiGLU FC1 width 2·14336; no biases), one sequence of 4096 tokens,
+  // TP 4. Bytes per op by hand, N = 4096 tokens, Nsp = N/4 under SP.
+  const auto m = test::shipped_model("llama3-8b");
+  const double h = 4096, t = 4, N = 4096, qkv = 6144, proj_in = 4096, fc1 = 2 * 14336, ffn = 14336;
+  for (const bool sp : {false, true})
+    for (const bool current : {false, true}) {
+      INFO("sequence parallel " << sp << ", current scaling " << current);
+      workload::MicroShape s;
+      s.seq_length = 4096;
+      s.tp = 4;
+      s.sequence_parallel = sp;
+      s.gemm_dtype = Dtype::Fp8;
+      s.fp8_current_scaling = current;
+      const double Nsp = sp ? N / t : N;
+      const double cast = current ? 6 : 4;  // (amax read 2 +) read 2, write 1 + 1
+      const auto ops = workload::transformer_layer_ops(m, s, 0);
+      std::map<std::string, double> fw, bw;
+      for (const auto& op : ops.forward) fw[op.name] += static_cast<double>(op.bytes);
+      for (const auto& op : ops.backward) bw[op.name] += static_cast<double>(op.bytes);
+
+      // The norms fused into QKV and FC1 write fp8 under delayed scaling.
+      CHECK(fw.at("ln1") == Approx(Nsp * h * (current ? 4 : 3)));
+      CHECK(fw.at("ln2") == Approx(Nsp * h * (current ? 4 : 3)));
+      // Inputs that arrive from another kernel: cast with transpose.
+      CHECK(fw.at("attn.proj.fp8_cast") == Approx(N * proj_in / t * cast));
+      CHECK(fw.at("mlp.fc2.fp8_cast") == Approx(N * ffn / t * cast));
+      CHECK(bw.at("attn.qkv.grad_fp8_cast") == Approx(N * qkv / t * cast));
+      CHECK(bw.at("mlp.fc1.grad_fp8_cast") == Approx(N * fc1 / t * cast));
+      if (!sp) {
+        // The norm-fused input: only its transpose (delayed), or the whole
+        // quantize from the norm's bf16 output and amax (current).
+        const std::string qkv_input = current ? "attn.qkv.fp8_cast" : "attn.qkv.fp8_transpose";
+        CHECK(fw.at(qkv_input) == Approx(N * h * (current ? 4 : 2)));
+        CHECK(fw.count("attn.input.allgather") == 0);
+        CHECK(bw.at("attn.proj.grad_fp8_cast") == Approx(N * h * cast));
+        continue;
+      }
+      // Under SP the shard is quantized and gathered in fp8 (one byte an
+      // element), its amax all-reduced over TP first under current scaling.
+      CHECK(fw.at("attn.input.allgather") == Approx(N * h));
+      CHECK(fw.count("attn.qkv.fp8_cast") == 0);
+      CHECK(fw.count("attn.qkv.fp8_transpose") == 0);
+      if (current) {
+        CHECK(fw.at("attn.input.fp8_amax_allreduce") == 4);
+        CHECK(fw.at("attn.input.fp8_cast") == Approx(Nsp * h * 3));
+        CHECK(fw.count("attn.input.fp8_amax") == 0);  // the norm computed it
+      } else {
+        CHECK(fw.count("attn.input.fp8_cast") == 0);  // the norm wrote fp8
+        CHECK(fw.count("attn.input.fp8_amax_allreduce") == 0);
+      }
+      // Backward: the regather moves fp8 and the transpose follows it.
+      CHECK(bw.at("attn.qkv.input_allgather") == Approx(N * h));
+      CHECK(bw.at("attn.qkv.input_fp8_transpose") == Approx(N * h * 2));
+      // The row-parallel output gradient: quantized on its shard, gathered in
+      // fp8, transposed.
+      CHECK(bw.at("attn.proj.grad.fp8_cast") == Approx(Nsp * h * 3));
+      CHECK(bw.at("attn.proj.grad_allgather") == Approx(N * h));
+      CHECK(bw.at("attn.proj.grad_fp8_transpose") == Approx(N * h * 2));
+      CHECK(bw.count("attn.proj.grad_fp8_cast") == 0);
+      CHECK(bw.count("attn.proj.grad.fp8_amax") == (current ? 1 : 0));
+      if (current) CHECK(bw.at("attn.proj.grad.fp8_amax") == Approx(Nsp * h * 2));
+      // The input gradient's reduce-scatter waits for the dgrad GEMM only,
+      // not for the transpose between them.
+      for (const auto& op : ops.backward)
+        if (op.name == "attn.qkv.dgrad.reducescatter") {
+          REQUIRE(op.after >= 0);
+          CHECK(ops.backward[static_cast<std::size_t>(op.after)].name == "attn.qkv.dgrad");
+        }
+    }
+  // bf16 under SP: the gather moves bf16 and no fp8 op appears.
+  workload::MicroShape s;
+  s.seq_length = 4096;
+  s.tp = 4;
+  s.sequence_parallel = true;
+  const auto ops = workload::transformer_layer_ops(m, s, 0);
+  for (const auto& op : ops.forward) {
+    CHECK(op.name.find("fp8") == std::string::npos);
+    if (op.name == "attn.input.allgather") CHECK(static_cast<double>(op.bytes) == Approx(2 * N * h));
+    if (op.name == "ln1") CHECK(static_cast<double>(op.bytes) == Approx(N / t * h * 4));
+  }
+}

@@ -57,6 +57,7 @@ struct StrategyInput {
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp
   std::optional<std::string> attention_backend;  // flash | unfused
   std::optional<std::string> precision;          // bf16 | fp8
+  std::optional<std::string> fp8_recipe;         // delayed | tensorwise (with precision fp8)
   /// Field name ("tp", "global_batch_size", …) → how the user wrote it
   /// ("--tensor-model-parallel-size/--tp", "s.json: /tp").
   std::map<std::string, std::string> origin;

@@ -88,6 +88,7 @@ struct StepResult {
   bool sequence_parallel = false;
   int zero_stage = 0;
   std::string precision = "bf16";
+  std::string fp8_recipe;  // delayed | tensorwise under fp8; empty under bf16
   std::int64_t micro_batch_size = 1;
   std::int64_t num_microbatches = 1;
   std::int64_t global_batch_size = 1;

@@ -37,7 +37,15 @@ enum class AttentionBackend {
 
 std::string_view to_string(ScheduleKind s);
 std::string_view to_string(RecomputeKind r);
+/// How FP8 training scales each tensor (Megatron-Core's --fp8-recipe, run by
+/// Transformer Engine 2.x).
+enum class Fp8Recipe {
+  Delayed,     // scale from an amax history; amaxes reduced over the stage's ranks once per micro-batch
+  Tensorwise,  // current scaling: each tensor's own amax, read right before its cast
+};
+
 std::string_view to_string(AttentionBackend a);
+std::string_view to_string(Fp8Recipe r);
 
 /// The host's CPU time per issued task when the strategy does not say:
 /// fitted on the even rows of vTrain's 1,440 measured single-node A100 runs
@@ -150,6 +158,8 @@ struct ParallelConfig {
   /// Inputs of the transformer layers' linear GEMMs: bf16, or fp8 (e4m3) under
   /// FP8 training; everything else stays bf16.
   Dtype precision = Dtype::Bf16;
+  /// Under fp8: how tensors are scaled (ignored under bf16).
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;
   /// How ranks map to (tp, cp, ep, dp, pp) coordinates; see RankLayout.
   std::string rank_order = "tp-cp-ep-dp-pp";
   /// Megatron's DDP bucket: gradients are reduced in buckets of this many

@@ -41,6 +41,7 @@ struct MicroShape {
   bool flash_attention = true;   // fused attention kernels; false: Megatron's unfused path
   bool cudnn_attention = false;  // the fused kernels are cuDNN's (taskgraph::kCudnn)
   Dtype gemm_dtype = Dtype::Bf16;  // inputs of the layers' linear GEMMs (fp8 under FP8 training)
+  bool fp8_current_scaling = false;  // FP8 per-tensor current scaling (ParallelConfig::fp8_recipe)
   std::int64_t ep = 1;           // expert parallelism
   std::int64_t expert_tp = 1;    // tensor parallelism inside experts
   /// Tokens per expert as a multiple of an even share (padded to capacity); empty: dropless.
