@@ -37,6 +37,10 @@ const std::vector<StrategyField> kFields = {
      "L", "layers of the first pipeline stage (default: an even split)"},
     {"last_stage_layers", "decoder_last_pipeline_num_layers", "", &S::last_stage_layers, 1, 1 << 20, {}, "L",
      "layers of the last pipeline stage (default: an even split)"},
+    {"pipeline_layout", "pipeline_model_parallel_layout", "", &S::pipeline_layout, 1, 1, {}, "LAYOUT",
+     "the layers of every virtual stage in micro-batch order, stages split by |: E embedding, t layer, "
+     "L loss, x*n and (...)*n repeat, commas ignored; sets vpp = stages / pp (e.g. \"Et*3|t*4|t*4|t*3L\" for "
+     "14 layers on pp 4; default: an even split)"},
     {"micro_batch_size", "micro_batch_size", "", &S::micro_batch_size, 1, std::int64_t{1} << 31, {}, "B",
      "sequences per micro-batch (default 1)"},
     {"global_batch_size", "global_batch_size", "", &S::global_batch_size, 1, std::int64_t{1} << 31, {}, "B",

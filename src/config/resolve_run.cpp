@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ptsim/common/error.hpp"
+#include "ptsim/config/pipeline_layout.hpp"
 #include "ptsim/strategy/rank_layout.hpp"
 #include "ptsim/strategy/stage_partition.hpp"
 
@@ -147,6 +148,27 @@ void check_pipeline(const Checker& check, const model::ModelSpec& m, strategy::P
                  "give one of the two");
     c.vpp = vpp;
   }
+  std::vector<std::int64_t> layout_layers;
+  if (s.pipeline_layout) {
+    const std::string& layout = *s.pipeline_layout;
+    if (c.pp == 1) check.fail("pipeline_layout", layout, "needs pipeline parallelism", "set --pp > 1");
+    if (s.layers_per_virtual_stage || s.first_stage_layers || s.last_stage_layers) {
+      const char* other = s.layers_per_virtual_stage ? "layers_per_virtual_stage"
+                          : s.first_stage_layers     ? "first_stage_layers"
+                                                     : "last_stage_layers";
+      check.fail("pipeline_layout", layout,
+                 fmt::format("places every layer, so {} cannot also be given", s.where(other)),
+                 "give one of the two");
+    }
+    layout_layers = pipeline_layout_layers(layout, L, c.pp, s.where("pipeline_layout"));
+    const auto vpp = static_cast<std::int64_t>(layout_layers.size()) / c.pp;
+    if (s.vpp && *s.vpp != vpp)
+      check.fail("vpp", *s.vpp,
+                 fmt::format("contradicts --pipeline-model-parallel-layout, whose {} stages over pp = {} give {}",
+                             layout_layers.size(), c.pp, vpp),
+                 "give one of the two");
+    c.vpp = vpp;
+  }
   const std::string schedule =
       s.schedule.value_or(c.vpp > 1 ? "interleaved" : "1f1b");
   c.schedule = schedule_of(schedule);
@@ -188,7 +210,12 @@ void check_pipeline(const Checker& check, const model::ModelSpec& m, strategy::P
                                          rest, L),
                  rest == 0 ? "make the first and last stages hold every layer" : "give the first/last stage fewer layers");
   }
-  c.virtual_stage_layers = strategy::split_layers(L, virtual_stages, s.first_stage_layers, s.last_stage_layers);
+  if (!layout_layers.empty() && c.schedule == ScheduleKind::DualPipe)
+    check.fail("pipeline_layout", *s.pipeline_layout, "cannot place DualPipe's two chunks per stage",
+               "drop it (ptsim splits DualPipe's layers evenly) or use another schedule");
+  c.virtual_stage_layers = layout_layers.empty()
+                               ? strategy::split_layers(L, virtual_stages, s.first_stage_layers, s.last_stage_layers)
+                               : layout_layers;
 }
 
 void check_memory_options(const Checker& check, strategy::ParallelConfig& c, const StrategyInput& s) {

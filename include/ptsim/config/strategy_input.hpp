@@ -32,6 +32,7 @@ struct StrategyInput {
   std::optional<std::int64_t> layers_per_virtual_stage;
   std::optional<std::int64_t> first_stage_layers;
   std::optional<std::int64_t> last_stage_layers;
+  std::optional<std::string> pipeline_layout;  // Megatron-Core's --pipeline-model-parallel-layout
   std::optional<std::int64_t> micro_batch_size;
   std::optional<std::int64_t> global_batch_size;
   std::optional<std::int64_t> seq_length;
