@@ -64,6 +64,10 @@ const std::vector<StrategyField> kFields = {
      "reduce gradient buckets during the last micro-batch's backward (default: after it)"},
     {"overlap_param_gather", "overlap_param_gather", "", &S::overlap_param_gather, 1, 1, {}, "",
      "with ZeRO ≥ 1: gather updated parameters under the next forward, bucket by bucket"},
+    {"fp8_param_gather", "fp8_param_gather", "", &S::fp8_param_gather, 1, 1, {}, "",
+     "with --precision fp8 and ZeRO 1 or 2: the optimizer casts its updated shard to fp8 and the parameters are "
+     "gathered in fp8 (1 byte each); each rank then transposes its fp8 weights once per step instead of casting "
+     "them (Megatron-Core's --fp8-param-gather)"},
     {"grad_reduce_in_bf16", "grad_reduce_in_bf16", "", &S::grad_reduce_in_bf16, 1, 1, {}, "",
      "keep and reduce gradients in bf16 (2 bytes) instead of Megatron's fp32 (4 bytes) under bf16 training"},
     {"zero3_blocking", "zero3_blocking", "", &S::zero3_blocking, 1, 1, {}, "",

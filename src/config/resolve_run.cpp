@@ -244,6 +244,7 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   }
   c.overlap_grad_reduce = s.overlap_grad_reduce.value_or(false);
   c.overlap_param_gather = s.overlap_param_gather.value_or(false);
+  c.fp8_param_gather = s.fp8_param_gather.value_or(false);
   c.grad_reduce_in_bf16 = s.grad_reduce_in_bf16.value_or(false);
   c.zero3_blocking = s.zero3_blocking.value_or(false);
   c.tp_comm_overlap = s.tp_comm_overlap.value_or(false);
@@ -265,6 +266,12 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   if (c.overlap_param_gather && c.zero_stage == 0)
     check.fail_flag("overlap_param_gather", "needs sharded parameters or optimizer states",
                     "add --use-distributed-optimizer or --zero 1|2|3");
+  if (c.fp8_param_gather && c.precision != Dtype::Fp8)
+    check.fail_flag("fp8_param_gather", "needs FP8 training", "add --precision fp8 or drop --fp8-param-gather");
+  if (c.fp8_param_gather && (c.zero_stage < 1 || c.zero_stage > 2))
+    check.fail_flag("fp8_param_gather",
+                    "needs Megatron's distributed optimizer, which gathers the parameters (ZeRO 1 or 2)",
+                    "add --use-distributed-optimizer or drop --fp8-param-gather");
 }
 
 // Text fields must hold one of their choices (flags and files check this

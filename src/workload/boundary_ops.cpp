@@ -137,8 +137,8 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
   return ops;
 }
 
-OpSpec optimizer_step_op(std::int64_t parameters, int gradient_bytes) {
-  return memory_op("optimizer.adam", (26.0 + gradient_bytes) * static_cast<double>(parameters),
+OpSpec optimizer_step_op(std::int64_t parameters, int gradient_bytes, int weight_bytes) {
+  return memory_op("optimizer.adam", (24.0 + gradient_bytes + weight_bytes) * static_cast<double>(parameters),
                    taskgraph::KernelClass::Optimizer);
 }
 

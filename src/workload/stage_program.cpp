@@ -409,20 +409,39 @@ class StageBuilder {
   }
   std::uint8_t zero3_flags() const { return c_.zero3_blocking ? taskgraph::kTensorList : 0; }
 
+  // Parameters of this rank's transformer layers, over all its chunks.
+  std::int64_t layer_parameters() const {
+    std::int64_t n = 0;
+    for (const auto& chunk : ctx_.chunks)
+      for (std::int64_t l = 0; l < chunk.count; ++l) n += layer_parameters_per_rank(m_, c_, chunk.first + l).total();
+    return n;
+  }
+  std::int64_t layer_parameters_dense() const {
+    std::int64_t n = 0;
+    for (const auto& chunk : ctx_.chunks)
+      for (std::int64_t l = 0; l < chunk.count; ++l) n += layer_parameters_per_rank(m_, c_, chunk.first + l).dense;
+    return n;
+  }
+  // Bytes a layer parameter is gathered in: one under fp8 parameter
+  // gathering (Megatron-Core keeps the norms' parameters in bf16, a few in
+  // 10^4 of a layer's, counted at one byte here), else two.
+  double layer_parameter_bytes() const { return c_.fp8_param_gather ? 1.0 : 2.0; }
+
   // ---- steps --------------------------------------------------------------
   void prologue() {
     // FP8: every linear weight is cast to fp8 (with its transpose) once per
     // step and reused by all micro-batches (Transformer Engine's
     // is_first_microbatch caching); current scaling reads it once more for
-    // its amax first.
+    // its amax first. With fp8 parameter gathering the weights arrive in fp8
+    // and only their transpose is made (read 1, write 1 bytes a weight).
     if (c_.precision == Dtype::Fp8) {
-      double weights = 0;
-      for (const auto& chunk : ctx_.chunks)
-        for (std::int64_t l = 0; l < chunk.count; ++l)
-          weights += static_cast<double>(layer_parameters_per_rank(m_, c_, chunk.first + l).total());
-      const double bytes_per_weight = c_.fp8_recipe == strategy::Fp8Recipe::Tensorwise ? 6.0 : 4.0;
-      const OpSpec cast = memory_op("fp8.weight_cast", bytes_per_weight * weights);
-      out_.instantiate(boundary_block("fp8.weight_cast", {cast}, "", categories::kForward, true), -1, -1);
+      const double weights = static_cast<double>(layer_parameters());
+      const char* name = c_.fp8_param_gather ? "fp8.weight_transpose" : "fp8.weight_cast";
+      const double bytes_per_weight = c_.fp8_param_gather                                 ? 2.0
+                                      : c_.fp8_recipe == strategy::Fp8Recipe::Tensorwise ? 6.0
+                                                                                          : 4.0;
+      const OpSpec cast = memory_op(name, bytes_per_weight * weights);
+      out_.instantiate(boundary_block(name, {cast}, "", categories::kForward, true), -1, -1);
     }
     // Sharded optimizers whose parameter all-gather overlaps the forward: the
     // updated parameters of each layer arrive before its first forward.
@@ -435,7 +454,9 @@ class StageBuilder {
           for (const auto& [n, slot] : {std::pair{p.dense, slots::kDataParallel}, {p.expert, slots::kExpertDataParallel}})
             if (n > 0 && group_of(slot) > 1) {
               const auto i = out_.instantiate(dp_collective("zero.param_allgather", slot, CollectiveKind::AllGather,
-                                                            static_cast<std::uint64_t>(2 * n), false),
+                                                            static_cast<std::uint64_t>(layer_parameter_bytes() *
+                                                                                       static_cast<double>(n)),
+                                                            false),
                                               -1, static_cast<std::int32_t>(layer));
               refs.push_back({i, 0});
             }
@@ -713,28 +734,47 @@ class StageBuilder {
     };
     const std::int64_t updated =
         shard(ctx_.stage_parameters.dense, ctx_.dense_group) + shard(ctx_.stage_parameters.expert, ctx_.expert_group);
-    const OpSpec step = optimizer_step_op(updated, c_.gradient_bytes());
+    // With fp8 parameter gathering the Adam kernel leaves the model
+    // parameters alone and the updated shard is cast to fp8 after it: the
+    // fp32 main parameters read (twice under current scaling, once for the
+    // amax) and one byte written. The all-reduce of the shard amaxes over DP
+    // (4 bytes a weight tensor, once a step) is left out.
+    const OpSpec step = optimizer_step_op(updated, c_.gradient_bytes(), c_.fp8_param_gather ? 0 : 2);
+    std::vector<OpSpec> ops{step};
+    if (c_.fp8_param_gather) {
+      const double per_parameter = c_.fp8_recipe == strategy::Fp8Recipe::Tensorwise ? 9.0 : 5.0;
+      ops.push_back(memory_op("fp8.param_shard_cast", per_parameter * static_cast<double>(updated),
+                              taskgraph::KernelClass::Optimizer));
+    }
     out_.instantiate(out_.block(fmt::format("optimizer.{}", updated),
                                 [&](BlockRecorder& b) {
                                   b.begin_list();
-                                  b.emit(step, b.names_of({step}, "")[0], categories::kOptimizer, 0, 0);
+                                  const auto names = b.names_of(ops, "");
+                                  for (std::size_t i = 0; i < ops.size(); ++i)
+                                    b.emit(ops[i], names[i], categories::kOptimizer, 0, 0);
                                 }),
                      -1, -1);
     // ZeRO-1/2: every rank gathers the parameters the others updated, after
     // the optimizer, unless the next step's forward overlaps it.
     if ((c_.zero_stage == 1 || c_.zero_stage == 2) && !c_.overlap_param_gather) {
-      const auto gather = [&](std::int64_t total, std::uint8_t slot) {
+      const auto gather = [&](std::int64_t total, std::uint8_t slot, double bytes_per_parameter) {
         if (group_of(slot) == 1) return;
         for (std::int64_t left = total; left > 0;) {
           const std::int64_t n = std::min(left, ctx_.ddp_bucket_parameters);
           out_.instantiate(dp_collective("zero.param_allgather.bucket", slot, CollectiveKind::AllGather,
-                                         static_cast<std::uint64_t>(2 * n), false),
+                                         static_cast<std::uint64_t>(bytes_per_parameter * static_cast<double>(n)),
+                                         false),
                            -1, -1);
           left -= n;
         }
       };
-      gather(ctx_.stage_parameters.dense, slots::kDataParallel);
-      gather(ctx_.stage_parameters.expert, slots::kExpertDataParallel);
+      // Under fp8 parameter gathering the layers' parameters sit in a buffer
+      // of their own, gathered at one byte each; the embedding and output
+      // layer stay bf16 (Megatron's buffers are per dtype).
+      const std::int64_t layers_dense = c_.fp8_param_gather ? layer_parameters_dense() : 0;
+      gather(layers_dense, slots::kDataParallel, 1.0);
+      gather(ctx_.stage_parameters.dense - layers_dense, slots::kDataParallel, 2.0);
+      gather(ctx_.stage_parameters.expert, slots::kExpertDataParallel, layer_parameter_bytes());
     }
   }
 

@@ -172,6 +172,15 @@ TEST_CASE("Issue 5's flags refuse their invalid combinations with the rule and t
     s.fp8_recipe.reset();
     CHECK(config::resolve_run(gpt3, s).parallel.fp8_recipe == strategy::Fp8Recipe::Delayed);
   }
+  SECTION("FP8 parameter gathering without FP8 or without the distributed optimizer") {
+    auto s = base();
+    s.fp8_param_gather = true;
+    fails(gpt3, s, "--fp8-param-gather needs FP8 training");
+    s.precision = "fp8";
+    fails(gpt3, s, "--fp8-param-gather needs Megatron's distributed optimizer");
+    s.distributed_optimizer = true;
+    CHECK(config::resolve_run(gpt3, s).parallel.fp8_param_gather);
+  }
   SECTION("vpp without pipeline parallelism") {
     auto s = base();
     s.pp = 1;

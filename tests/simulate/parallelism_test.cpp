@@ -1,10 +1,13 @@
 // Issue 5's parallelisms through the whole flow, held to closed forms:
 // interleaved and zero-bubble pipelines, DualPipe, ZeRO memory and traffic,
 // context and sequence parallelism, recomputation modes and FP8.
+#include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "ptsim/cost/compute_cost.hpp"
 #include "ptsim/workload/op_spec.hpp"
+#include "ptsim/workload/step_workload.hpp"
 #include "simulate/pipeline_support.hpp"
 #include "test_support.hpp"
 
@@ -271,6 +274,83 @@ TEST_CASE("FP8 runs the linear GEMMs at the fp8 rate and pays for casts and amax
   }
   CHECK(casts);
   CHECK(amax);
+}
+
+TEST_CASE("FP8 parameter gathering gathers layer parameters at one byte and transposes instead of casting",
+          "[simulate][fp8]") {
+  // Llama 3 8B on TP 2 × PP 2 × DP 4, the distributed optimizer gathering
+  // after the step (no overlap): per bucket 2 bytes a parameter, or under
+  // --fp8-param-gather 1 byte for the layers' parameters and 2 for the
+  // embedding (stage 0) and output layer (stage 1). The per-step weight cast
+  // (4 or 6 bytes a layer parameter) becomes a transpose (2); the optimizer
+  // writes no bf16 weight (24 + 4 bytes a shard parameter) and casts its
+  // shard to fp8 (read 4, write 1; current scaling reads once more: 9).
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  const auto model = test::shipped_model("llama3-8b");
+  config::StrategyInput s;
+  s.gpus = 16;
+  s.tp = 2;
+  s.pp = 2;
+  s.global_batch_size = 8;
+  s.precision = "fp8";
+  s.distributed_optimizer = true;
+  // Bytes of each op on the program of `rank`, summed over the step.
+  const auto bytes_by_op = [](const simulate::Outcome& out, std::int64_t rank) {
+    const auto& w = out.step.workload;
+    const auto& program = w.programs[w.program_of_rank[static_cast<std::size_t>(rank)]];
+    std::map<std::string, double> bytes;
+    for (taskgraph::TaskId t = 0; t < program.num_tasks(); ++t) {
+      const auto task = program.task(t);
+      bytes[w.op_names[task.name]] += static_cast<double>(task.bytes);
+    }
+    return bytes;
+  };
+  // Parameters of a rank's transformer layers on `stage`.
+  const auto layer_params = [&](const simulate::Outcome& out, const strategy::ParallelConfig& c, std::int64_t stage) {
+    double n = 0;
+    for (const auto& chunk : out.step.stage_chunks[static_cast<std::size_t>(stage)])
+      for (std::int64_t l = 0; l < chunk.count; ++l)
+        n += static_cast<double>(workload::layer_parameters_per_rank(model, c, chunk.first + l).total());
+    return n;
+  };
+  for (const char* recipe : {"delayed", "tensorwise"}) {
+    INFO(recipe);
+    s.fp8_recipe = recipe;
+    const bool current = std::string(recipe) == "tensorwise";
+    for (const bool fp8_gather : {false, true}) {
+      INFO("fp8 parameter gathering " << fp8_gather);
+      s.fp8_param_gather = fp8_gather;
+      const auto run = config::resolve_run(model, s);
+      const auto out = test::simulate(model, hw, s);
+      for (std::int64_t stage = 0; stage < 2; ++stage) {
+        INFO("stage " << stage);
+        const auto params = workload::stage_parameters(out.step.model, run.parallel, stage);
+        const double layers = layer_params(out, run.parallel, stage);
+        const double rest = static_cast<double>(params.total()) - layers;
+        const double shard = std::ceil(static_cast<double>(params.total()) / 4);
+        const auto bytes = bytes_by_op(out, stage * 8);
+        if (fp8_gather) {
+          CHECK(bytes.at("zero.param_allgather.bucket") == Approx(layers + 2 * rest));
+          CHECK(bytes.at("fp8.weight_transpose") == Approx(2 * layers));
+          CHECK(bytes.count("fp8.weight_cast") == 0);
+          CHECK(bytes.at("optimizer.adam") == Approx(28 * shard));
+          CHECK(bytes.at("fp8.param_shard_cast") == Approx((current ? 9 : 5) * shard));
+        } else {
+          CHECK(bytes.at("zero.param_allgather.bucket") == Approx(2 * (layers + rest)));
+          CHECK(bytes.at("fp8.weight_cast") == Approx((current ? 6 : 4) * layers));
+          CHECK(bytes.at("optimizer.adam") == Approx(30 * shard));
+          CHECK(bytes.count("fp8.param_shard_cast") == 0);
+        }
+      }
+      // Gathered under the next forward instead, layer by layer: the layers'
+      // parameters only, at the same bytes per parameter.
+      s.overlap_param_gather = true;
+      const auto overlapped = test::simulate(model, hw, s);
+      s.overlap_param_gather.reset();
+      CHECK(bytes_by_op(overlapped, 0).at("zero.param_allgather") ==
+            Approx((fp8_gather ? 1 : 2) * layer_params(overlapped, run.parallel, 0)));
+    }
+  }
 }
 
 TEST_CASE("Per-rank parameters add up to the model's layer counts", "[workload][moe]") {

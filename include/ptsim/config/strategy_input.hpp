@@ -44,6 +44,7 @@ struct StrategyInput {
   std::optional<bool> distributed_optimizer;
   std::optional<bool> overlap_grad_reduce;
   std::optional<bool> overlap_param_gather;
+  std::optional<bool> fp8_param_gather;
   std::optional<bool> grad_reduce_in_bf16;
   std::optional<bool> zero3_blocking;
   std::optional<bool> tp_comm_overlap;

@@ -84,6 +84,9 @@ struct ParallelConfig {
   int zero_stage = 0;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  /// Under fp8 with the distributed optimizer: parameters are kept and
+  /// gathered in fp8 (Megatron-Core's --fp8-param-gather).
+  bool fp8_param_gather = false;
   /// Gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16;
   /// DeepSpeed's fp16 ZeRO). By default Megatron-LM accumulates and reduces
   /// them in fp32 under bf16 training (megatron/training/arguments.py:
