@@ -8,6 +8,7 @@
 #include "internal/name_table.hpp"
 #include "internal/stage_program.hpp"
 #include "ptsim/strategy/pipeline_schedule.hpp"
+#include "ptsim/strategy/stage_partition.hpp"
 
 namespace ptsim::workload {
 
@@ -87,8 +88,21 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
   const std::int64_t mirror = c.schedule == strategy::ScheduleKind::DualPipe ? 2 : 1;
   const StaticMemory dense = static_memory(p.dense, c.zero_stage, c.gradient_group() * mirror, c.gradient_bytes());
   const StaticMemory experts = static_memory(p.expert, c.zero_stage, c.expert_dp() * mirror, c.gradient_bytes());
-  return {dense.parameters + experts.parameters, dense.params_bytes + experts.params_bytes,
-          dense.grads_bytes + experts.grads_bytes, dense.optimizer_bytes + experts.optimizer_bytes};
+  StaticMemory total{dense.parameters + experts.parameters, dense.params_bytes + experts.params_bytes,
+                     dense.grads_bytes + experts.grads_bytes, dense.optimizer_bytes + experts.optimizer_bytes};
+  // FP8 with bf16 parameters: Transformer Engine keeps every layer weight's
+  // fp8 copy and its transpose from the first micro-batch to the last (the
+  // is_first_microbatch weight cache, which Megatron-Core uses), two bytes a
+  // weight beside the bf16 one. With --fp8-param-gather those two bytes are
+  // the parameter itself, already counted. (Under ZeRO-3 the cache would
+  // follow the gathered layers; not modelled.)
+  if (c.precision == Dtype::Fp8 && !c.fp8_param_gather && c.zero_stage < 3) {
+    std::int64_t layer_weights = 0;
+    for (const auto& chunk : strategy::stage_chunks(c, stage))
+      for (std::int64_t l = 0; l < chunk.count; ++l) layer_weights += layer_parameters_per_rank(model, c, chunk.first + l).total();
+    total.params_bytes += static_cast<std::uint64_t>(2 * layer_weights);
+  }
+  return total;
 }
 
 StepWorkload build_step_workload(const model::ModelSpec& model,

@@ -51,6 +51,10 @@
 // `run.fp8_recipe` key changed every report hash. Only the 7.5B FP8 run's
 // fingerprint moved; its makespan, tasks and peak kept their values (the
 // host issues its last tasks after the GPU has drained them either way).
+// A ninth (2026-12-01): FP8 with bf16 parameters holds Transformer Engine's
+// cached fp8 copy and transpose of each layer weight, 2 bytes a weight; only
+// the 7.5B FP8 run moved, its peak by +1.81 GB (0.91 G layer weights a rank)
+// and with it its report hash.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

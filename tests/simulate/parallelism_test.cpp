@@ -276,7 +276,7 @@ TEST_CASE("FP8 runs the linear GEMMs at the fp8 rate and pays for casts and amax
   CHECK(amax);
 }
 
-TEST_CASE("FP8 parameter gathering gathers layer parameters at one byte and transposes instead of casting",
+TEST_CASE("FP8 parameter gathering gathers layer parameters at one byte, transposes instead of casting and caches nothing",
           "[simulate][fp8]") {
   // Llama 3 8B on TP 2 × PP 2 × DP 4, the distributed optimizer gathering
   // after the step (no overlap): per bucket 2 bytes a parameter, or under
@@ -285,6 +285,7 @@ TEST_CASE("FP8 parameter gathering gathers layer parameters at one byte and tran
   // (4 or 6 bytes a layer parameter) becomes a transpose (2); the optimizer
   // writes no bf16 weight (24 + 4 bytes a shard parameter) and casts its
   // shard to fp8 (read 4, write 1; current scaling reads once more: 9).
+  // Without it each layer weight also has an fp8 copy and transpose cached.
   const auto hw = test::shipped_hardware("h100-sxm5-80gb");
   const auto model = test::shipped_model("llama3-8b");
   config::StrategyInput s;
@@ -329,6 +330,10 @@ TEST_CASE("FP8 parameter gathering gathers layer parameters at one byte and tran
         const double rest = static_cast<double>(params.total()) - layers;
         const double shard = std::ceil(static_cast<double>(params.total()) / 4);
         const auto bytes = bytes_by_op(out, stage * 8);
+        // Memory: bf16 weights, plus Transformer Engine's cached fp8 copy and
+        // transpose of each layer weight unless the parameters are fp8.
+        CHECK(workload::stage_static_memory(out.step.model, run.parallel, stage).params_bytes ==
+              Approx(2 * static_cast<double>(params.total()) + (fp8_gather ? 0 : 2 * layers)));
         if (fp8_gather) {
           CHECK(bytes.at("zero.param_allgather.bucket") == Approx(layers + 2 * rest));
           CHECK(bytes.at("fp8.weight_transpose") == Approx(2 * layers));
