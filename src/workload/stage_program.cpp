@@ -409,19 +409,6 @@ class StageBuilder {
   }
   std::uint8_t zero3_flags() const { return c_.zero3_blocking ? taskgraph::kTensorList : 0; }
 
-  // Parameters of this rank's transformer layers, over all its chunks.
-  std::int64_t layer_parameters() const {
-    std::int64_t n = 0;
-    for (const auto& chunk : ctx_.chunks)
-      for (std::int64_t l = 0; l < chunk.count; ++l) n += layer_parameters_per_rank(m_, c_, chunk.first + l).total();
-    return n;
-  }
-  std::int64_t layer_parameters_dense() const {
-    std::int64_t n = 0;
-    for (const auto& chunk : ctx_.chunks)
-      for (std::int64_t l = 0; l < chunk.count; ++l) n += layer_parameters_per_rank(m_, c_, chunk.first + l).dense;
-    return n;
-  }
   // Bytes a layer parameter is gathered in: one under fp8 parameter
   // gathering (Megatron-Core keeps the norms' parameters in bf16, a few in
   // 10^4 of a layer's, counted at one byte here), else two.
@@ -435,7 +422,7 @@ class StageBuilder {
     // its amax first. With fp8 parameter gathering the weights arrive in fp8
     // and only their transpose is made (read 1, write 1 bytes a weight).
     if (c_.precision == Dtype::Fp8) {
-      const double weights = static_cast<double>(layer_parameters());
+      const double weights = static_cast<double>(ctx_.layer_parameters.total());
       const char* name = c_.fp8_param_gather ? "fp8.weight_transpose" : "fp8.weight_cast";
       const double bytes_per_weight = c_.fp8_param_gather                                 ? 2.0
                                       : c_.fp8_recipe == strategy::Fp8Recipe::Tensorwise ? 6.0
@@ -771,7 +758,7 @@ class StageBuilder {
       // Under fp8 parameter gathering the layers' parameters sit in a buffer
       // of their own, gathered at one byte each; the embedding and output
       // layer stay bf16 (Megatron's buffers are per dtype).
-      const std::int64_t layers_dense = c_.fp8_param_gather ? layer_parameters_dense() : 0;
+      const std::int64_t layers_dense = c_.fp8_param_gather ? ctx_.layer_parameters.dense : 0;
       gather(layers_dense, slots::kDataParallel, 1.0);
       gather(ctx_.stage_parameters.dense - layers_dense, slots::kDataParallel, 2.0);
       gather(ctx_.stage_parameters.expert, slots::kExpertDataParallel, layer_parameter_bytes());

@@ -65,14 +65,21 @@ void label(taskgraph::Workload& w) {
 
 // The parameters a rank of `stage` holds: its chunks' layers, the embedding
 // on the first virtual stage, the output layer on the last.
-RankParameters stage_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage) {
-  const auto chunks = strategy::stage_chunks(c, stage);
+RankParameters stage_layer_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                      std::int64_t stage) {
   RankParameters p;
+  for (const auto& chunk : strategy::stage_chunks(c, stage))
+    for (std::int64_t l = 0; l < chunk.count; ++l) p += layer_parameters_per_rank(m, c, chunk.first + l);
+  return p;
+}
+
+RankParameters stage_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage) {
+  RankParameters p = stage_layer_parameters(m, c, stage);
   bool embedding = false, output = false;
   const std::int64_t last = c.schedule == strategy::ScheduleKind::Interleaved ? c.pp * c.vpp - 1 : c.pp - 1;
-  for (std::size_t k = 0; k < chunks.size(); ++k) {
-    for (std::int64_t l = 0; l < chunks[k].count; ++l) p += layer_parameters_per_rank(m, c, chunks[k].first + l);
-    const std::int64_t v = strategy::virtual_stage(c.schedule, stage, c.pp, static_cast<std::int64_t>(k));
+  const std::int64_t chunks = strategy::chunks_per_stage(c);
+  for (std::int64_t k = 0; k < chunks; ++k) {
+    const std::int64_t v = strategy::virtual_stage(c.schedule, stage, c.pp, k);
     embedding = embedding || v == 0;
     output = output || v == last;
   }
@@ -96,12 +103,8 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
   // weight beside the bf16 one. With --fp8-param-gather those two bytes are
   // the parameter itself, already counted. (Under ZeRO-3 the cache would
   // follow the gathered layers; not modelled.)
-  if (c.precision == Dtype::Fp8 && !c.fp8_param_gather && c.zero_stage < 3) {
-    std::int64_t layer_weights = 0;
-    for (const auto& chunk : strategy::stage_chunks(c, stage))
-      for (std::int64_t l = 0; l < chunk.count; ++l) layer_weights += layer_parameters_per_rank(model, c, chunk.first + l).total();
-    total.params_bytes += static_cast<std::uint64_t>(2 * layer_weights);
-  }
+  if (c.precision == Dtype::Fp8 && !c.fp8_param_gather && c.zero_stage < 3)
+    total.params_bytes += static_cast<std::uint64_t>(2 * stage_layer_parameters(model, c, stage).total());
   return total;
 }
 
@@ -142,6 +145,7 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
     ctx.num_microbatches = step.num_microbatches;
     ctx.micro_batch_size = config.micro_batch_size;
     ctx.stage_parameters = stage_parameters(step.model, config, s);
+    ctx.layer_parameters = stage_layer_parameters(step.model, config, s);
     ctx.ddp_bucket_parameters = bucket_parameters(config);
     ctx.embedding_group = embedding_group;
     ctx.dense_group = dense_group;

@@ -307,12 +307,8 @@ TEST_CASE("FP8 parameter gathering gathers layer parameters at one byte, transpo
     return bytes;
   };
   // Parameters of a rank's transformer layers on `stage`.
-  const auto layer_params = [&](const simulate::Outcome& out, const strategy::ParallelConfig& c, std::int64_t stage) {
-    double n = 0;
-    for (const auto& chunk : out.step.stage_chunks[static_cast<std::size_t>(stage)])
-      for (std::int64_t l = 0; l < chunk.count; ++l)
-        n += static_cast<double>(workload::layer_parameters_per_rank(model, c, chunk.first + l).total());
-    return n;
+  const auto layer_params = [&](const strategy::ParallelConfig& c, std::int64_t stage) {
+    return static_cast<double>(workload::stage_layer_parameters(model, c, stage).total());
   };
   for (const char* recipe : {"delayed", "tensorwise"}) {
     INFO(recipe);
@@ -326,7 +322,7 @@ TEST_CASE("FP8 parameter gathering gathers layer parameters at one byte, transpo
       for (std::int64_t stage = 0; stage < 2; ++stage) {
         INFO("stage " << stage);
         const auto params = workload::stage_parameters(out.step.model, run.parallel, stage);
-        const double layers = layer_params(out, run.parallel, stage);
+        const double layers = layer_params(run.parallel, stage);
         const double rest = static_cast<double>(params.total()) - layers;
         const double shard = std::ceil(static_cast<double>(params.total()) / 4);
         const auto bytes = bytes_by_op(out, stage * 8);
@@ -353,7 +349,7 @@ TEST_CASE("FP8 parameter gathering gathers layer parameters at one byte, transpo
       const auto overlapped = test::simulate(model, hw, s);
       s.overlap_param_gather.reset();
       CHECK(bytes_by_op(overlapped, 0).at("zero.param_allgather") ==
-            Approx((fp8_gather ? 1 : 2) * layer_params(overlapped, run.parallel, 0)));
+            Approx((fp8_gather ? 1 : 2) * layer_params(run.parallel, 0)));
     }
   }
 }

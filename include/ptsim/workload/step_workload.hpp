@@ -104,6 +104,11 @@ std::int64_t padded_vocab_size(std::int64_t vocab_size, std::int64_t tp);
 /// DistributedDataParallelConfig default, max(ddp_bucket_parameters, 10^6 · dp).
 std::int64_t bucket_parameters(const strategy::ParallelConfig& config);
 
+/// Parameters of the transformer layers a rank of `stage` holds, over all
+/// its model chunks.
+RankParameters stage_layer_parameters(const model::ModelSpec& model, const strategy::ParallelConfig& config,
+                                      std::int64_t stage);
+
 /// Parameters a rank of `stage` holds: its chunks' layers, the embedding on
 /// the first virtual stage, the output layer on the last. `model`'s
 /// vocabulary must already be padded (padded_vocab_size).

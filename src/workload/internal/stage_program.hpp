@@ -24,6 +24,7 @@ struct StageContext {
   std::int64_t num_microbatches = 1;
   std::int64_t micro_batch_size = 1;
   RankParameters stage_parameters;         // for the optimizer step and gradient buckets
+  RankParameters layer_parameters;         // the transformer layers' part of it (FP8 weight casts and gathers)
   std::int64_t ddp_bucket_parameters = 0;  // gradient bucket size, parameters
   bool embedding_group = false;            // tied embeddings split over stages
   /// Ranks reducing dense and expert gradients (ZeRO shards over them).
