@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
+#include <string_view>
 
 #include "internal/calibration_json.hpp"
 #include "internal/object_reader.hpp"
@@ -48,23 +50,60 @@ std::map<std::string, std::string> check_sources(const nlohmann::json& object,
     throw ConfigError(fmt::format("{}: /sources must be an object of JSON pointer → source", where));
   std::set<std::string> figures;
   numeric_leaves(object, "", figures);
+  // A source keyed by a list of numbers covers each of them.
+  const auto covers = [](const std::string& source, const std::string& figure) {
+    if (figure == source) return true;
+    if (figure.size() <= source.size() + 1 || !figure.starts_with(source) || figure[source.size()] != '/')
+      return false;
+    const std::string_view index = std::string_view(figure).substr(source.size() + 1);
+    return std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
   std::map<std::string, std::string> out;
   for (const auto& [pointer, text] : sources.items()) {
     if (!text.is_string() || text.get<std::string>().empty())
       throw ConfigError(fmt::format("{}: /sources/{} must be a non-empty string naming where "
                                     "the figure comes from", where, pointer));
-    if (!figures.contains(pointer))
-      throw ConfigError(fmt::format("{}: /sources names \"{}\", which is not a numeric figure of "
-                                    "this profile; remove it or fix the pointer",
+    if (std::none_of(figures.begin(), figures.end(), [&](const auto& f) { return covers(pointer, f); }))
+      throw ConfigError(fmt::format("{}: /sources names \"{}\", which is neither a numeric figure of "
+                                    "this profile nor a list of them; remove it or fix the pointer",
                                     where, pointer));
     out[pointer] = text.get<std::string>();
   }
   for (const auto& figure : figures)
-    if (!out.contains(figure))
+    if (std::none_of(out.begin(), out.end(), [&](const auto& s) { return covers(s.first, figure); }))
       throw ConfigError(fmt::format("{}: {} has no source; add \"{}\": \"<datasheet, "
-                                    "measurement file or paper>\" to /sources",
+                                    "measurement file or paper>\" to /sources (a list's pointer covers "
+                                    "its numbers)",
                                     where, figure, figure));
   return out;
+}
+
+// Sequence lengths of attention benchmarks run from 128 to about 1M tokens;
+// factors of a kernel against its own 16k figure stay well inside (0, 4].
+constexpr double kMaxAttentionSeq = 1 << 24;
+constexpr double kMaxAttentionFactor = 4;
+
+hardware::AttentionSequenceTable parse_attention_pass(ObjectReader in) {
+  hardware::AttentionSequenceTable t;
+  const std::vector<double> seq = in.numbers("seq_lengths", 1, kMaxAttentionSeq);
+  for (std::size_t i = 1; i < seq.size(); ++i)
+    if (!(seq[i - 1] < seq[i]))
+      in.fail(fmt::format("seq_lengths/{}", i), "does not exceed the length before it; lengths are strictly ascending");
+  for (const double s : seq) t.log2_seq.push_back(std::log2(s));
+  t.full = in.numbers("full", 1e-3, kMaxAttentionFactor);
+  t.causal = in.numbers("causal", 1e-3, kMaxAttentionFactor);
+  const std::pair<const char*, const std::vector<double>*> lists[] = {{"full", &t.full}, {"causal", &t.causal}};
+  for (const auto& [key, list] : lists)
+    if (list->size() != seq.size()) in.fail(key, fmt::format("needs one factor per sequence length ({})", seq.size()));
+  in.reject_unknown_keys("accepted keys: seq_lengths, full, causal");
+  return t;
+}
+
+hardware::AttentionSequenceFactors parse_attention_kernel(ObjectReader in) {
+  hardware::AttentionSequenceFactors f{parse_attention_pass(in.object("forward")),
+                                       parse_attention_pass(in.object("backward"))};
+  in.reject_unknown_keys("accepted keys: forward, backward");
+  return f;
 }
 
 hardware::GpuSpec parse_gpu(ObjectReader in) {
@@ -101,7 +140,17 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   if (gpu.cudnn_attention_forward_efficiency.has_value() != gpu.cudnn_attention_backward_efficiency.has_value())
     attention.fail(gpu.cudnn_attention_forward_efficiency ? "cudnn_backward" : "cudnn_forward",
                    "is missing; cuDNN's attention needs both its forward and backward efficiency");
-  attention.reject_unknown_keys("accepted keys: forward, backward, cudnn_forward, cudnn_backward");
+  if (attention.has("by_sequence")) {
+    ObjectReader by_sequence = attention.object("by_sequence");
+    if (by_sequence.has("flash")) gpu.flash_attention_by_sequence = parse_attention_kernel(by_sequence.object("flash"));
+    if (by_sequence.has("cudnn")) {
+      if (!gpu.cudnn_attention_forward_efficiency)
+        by_sequence.fail("cudnn", "has no cudnn_forward and cudnn_backward efficiencies to scale; add them first");
+      gpu.cudnn_attention_by_sequence = parse_attention_kernel(by_sequence.object("cudnn"));
+    }
+    by_sequence.reject_unknown_keys("accepted keys: flash, cudnn");
+  }
+  attention.reject_unknown_keys("accepted keys: forward, backward, cudnn_forward, cudnn_backward, by_sequence");
   gpu.kernel_launch_overhead_s = in.number("kernel_launch_overhead_us", 0.0, 1e4) * 1e-6;
   gpu.comm_compute_slowdown = in.number("comm_compute_slowdown", 0.0, 10.0);
   in.reject_unknown_keys(

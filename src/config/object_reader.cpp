@@ -182,6 +182,20 @@ const json& ObjectReader::array(const std::string& key) {
   return v;
 }
 
+std::vector<double> ObjectReader::numbers(const std::string& key, double min, double max) {
+  const json& list = array(key);
+  if (list.empty()) fail(key, "is empty; it needs at least one number");
+  std::vector<double> out;
+  out.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const json& v = list[i];
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < min || v.get<double>() > max)
+      fail(fmt::format("{}/{}", key, i), fmt::format("= {} must be a number in [{:g}, {:g}]", show(v), min, max));
+    out.push_back(v.get<double>());
+  }
+  return out;
+}
+
 void ObjectReader::reject_unknown_keys(const std::string& fix) const {
   std::vector<std::string> unknown;
   for (const auto& [key, value] : object_->items())

@@ -34,6 +34,19 @@ double memory_efficiency(const hardware::HardwareProfile& hw, taskgraph::KernelC
   return hw.gpu.memory_efficiency;
 }
 
+double attention_sequence_factor(const hardware::AttentionSequenceFactors& factors, bool backward, bool causal,
+                                 double seq) {
+  const auto& t = backward ? factors.backward : factors.forward;
+  const auto& f = causal ? t.causal : t.full;
+  const double x = std::log2(std::max(seq, 1.0));
+  if (t.log2_seq.size() == 1 || x <= t.log2_seq.front()) return f.front();
+  if (x >= t.log2_seq.back()) return f.back();
+  const auto hi = static_cast<std::size_t>(
+      std::upper_bound(t.log2_seq.begin(), t.log2_seq.end(), x) - t.log2_seq.begin());
+  const double w = (x - t.log2_seq[hi - 1]) / (t.log2_seq[hi] - t.log2_seq[hi - 1]);
+  return f[hi - 1] * (1 - w) + f[hi] * w;
+}
+
 double attention_executed_flops(const taskgraph::Task& task) {
   const bool backward = task.flags & taskgraph::kBackwardPass;
   const bool causal = task.flags & taskgraph::kCausal;
@@ -56,8 +69,14 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
       break;
     case ComputeKind::Attention: {
       const bool backward = task.flags & taskgraph::kBackwardPass;
+      const bool causal = task.flags & taskgraph::kCausal;
+      // The benchmarks' one length is both the queries' and the keys'; a
+      // context-parallel step's blocks may differ, hence their mean.
+      const double seq = std::sqrt(static_cast<double>(task.shape[1]) * static_cast<double>(task.shape[2]));
       const double executed = attention_executed_flops(task);
       double efficiency = backward ? gpu.attention_backward_efficiency : gpu.attention_forward_efficiency;
+      const hardware::AttentionSequenceFactors* by_sequence =
+          gpu.flash_attention_by_sequence ? &*gpu.flash_attention_by_sequence : nullptr;
       if (task.flags & taskgraph::kCudnn) {
         // cuDNN's kernel, at its own measured efficiency (calibration tables
         // describe the kernel the micro-benchmarks ran, not this one).
@@ -69,11 +88,18 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
               "--attention-backend flash or add them with their source",
               hw.name));
         efficiency = *cudnn;
+        by_sequence = gpu.cudnn_attention_by_sequence ? &*gpu.cudnn_attention_by_sequence : nullptr;
       } else if (hw.calibration) {
+        // A calibration measured this GPU's kernel at its own lengths; the
+        // profile's factors describe the kernel the profile's figure came from.
         const auto& cal = backward ? hw.calibration->attention_backward_efficiency
                                    : hw.calibration->attention_forward_efficiency;
-        if (cal) efficiency = *cal;
+        if (cal) {
+          efficiency = *cal;
+          by_sequence = nullptr;
+        }
       }
+      if (by_sequence) efficiency *= attention_sequence_factor(*by_sequence, backward, causal, seq);
       s = std::max(executed / (gpu.peak_flops(Dtype::Bf16) * efficiency), memory_s);
       break;
     }

@@ -55,7 +55,7 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
   SECTION("source for nothing") {
     j["sources"]["/gpu/clock_MHz"] = "datasheet";
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
-                      Catch::Contains("\"/gpu/clock_MHz\", which is not a numeric figure"));
+                      Catch::Contains("\"/gpu/clock_MHz\", which is neither a numeric figure"));
   }
   SECTION("unknown key") {
     j["gpu"]["tflops"] = 5;
@@ -137,5 +137,51 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
   SECTION("wrong schema") {
     j["schema"] = "ptsim-hw/1";
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("expected \"ptsim-hw/2\""));
+  }
+}
+
+TEST_CASE("Attention tables by sequence length are read with their sources, or refused", "[config]") {
+  json j = read("h100-sxm5-80gb");
+  const std::string table = "/gpu/attention_efficiency/by_sequence/cudnn/forward";
+  SECTION("the shipped table: lengths as log2, one factor per length") {
+    const auto hw = config::parse_hardware(j, "hw.json");
+    REQUIRE(hw.gpu.cudnn_attention_by_sequence);
+    const auto& f = hw.gpu.cudnn_attention_by_sequence->forward;
+    REQUIRE(f.log2_seq.size() == 6);
+    CHECK(f.log2_seq.front() == 9);  // 512 tokens
+    CHECK(f.causal.size() == 6);
+    CHECK(f.full.back() == 1.0);  // the 16k figure itself
+  }
+  SECTION("one source covers a list's numbers; a list without one is named") {
+    j["sources"].erase(table + "/causal");
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains(table + "/causal/0 has no source"));
+  }
+  SECTION("lengths must ascend") {
+    j["gpu"]["attention_efficiency"]["by_sequence"]["cudnn"]["forward"]["seq_lengths"][1] = 256;
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains(table + "/seq_lengths/1") && Catch::Contains("strictly ascending"));
+  }
+  SECTION("one factor per length") {
+    j["gpu"]["attention_efficiency"]["by_sequence"]["cudnn"]["forward"]["full"].erase(0);
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains(table + "/full") && Catch::Contains("one factor per sequence length (6)"));
+  }
+  SECTION("a factor out of range") {
+    j["gpu"]["attention_efficiency"]["by_sequence"]["cudnn"]["forward"]["causal"][2] = -1;
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains(table + "/causal/2 = -1 must be a number in [0.001, 4]"));
+  }
+  SECTION("a cuDNN table needs cuDNN's efficiencies") {
+    auto& att = j["gpu"]["attention_efficiency"];
+    att.erase("cudnn_forward");
+    att.erase("cudnn_backward");
+    j["sources"].erase("/gpu/attention_efficiency/cudnn_forward");
+    j["sources"].erase("/gpu/attention_efficiency/cudnn_backward");
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("by_sequence/cudnn") && Catch::Contains("add them first"));
+  }
+  SECTION("unknown keys") {
+    j["gpu"]["attention_efficiency"]["by_sequence"]["sliding"] = json::object();
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("accepted keys: flash, cudnn"));
   }
 }

@@ -1,6 +1,8 @@
 // The compute model against hand calculations and published ceilings.
 #include "ptsim/cost/compute_cost.hpp"
 
+#include <cmath>
+
 #include "ptsim/cost/gemm_model.hpp"
 #include "test_support.hpp"
 
@@ -17,12 +19,13 @@ taskgraph::Task gemm(double m, double n, double k) {
   return t;
 }
 
-// Fused attention forward, bh = 32, s = 4096, d = 128: 4·32·4096²·128 FLOP.
-taskgraph::Task attention_forward() {
+// Fused attention forward, bh = 32, s tokens, d = 128: 4·32·s²·128 FLOP.
+taskgraph::Task attention_forward(std::uint32_t s = 4096) {
   taskgraph::Task t;
   t.compute = taskgraph::ComputeKind::Attention;
   t.kernel = taskgraph::KernelClass::Attention;
-  t.flops = 4.0 * 32 * 4096 * 4096 * 128;
+  t.shape = {32, s, s, 128};
+  t.flops = 4.0 * 32 * s * s * 128;
   return t;
 }
 }  // namespace
@@ -93,33 +96,73 @@ TEST_CASE("Memory-bound kernels run at the achieved bandwidth", "[cost]") {
 }
 
 TEST_CASE("Fused attention runs at the attention efficiency, half the work when causal", "[cost]") {
-  // H100, bh = 32, s = 4096, d = 128: 4·32·4096²·128 = 2.75e11 FLOP forward at
-  // 989e12 · 0.655 = 647.8 TFLOP/s → 424 µs; causal halves the work.
-  const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
+  // A100 (one efficiency at every length), bh = 32, s = 4096, d = 128:
+  // 4·32·4096²·128 = 2.75e11 FLOP forward at 312e12 · 0.73; causal halves the work.
+  const auto a100 = test::shipped_hardware("a100-sxm4-80gb");
   taskgraph::Task t = attention_forward();
-  const double launch = cost::launch_overhead_seconds(h100);
-  const double full = cost::compute_seconds(h100, t) - launch;
-  CHECK(full == Approx(t.flops / (989e12 * h100.gpu.attention_forward_efficiency)));
+  const double launch = cost::launch_overhead_seconds(a100);
+  const double full = cost::compute_seconds(a100, t) - launch;
+  CHECK(full == Approx(t.flops / (312e12 * 0.73)));
   t.flags = taskgraph::kCausal;
-  CHECK(cost::compute_seconds(h100, t) - launch == Approx(full / 2));
+  CHECK(cost::compute_seconds(a100, t) - launch == Approx(full / 2));
   // Backward: the model's count is twice the forward; FlashAttention runs 2.5×.
   t.flags = taskgraph::kBackwardPass;
   t.flops *= 2;
-  CHECK(cost::compute_seconds(h100, t) - launch ==
-        Approx(2.5 * 4.0 * 32 * 4096 * 4096 * 128 / (989e12 * h100.gpu.attention_backward_efficiency)));
+  CHECK(cost::compute_seconds(a100, t) - launch == Approx(2.5 * 4.0 * 32 * 4096 * 4096 * 128 / (312e12 * 0.63)));
+  // The length does not matter where the profile has no table.
+  taskgraph::Task short_t = attention_forward(512);
+  CHECK(cost::compute_seconds(a100, short_t) - launch == Approx(short_t.flops / (312e12 * 0.73)));
+}
+
+TEST_CASE("On Hopper, fused attention runs at the measured rate for its length and mask", "[cost]") {
+  // The published TFLOP/s themselves, not the profile's factors: FlashAttention-3
+  // paper Fig. 5(c)/(d), H100, head dim 128 (FlashAttention-3 at 4k: 638 without
+  // a mask, 579 causal; at 512: 292 causal; cuDNN at 4k: 609, 518 causal);
+  // backward, cuDNN 9.19 on H200 (cudnn-frontend results), 4k causal 474 of
+  // 612 at 16k, applied to the FlashAttention-3 paper's 16k cuDNN figure, 516.
+  const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
+  const double launch = cost::launch_overhead_seconds(h100);
+  const auto seconds = [&](taskgraph::Task t) { return cost::compute_seconds(h100, t) - launch; };
+  taskgraph::Task t = attention_forward();
+  CHECK(seconds(t) == Approx(t.flops / 638e12).epsilon(2e-3));
+  t.flags = taskgraph::kCausal;
+  CHECK(seconds(t) == Approx(t.flops / 2 / 579e12).epsilon(2e-3));
+  taskgraph::Task s512 = attention_forward(512);
+  s512.flags = taskgraph::kCausal;
+  CHECK(seconds(s512) == Approx(s512.flops / 2 / 292e12).epsilon(2e-3));
+  // Past the table's longest length (16k) the 16k rate holds: 648.
+  const taskgraph::Task s64k = attention_forward(65536);
+  CHECK(seconds(s64k) == Approx(s64k.flops / 648e12).epsilon(2e-3));
+  // The profile rounds cuDNN's 16k efficiencies (595/989 = 0.6016 to 0.60,
+  // 516/989 = 0.5217 to 0.52): within 0.4%.
+  t.flags = taskgraph::kCudnn;
+  CHECK(seconds(t) == Approx(t.flops / 609e12).epsilon(4e-3));
+  t.flags = taskgraph::kCudnn | taskgraph::kCausal;
+  CHECK(seconds(t) == Approx(t.flops / 2 / 518e12).epsilon(4e-3));
+  t.flags = taskgraph::kCudnn | taskgraph::kCausal | taskgraph::kBackwardPass;
+  t.flops *= 2;
+  CHECK(seconds(t) == Approx(0.5 * 2.5 * 4.0 * 32 * 4096 * 4096 * 128 / (516e12 * 474 / 612)).epsilon(4e-3));
+  // Between two lengths the factor is interpolated in log2 of the length:
+  // at 2^12.5 tokens, halfway between 4k's 579 and 8k's 602 (causal).
+  taskgraph::Task mid = attention_forward(5793);
+  mid.flags = taskgraph::kCausal;
+  CHECK(seconds(mid) == Approx(mid.flops / 2 / ((579.0 + 602.0) / 2 * 1e12)).epsilon(2e-3));
+  CHECK(cost::attention_sequence_factor(*h100.gpu.flash_attention_by_sequence, false, true, 4096 * std::sqrt(2.0)) *
+            648 ==
+        Approx((579.0 + 602.0) / 2).epsilon(2e-3));
 }
 
 TEST_CASE("cuDNN's fused attention runs at the profile's cuDNN efficiency, or is refused", "[cost]") {
   // FlashAttention-3's paper measures cuDNN on H100 at 595 (forward) and 516
-  // (backward) of 989 TFLOP/s in the benchmark the flash figures come from.
+  // (backward) of 989 TFLOP/s at 16k tokens without a mask.
   const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
-  taskgraph::Task t = attention_forward();
+  taskgraph::Task t = attention_forward(16384);
   t.flags = taskgraph::kCudnn;
   const double launch = cost::launch_overhead_seconds(h100);
   CHECK(cost::compute_seconds(h100, t) - launch == Approx(t.flops / (989e12 * 0.60)));
-  t.flags = taskgraph::kCudnn | taskgraph::kBackwardPass | taskgraph::kCausal;
+  t.flags = taskgraph::kCudnn | taskgraph::kBackwardPass;
   t.flops *= 2;
-  CHECK(cost::compute_seconds(h100, t) - launch == Approx(0.5 * 2.5 * 4.0 * 32 * 4096 * 4096 * 128 / (989e12 * 0.52)));
+  CHECK(cost::compute_seconds(h100, t) - launch == Approx(2.5 * 4.0 * 32 * 16384.0 * 16384 * 128 / (989e12 * 0.52)));
   // A profile without cuDNN figures says what is missing.
   const auto a100 = test::shipped_hardware("a100-sxm4-80gb");
   CHECK_THROWS_WITH(cost::compute_seconds(a100, t), Catch::Contains("cudnn_forward") && Catch::Contains("a100-sxm4-80gb"));

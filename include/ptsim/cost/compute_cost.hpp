@@ -4,7 +4,9 @@
 //               if slower; executed FLOP are the model's count halved under a
 //               causal mask (blocks above the diagonal are skipped) and ×1.25
 //               backward (FlashAttention-2 recomputes the scores: 5 matmuls
-//               against the model count's 4; Dao 2023 §3.2)
+//               against the model count's 4; Dao 2023 §3.2); the efficiency
+//               times the profile's factor for the sequence length and mask
+//               where it has one
 //   others      bytes / (HBM · memory efficiency of its class)
 // plus the per-kernel launch overhead (already inside a calibrated GEMM
 // table's measured times). Calibrated figures, when the profile has them,
@@ -23,6 +25,11 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
 /// FLOP a fused attention kernel executes for a task of the model's count:
 /// halved under a causal mask, ×1.25 backward (see above).
 double attention_executed_flops(const taskgraph::Task& task);
+
+/// A fused attention kernel's efficiency factor at a sequence length, pass
+/// and mask: interpolated in log2 of the length, held at the table's ends.
+double attention_sequence_factor(const hardware::AttentionSequenceFactors& factors, bool backward, bool causal,
+                                 double seq);
 
 /// compute_seconds rounded to integer simulated time.
 Time compute_time(const hardware::HardwareProfile& hw, const taskgraph::Task& task);

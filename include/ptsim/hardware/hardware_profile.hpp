@@ -14,6 +14,22 @@
 
 namespace ptsim::hardware {
 
+/// How a fused attention kernel's efficiency moves with the sequence length
+/// and the causal mask, as factors on the profile's efficiency for that
+/// kernel and pass (which is measured at 16k tokens without a mask): one
+/// table per pass, interpolated in log2 of the sequence length and held at
+/// its ends (cost/compute_cost.cpp).
+struct AttentionSequenceTable {
+  std::vector<double> log2_seq;  // ascending
+  std::vector<double> full;      // factor without a mask, one per length
+  std::vector<double> causal;    // factor with the causal mask
+};
+
+struct AttentionSequenceFactors {
+  AttentionSequenceTable forward;
+  AttentionSequenceTable backward;
+};
+
 struct GpuSpec {
   std::string name;
   /// Dense peak FLOP/s per dtype; empty where the GPU has no such unit.
@@ -31,6 +47,10 @@ struct GpuSpec {
   /// it was measured; --attention-backend cudnn needs it.
   std::optional<double> cudnn_attention_forward_efficiency;
   std::optional<double> cudnn_attention_backward_efficiency;
+  /// Where measured: the efficiencies above by sequence length and mask,
+  /// for the flash kernel and for cuDNN's.
+  std::optional<AttentionSequenceFactors> flash_attention_by_sequence;
+  std::optional<AttentionSequenceFactors> cudnn_attention_by_sequence;
   double kernel_launch_overhead_s = 0;  // added to every kernel
   /// Kernels take (1 + this) times longer while a communication kernel runs
   /// on the same GPU (NCCL occupies SMs and HBM bandwidth).

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Prints the attention_efficiency.by_sequence tables of the Hopper profiles.
+
+A fused attention kernel's throughput depends on the sequence length and the
+causal mask: short sequences leave a larger share of each tile's prologue and
+epilogue, and a causal mask leaves diagonal tiles half empty. The profiles'
+efficiencies are measured at 16k tokens without a mask; these tables give,
+for each pass and mask, the throughput at other lengths as a factor of that
+figure, from two published measurements on GH100:
+
+FA3  FlashAttention-3 (Shah et al., arXiv 2407.08608) Fig. 5(c) and 5(d):
+     forward TFLOP/s on H100 80GB SXM5, BF16, head dim 128, 16k tokens per
+     batch (batch = 16k / length), hidden 2048, 16 heads; FlashAttention-3's
+     and cuDNN's bars, transcribed from the figure as the FlashAttention
+     repository ships it (Dao-AILab/flash-attention assets/flash3_fp16_fwd.png,
+     read at commit 0251105a). The paper gives the backward pass only without
+     a mask (Fig. 6).
+CUDNN NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/
+     h200_919_only_cudnn/llama3.1_20260227_034703.csv (added in df73764,
+     cuDNN Frontend v1.19.0 release notes, 2026-03-09; read at 3929da2):
+     cuDNN 9.19.1 on an NVIDIA H200 (the H100's GH100 compute), BF16, Llama
+     3.1 405B attention (64 query heads, 8 KV heads, head dim 128), batch 1,
+     forward and backward, no mask and causal ('top_left'), 10 iterations.
+     Its FLOP convention is FlashAttention's (causal counts the unmasked
+     half), which is ptsim's.
+
+Which table goes where, and why:
+  H100 profiles (FA3 paper figures as their 16k efficiencies)
+    flash forward   FA3 paper, FlashAttention-3 bars / 648
+    cudnn forward   FA3 paper, cuDNN bars / 595
+    both backward   cuDNN H200 backward / its 612: the only per-length
+                    backward measurement on GH100; for FlashAttention-3 a
+                    transfer from the other warp-specialized Hopper kernel
+  H200 profile (whose 16k efficiencies are the cuDNN H200 figures)
+    flash, both     cuDNN H200 / its 16k no-mask figures
+Lengths outside a table hold its end value (cost/compute_cost.cpp).
+
+usage: attention_sequence_factors.py [--check] [--verify-profiles DIR]
+  --check                also print how the two sources' forward shapes compare
+  --verify-profiles DIR  exit 1 unless the Hopper profiles in DIR carry exactly
+                         these tables (a guard against hand edits)
+"""
+import json
+import sys
+
+# FA3 paper Fig. 5(c) (no mask) and 5(d) (causal), head dim 128, TFLOP/s.
+FA3_SEQ = [512, 1024, 2048, 4096, 8192, 16384]
+FA3_FORWARD = {
+    "flashattention3": {"full": [467, 565, 625, 638, 646, 648], "causal": [292, 423, 521, 579, 602, 616]},
+    "cudnn": {"full": [497, 574, 617, 609, 600, 595], "causal": [315, 410, 484, 518, 529, 539]},
+}
+
+# cudnn-frontend H200 results, bfloat16 rows: (mask, length) -> (fwd, bwd) TFLOP/s.
+CUDNN_H200 = {
+    ("top_left", 32768): (688, 581), ("no_mask", 32768): (693, 572),
+    ("top_left", 16384): (673, 579), ("no_mask", 16384): (702, 612),
+    ("top_left", 8192): (644, 541), ("no_mask", 8192): (691, 594),
+    ("top_left", 4096): (591, 474), ("no_mask", 4096): (671, 560),
+    ("top_left", 2048): (484, 370), ("no_mask", 2048): (633, 504),
+}
+CUDNN_SEQ = [2048, 4096, 8192, 16384, 32768]
+REFERENCE = 16384
+
+
+def rounded(values):
+    return [round(v, 4) for v in values]
+
+
+def fa3_forward(kernel):
+    t = FA3_FORWARD[kernel]
+    ref = t["full"][FA3_SEQ.index(REFERENCE)]
+    return {"seq_lengths": FA3_SEQ, "full": rounded(v / ref for v in t["full"]),
+            "causal": rounded(v / ref for v in t["causal"])}
+
+
+def cudnn_h200(pass_index):
+    ref = CUDNN_H200[("no_mask", REFERENCE)][pass_index]
+    return {"seq_lengths": CUDNN_SEQ,
+            "full": rounded(CUDNN_H200[("no_mask", s)][pass_index] / ref for s in CUDNN_SEQ),
+            "causal": rounded(CUDNN_H200[("top_left", s)][pass_index] / ref for s in CUDNN_SEQ)}
+
+
+def tables():
+    backward = cudnn_h200(1)
+    return {
+        "h100": {"flash": {"forward": fa3_forward("flashattention3"), "backward": backward},
+                 "cudnn": {"forward": fa3_forward("cudnn"), "backward": backward}},
+        "h200": {"flash": {"forward": cudnn_h200(0), "backward": backward}},
+    }
+
+
+PROFILES = {"h100-sxm5-80gb": "h100", "dgx-h100-superpod": "h100", "h100-roce-llama3": "h100",
+            "h200-sxm-141gb": "h200"}
+
+
+def verify_profiles(directory, out):
+    bad = 0
+    for name, kind in PROFILES.items():
+        path = f"{directory}/{name}.json"
+        with open(path) as f:
+            have = json.load(f)["gpu"]["attention_efficiency"].get("by_sequence")
+        if have != out[kind]:
+            print(f"{path}: attention_efficiency.by_sequence differs from what this script computes "
+                  f"({kind} tables); rerun it and copy its output", file=sys.stderr)
+            bad += 1
+    return bad
+
+
+def main():
+    out = tables()
+    args = sys.argv[1:]
+    if "--verify-profiles" in args:
+        i = args.index("--verify-profiles")
+        if i + 1 >= len(args):
+            sys.exit("--verify-profiles needs the profile directory, e.g. hw_profiles")
+        bad = verify_profiles(args[i + 1], out)
+        print(f"{len(PROFILES) - bad} of {len(PROFILES)} Hopper profiles carry the computed tables")
+        sys.exit(1 if bad else 0)
+    print(json.dumps(out, indent=1))
+    if "--check" in sys.argv[1:]:
+        paper, h200 = fa3_forward("cudnn"), cudnn_h200(0)
+        for s in CUDNN_SEQ:
+            if s in FA3_SEQ:
+                i, j = FA3_SEQ.index(s), CUDNN_SEQ.index(s)
+                print(f"cuDNN forward at {s}: paper full {paper['full'][i]:.3f} causal {paper['causal'][i]:.3f}; "
+                      f"H200 full {h200['full'][j]:.3f} causal {h200['causal'][j]:.3f}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
