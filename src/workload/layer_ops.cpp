@@ -133,8 +133,15 @@ class LayerBuilder {
                                 (fp8 ? 1 : 2) * N_ * h_, shape_.tp_comm_overlap));
   }
 
+  // A linear's input kept for its weight gradient: bf16, or under FP8 the
+  // quantized copy Transformer Engine keeps instead, 1 byte an element (TE
+  // linear.py and layernorm_linear.py keep only the fp8 data the wgrad GEMM
+  // reads; the bf16 input is freed unless another op keeps it).
+  double saved_input(double elements) const { return (fp8_ ? 1 : 2) * elements; }
+
   // Column-parallel linear of `in` → `out_total` (split t ways). `saved` is the
-  // input kept for its weight gradient (0: another op already saved it).
+  // number of input elements kept for its weight gradient (0: another op
+  // already saved them).
   // `reduce_input_grad`: this linear's dgrad completes the region input's
   // gradient, which is all-reduced (reduce-scattered under SP) beside its wgrad.
   // `norm_fused`: the norm before it is fused in (see norm()); under FP8 the
@@ -146,13 +153,14 @@ class LayerBuilder {
   void column(const std::string& name, double rows, double in, double out_total, double saved,
               bool reduce_input_grad, bool gathered_input, bool norm_fused = false) {
     const double out = out_total / t_;
+    const double saved_bytes = saved_input(saved);
     const bool fp8_input = fp8_ && norm_fused;
     if (!fp8_input) {
       cast(name, rows, in);
     } else if (!sp_) {
       fw_.push_back(memory_op(name + (current_ ? ".fp8_cast" : ".fp8_transpose"), rows * in * (current_ ? 4 : 2)));
     }
-    fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), saved));
+    fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), saved_bytes));
     std::vector<OpSpec> bw;
     cast_grad(name, rows, out, bw);
     // Under SP the weight gradient needs the whole input again.
@@ -177,18 +185,22 @@ class LayerBuilder {
       if (regather && fp8_input) reduce.after = dgrad;
       bw.push_back(reduce);
     }
-    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), saved)));
+    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), saved_bytes)));
     if (m_.add_bias_linear) bw.push_back(weight_grad(bias_grad(name, rows, out)));
     backward(std::move(bw));
   }
 
   // Row-parallel linear of `in_total` (split t ways) → `out`; its output is
   // all-reduced (reduce-scattered under SP) before the residual.
-  void row(const std::string& name, double rows, double in_total, double out) {
+  // `input_kept`: another op keeps the bf16 input for its own backward (fused
+  // attention its output), so under FP8 the linear's copy comes beside it;
+  // counted here, freed with the linear's weight gradient.
+  void row(const std::string& name, double rows, double in_total, double out, bool input_kept = false) {
     const double in = in_total / t_;
+    const double saved = saved_input(rows * in) + (fp8_ && input_kept ? 2 * rows * in : 0);
     cast(name, rows, in);
     const int before_gemm = static_cast<int>(fw_.size()) - 1;
-    fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), 2 * rows * in));
+    fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), saved));
     if (tp_) {
       OpSpec reduce = collective_op(name + (sp_ ? ".reducescatter" : ".allreduce"),
                                     sp_ ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
@@ -212,7 +224,7 @@ class LayerBuilder {
     if (!fp8_gather) cast_grad(name, rows, out, bw);
     bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, shape_.gemm_dtype));
     if (fp8_gather) bw.push_back(weight_grad(memory_op(name + ".grad_fp8_transpose", rows * out * 2)));
-    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), 2 * rows * in)));
+    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), saved)));
     backward(std::move(bw));
   }
 
@@ -224,7 +236,7 @@ class LayerBuilder {
       const double d = static_cast<double>(m_.kv_channels);
       const double q = static_cast<double>(m_.num_attention_heads) * d;
       const double kv = static_cast<double>(m_.num_query_groups) * d;
-      column("attn.qkv", N_, h_, q + 2 * kv, 2 * Nsp_ * h_, true, true, true);
+      column("attn.qkv", N_, h_, q + 2 * kv, Nsp_ * h_, true, true, true);
       if (m_.qk_layernorm) {
         fw_.push_back(saving(memory_op("attn.qk_norm", 2 * N_ * (q + kv) / t_ * 2, KernelClass::Norm),
                              2 * N_ * (q + kv) / t_));
@@ -380,7 +392,7 @@ class LayerBuilder {
       backward({freeing(fused_attention("attn.flash.bwd", bh, s, keys, qk_d, v_d, kv_ratio, causal, true),
                         qkv_saved + lse)});
     }
-    row("attn.proj", N_, static_cast<double>(m_.num_attention_heads) * v_d, h_);
+    row("attn.proj", N_, static_cast<double>(m_.num_attention_heads) * v_d, h_, shape_.flash_attention);
   }
 
   void unfused_attention(double d, double v_d, double kv_ratio) {
@@ -476,7 +488,7 @@ class LayerBuilder {
   void dense_mlp(const std::string& prefix, double width, bool norm_fused) {
     const bool swiglu = m_.activation == model::Activation::SwiGlu;
     enter_tp_region(prefix + ".input", norm_fused);
-    column(prefix + ".fc1", N_, h_, (swiglu ? 2 : 1) * width, 2 * Nsp_ * h_, true, true, norm_fused);
+    column(prefix + ".fc1", N_, h_, (swiglu ? 2 : 1) * width, Nsp_ * h_, true, true, norm_fused);
     activation(prefix, N_, (swiglu ? 2 : 1) * width / t_, width / t_);
     row(prefix + ".fc2", N_, width, h_);
   }
@@ -511,11 +523,13 @@ class LayerBuilder {
       fw_.push_back(collective_op("moe.dispatch.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
                                   T * k * h_ * 2 * etp));
     if (fp8_) fw_.push_back(memory_op("moe.experts.fc1.fp8_cast", rows * h_ * cast_bytes()));
-    fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc1", per_expert, fc1_out, h_, local_experts, dt)), 2 * rows * h_));
+    fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc1", per_expert, fc1_out, h_, local_experts, dt)),
+                         saved_input(rows * h_)));
     fw_.push_back(saving(memory_op(swiglu ? "moe.experts.swiglu" : "moe.experts.gelu", 2 * rows * (fc1_out + fe / etp)),
                          2 * rows * fc1_out));
     if (fp8_) fw_.push_back(memory_op("moe.experts.fc2.fp8_cast", rows * fe / etp * cast_bytes()));
-    fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc2", per_expert, h_, fe / etp, local_experts, dt)), 2 * rows * fe / etp));
+    fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc2", per_expert, h_, fe / etp, local_experts, dt)),
+                         saved_input(rows * fe / etp)));
     if (etp > 1)
       fw_.push_back(collective_op("moe.combine.reducescatter", CollectiveKind::ReduceScatter,
                                   CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
@@ -531,14 +545,14 @@ class LayerBuilder {
     if (fp8_) bw.push_back(memory_op("moe.experts.fc2.grad_fp8_cast", rows * h_ * cast_bytes()));
     bw.push_back(expert_gemm(matmul("moe.experts.fc2.dgrad", per_expert, fe / etp, h_, local_experts, dt)));
     bw.push_back(weight_grad(freeing(expert_gemm(matmul("moe.experts.fc2.wgrad", fe / etp, h_, per_expert, local_experts, dt)),
-                                     2 * rows * fe / etp)));
+                                     saved_input(rows * fe / etp))));
     bw.push_back(freeing(memory_op(swiglu ? "moe.experts.swiglu.bwd" : "moe.experts.gelu.bwd",
                                    2 * rows * (2 * fc1_out + fe / etp)),
                          2 * rows * fc1_out));
     if (fp8_) bw.push_back(memory_op("moe.experts.fc1.grad_fp8_cast", rows * fc1_out * cast_bytes()));
     bw.push_back(expert_gemm(matmul("moe.experts.fc1.dgrad", per_expert, h_, fc1_out, local_experts, dt)));
     bw.push_back(weight_grad(freeing(expert_gemm(matmul("moe.experts.fc1.wgrad", h_, fc1_out, per_expert, local_experts, dt)),
-                                     2 * rows * h_)));
+                                     saved_input(rows * h_))));
     if (etp > 1)
       bw.push_back(collective_op("moe.dispatch.bwd.reducescatter", CollectiveKind::ReduceScatter,
                                  CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));

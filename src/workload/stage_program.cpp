@@ -522,8 +522,9 @@ class StageBuilder {
     // FP8: the amax of every fp8 tensor of the forward is reduced over the
     // stage's ranks as the forward ends (Transformer Engine's delayed scaling;
     // current scaling keeps each amax local, but for the TP reductions of
-    // gathered tensors in the layers).
-    if (c_.precision == Dtype::Fp8 && c_.fp8_recipe == strategy::Fp8Recipe::Delayed) {
+    // gathered tensors in the layers). A stage of one rank has nothing to
+    // reduce (and no communicator for it).
+    if (c_.precision == Dtype::Fp8 && c_.fp8_recipe == strategy::Fp8Recipe::Delayed && c_.tp * c_.cp * c_.dp > 1) {
       int tensors = 0;
       for (std::int64_t l = 0; l < ctx_.chunks[chunk].count; ++l)
         tensors += 3 * fp8_gemms_per_layer(m_, ctx_.chunks[chunk].first + l);

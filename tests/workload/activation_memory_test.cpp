@@ -45,6 +45,23 @@ double per_layer(std::int64_t tp, const std::string& recompute, const std::strin
   return activation_peak(5, tp, recompute, attention, sp) - activation_peak(4, tp, recompute, attention, sp);
 }
 
+// One layer's activations on H100 in bf16 or FP8 (no recomputation).
+double per_layer_h100(std::int64_t tp, const std::string& attention, const std::string& precision) {
+  const auto peak = [&](std::int64_t layers) {
+    config::StrategyInput st;
+    st.gpus = tp;
+    st.tp = tp;
+    st.global_batch_size = 2;
+    st.micro_batch_size = 2;
+    st.recompute = "none";
+    st.attention_backend = attention;
+    st.precision = precision;
+    const auto out = test::simulate(gpt(layers), test::shipped_hardware("h100-sxm5-80gb"), st);
+    return static_cast<double>(out.result.memory.activations_peak_bytes);
+  };
+  return peak(5) - peak(4);
+}
+
 }  // namespace
 
 TEST_CASE("Activations per layer without TP: s·b·h·(34 + 5·a·s/h)", "[workload][memory]") {
@@ -86,6 +103,22 @@ TEST_CASE("Activations per layer with selective recomputation: s·b·h·(10 + 24
     if (t > 1)
       CHECK(per_layer(static_cast<std::int64_t>(t), "selective", "unfused", true) ==
             Approx(s * b * h * 34 / t).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("Under FP8 the linears keep their inputs in fp8: 1 byte an element instead of 2", "[workload][memory]") {
+  // Transformer Engine keeps the quantized input of each FP8 linear for its
+  // weight gradient, not the bf16 one: QKV's and FC1's (s·b·h each, the norm
+  // output, replicated over TP) and FC2's (4·s·b·h/t) halve. The output
+  // projection's input is the attention's output; fused attention keeps it in
+  // bf16 for its own backward, so the fp8 copy comes beside it (+s·b·h/t);
+  // unfused attention does not, and it halves like the others (−s·b·h/t).
+  for (const double t : {1.0, 2.0, 4.0}) {
+    const auto tp = static_cast<std::int64_t>(t);
+    CHECK(per_layer_h100(tp, "flash", "fp8") - per_layer_h100(tp, "flash", "bf16") ==
+          Approx(-s * b * h * (2 + 4 / t - 1 / t)).epsilon(1e-9));
+    CHECK(per_layer_h100(tp, "unfused", "fp8") - per_layer_h100(tp, "unfused", "bf16") ==
+          Approx(-s * b * h * (2 + 4 / t + 1 / t)).epsilon(1e-9));
   }
 }
 
