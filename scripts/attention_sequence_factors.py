@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints the attention_efficiency.by_sequence tables of the Hopper profiles.
+"""Prints the attention_efficiency.by_sequence tables of the Hopper and GB200 profiles.
 
 A fused attention kernel's throughput depends on the sequence length and the
 causal mask: short sequences leave a larger share of each tile's prologue and
@@ -33,11 +33,13 @@ Which table goes where, and why:
                     transfer from the other warp-specialized Hopper kernel
   H200 profile (whose 16k efficiencies are the cuDNN H200 figures)
     flash, both     cuDNN H200 / its 16k no-mask figures
+  GB200 profile (whose 16k efficiencies are the same run set's GB200 figures)
+    flash, both     cuDNN GB200 (CUDNN_GB200 below) / its 16k no-mask figures
 Lengths outside a table hold its end value (cost/compute_cost.cpp).
 
 usage: attention_sequence_factors.py [--check] [--verify-profiles DIR]
   --check                also print how the two sources' forward shapes compare
-  --verify-profiles DIR  exit 1 unless the Hopper profiles in DIR carry exactly
+  --verify-profiles DIR  exit 1 unless the profiles in DIR carry exactly
                          these tables (a guard against hand edits)
 """
 import json
@@ -58,6 +60,16 @@ CUDNN_H200 = {
     ("top_left", 4096): (591, 474), ("no_mask", 4096): (671, 560),
     ("top_left", 2048): (484, 370), ("no_mask", 2048): (633, 504),
 }
+# The same run set on a GB200 (results/gb200_919_only_cudnn/llama3.1_20260226_174648.csv,
+# added in df73764, removed in 50c8aeb 'Clean up old benchmarks'), whose 16k
+# figures the gb200-nvl72 profile carries.
+CUDNN_GB200 = {
+    ("top_left", 32768): (1720, 1473), ("no_mask", 32768): (1781, 1501),
+    ("top_left", 16384): (1687, 1402), ("no_mask", 16384): (1769, 1455),
+    ("top_left", 8192): (1598, 1311), ("no_mask", 8192): (1709, 1409),
+    ("top_left", 4096): (1335, 1132), ("no_mask", 4096): (1593, 1287),
+    ("top_left", 2048): (1042, 836), ("no_mask", 2048): (1245, 1089),
+}
 CUDNN_SEQ = [2048, 4096, 8192, 16384, 32768]
 REFERENCE = 16384
 
@@ -73,11 +85,15 @@ def fa3_forward(kernel):
             "causal": rounded(v / ref for v in t["causal"])}
 
 
-def cudnn_h200(pass_index):
-    ref = CUDNN_H200[("no_mask", REFERENCE)][pass_index]
+def cudnn_run(run, pass_index):
+    ref = run[("no_mask", REFERENCE)][pass_index]
     return {"seq_lengths": CUDNN_SEQ,
-            "full": rounded(CUDNN_H200[("no_mask", s)][pass_index] / ref for s in CUDNN_SEQ),
-            "causal": rounded(CUDNN_H200[("top_left", s)][pass_index] / ref for s in CUDNN_SEQ)}
+            "full": rounded(run[("no_mask", s)][pass_index] / ref for s in CUDNN_SEQ),
+            "causal": rounded(run[("top_left", s)][pass_index] / ref for s in CUDNN_SEQ)}
+
+
+def cudnn_h200(pass_index):
+    return cudnn_run(CUDNN_H200, pass_index)
 
 
 def tables():
@@ -86,11 +102,12 @@ def tables():
         "h100": {"flash": {"forward": fa3_forward("flashattention3"), "backward": backward},
                  "cudnn": {"forward": fa3_forward("cudnn"), "backward": backward}},
         "h200": {"flash": {"forward": cudnn_h200(0), "backward": backward}},
+        "gb200": {"flash": {"forward": cudnn_run(CUDNN_GB200, 0), "backward": cudnn_run(CUDNN_GB200, 1)}},
     }
 
 
 PROFILES = {"h100-sxm5-80gb": "h100", "dgx-h100-superpod": "h100", "h100-roce-llama3": "h100",
-            "h200-sxm-141gb": "h200"}
+            "h200-sxm-141gb": "h200", "gb200-nvl72": "gb200"}
 
 
 def verify_profiles(directory, out):
@@ -114,7 +131,7 @@ def main():
         if i + 1 >= len(args):
             sys.exit("--verify-profiles needs the profile directory, e.g. hw_profiles")
         bad = verify_profiles(args[i + 1], out)
-        print(f"{len(PROFILES) - bad} of {len(PROFILES)} Hopper profiles carry the computed tables")
+        print(f"{len(PROFILES) - bad} of {len(PROFILES)} profiles carry the computed tables")
         sys.exit(1 if bad else 0)
     print(json.dumps(out, indent=1))
     if "--check" in sys.argv[1:]:

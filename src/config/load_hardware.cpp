@@ -63,7 +63,9 @@ std::map<std::string, std::string> check_sources(const nlohmann::json& object,
     if (!text.is_string() || text.get<std::string>().empty())
       throw ConfigError(fmt::format("{}: /sources/{} must be a non-empty string naming where "
                                     "the figure comes from", where, pointer));
-    if (std::none_of(figures.begin(), figures.end(), [&](const auto& f) { return covers(pointer, f); }))
+    // A named copy: clang before 16 cannot capture a structured binding.
+    const std::string& source = pointer;
+    if (std::none_of(figures.begin(), figures.end(), [&](const auto& f) { return covers(source, f); }))
       throw ConfigError(fmt::format("{}: /sources names \"{}\", which is neither a numeric figure of "
                                     "this profile nor a list of them; remove it or fix the pointer",
                                     where, pointer));
