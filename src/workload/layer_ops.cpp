@@ -518,7 +518,11 @@ class LayerBuilder {
     fw_.push_back(saving(matmul("moe.router", T, E, h_), 2 * T * h_));
     fw_.push_back(saving(memory_op("moe.router.topk", T * E * 4 * 3, KernelClass::Softmax), T * E * 4));
     fw_.push_back(memory_op("moe.permute", T * k * h_ * 2 * 2));
-    fw_.push_back(collective_op("moe.dispatch", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+    // With one expert-parallel rank every expert is local: the permuted
+    // tokens need no exchange (and there is no group to exchange them in).
+    const bool exchange = shape_.ep > 1;
+    if (exchange)
+      fw_.push_back(collective_op("moe.dispatch", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
     if (etp > 1)
       fw_.push_back(collective_op("moe.dispatch.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
                                   T * k * h_ * 2 * etp));
@@ -533,12 +537,14 @@ class LayerBuilder {
     if (etp > 1)
       fw_.push_back(collective_op("moe.combine.reducescatter", CollectiveKind::ReduceScatter,
                                   CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
-    fw_.push_back(collective_op("moe.combine", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+    if (exchange)
+      fw_.push_back(collective_op("moe.combine", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
     fw_.push_back(saving(memory_op("moe.unpermute", T * k * h_ * 2 * 2 + T * h_ * 2), T * k * 4));
 
     std::vector<OpSpec> bw;
     bw.push_back(freeing(memory_op("moe.unpermute.bwd", T * k * h_ * 2 * 2 + T * h_ * 2), T * k * 4));
-    bw.push_back(collective_op("moe.combine.bwd", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+    if (exchange)
+      bw.push_back(collective_op("moe.combine.bwd", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
     if (etp > 1)
       bw.push_back(collective_op("moe.combine.bwd.allgather", CollectiveKind::AllGather,
                                  CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
@@ -556,7 +562,8 @@ class LayerBuilder {
     if (etp > 1)
       bw.push_back(collective_op("moe.dispatch.bwd.reducescatter", CollectiveKind::ReduceScatter,
                                  CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
-    bw.push_back(collective_op("moe.dispatch.bwd", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+    if (exchange)
+      bw.push_back(collective_op("moe.dispatch.bwd", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
     bw.push_back(memory_op("moe.permute.bwd", T * k * h_ * 2 * 2));
     bw.push_back(freeing(memory_op("moe.router.topk.bwd", T * E * 4 * 3, KernelClass::Softmax), T * E * 4));
     bw.push_back(matmul("moe.router.dgrad", T, h_, E));

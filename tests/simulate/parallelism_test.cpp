@@ -452,6 +452,21 @@ TEST_CASE("MoE all-to-all moves 2·tokens·hidden·top-k·(ep−1)/ep bytes per 
   CHECK(out.result.communication.at("ep").bus_bytes == Approx(4 * layers * per_direction).epsilon(1e-12));
 }
 
+TEST_CASE("Without expert parallelism every expert is local: no all-to-all, the same model work",
+          "[simulate][moe]") {
+  // ep = 1 is the (ep−1)/ep = 0 end of the formula above; it used to fail,
+  // emitting the all-to-alls on an expert group of one rank.
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  config::StrategyInput s;
+  s.gpus = 4;
+  s.global_batch_size = 4;
+  const auto local = test::simulate(tiny_moe(2), hw, s);
+  CHECK(local.result.communication.at("ep").bus_bytes == 0);
+  s.ep = 4;
+  const auto spread = test::simulate(tiny_moe(2), hw, s);
+  CHECK(local.step.model_flops == Approx(spread.step.model_flops).epsilon(1e-12));
+}
+
 TEST_CASE("MoE model FLOPs grow with the experts each token runs", "[simulate][moe]") {
   // Each routed token-expert pair costs fc1 and fc2 of 2·h·f FLOPs forward,
   // three times that with backward: 12·h·f per token per layer per unit of top-k.
