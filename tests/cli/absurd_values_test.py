@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Every number of a model file (ours and a Hugging Face config.json), a hardware profile, a strategy file and a measurement file, set in turn to an absurd value
-(0, -1, 0.5, 1e300, 1e-300, 2^40, 2^63; calibration tables: the first two entries of each list), must give either a finite simulation or an
+(0, -1, 0.5, 1e300, 1e-300, 2^40, 2^63; calibration and attention tables: the first two entries of each list), must give either a finite simulation or an
 error that names the field: exit 0 with every output number finite and a positive step
 time, or exit 2 with a message holding the field's key (or exit 3 for a simulated time
 beyond the clock's range). Never another exit code, a signal, a hang or a NaN.
@@ -76,9 +76,11 @@ def main():
     hf = json.load(open(os.path.join(ROOT, "fuzz/corpus/fuzz_hf_config/llama3-8b.json")))
     cases = [("model", None, p) for p in numeric_leaves(model)] + [("hf", None, p) for p in numeric_leaves(hf)]
     for name, hw in profiles.items():
-        # Calibration tables: their first two entries of each list stand for the rest.
+        # Calibration and attention tables: their first two entries of each list
+        # stand for the rest.
         cases += [("hw", name, p) for p in numeric_leaves(hw)
-                  if p[0] != "calibration" or name == "h100-sxm5-80gb" and p[-1] in (0, 1)]
+                  if (p[0] != "calibration" or name == "h100-sxm5-80gb" and p[-1] in (0, 1))
+                  and ("by_sequence" not in p or p[-1] in (0, 1))]
     # A strategy file's numbers, and a measurement file's (through check-kernels).
     strategy_file = {"gpus": 16, "tp": 2, "pp": 2, "global_batch_size": 16, "micro_batch_size": 2,
                      "virtual_pipeline_model_parallel_size": 2, "recompute": "full",
