@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "internal/interpolate.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/cost/gemm_model.hpp"
 
@@ -22,13 +23,7 @@ double memory_efficiency(const hardware::HardwareProfile& hw, taskgraph::KernelC
     const auto it = hw.calibration->memory.find(std::string(taskgraph::to_string(kernel)));
     if (it != hw.calibration->memory.end()) {
       const auto& t = it->second;
-      const double x = std::log2(std::max(bytes, 1.0));
-      if (t.log2_bytes.size() == 1 || x <= t.log2_bytes.front()) return t.efficiency.front();
-      if (x >= t.log2_bytes.back()) return t.efficiency.back();
-      const auto hi = static_cast<std::size_t>(
-          std::upper_bound(t.log2_bytes.begin(), t.log2_bytes.end(), x) - t.log2_bytes.begin());
-      const double w = (x - t.log2_bytes[hi - 1]) / (t.log2_bytes[hi] - t.log2_bytes[hi - 1]);
-      return t.efficiency[hi - 1] * (1 - w) + t.efficiency[hi] * w;
+      return internal::interpolate(t.log2_bytes, t.efficiency, std::log2(std::max(bytes, 1.0)));
     }
   }
   return hw.gpu.memory_efficiency;
@@ -37,14 +32,7 @@ double memory_efficiency(const hardware::HardwareProfile& hw, taskgraph::KernelC
 double attention_sequence_factor(const hardware::AttentionSequenceFactors& factors, bool backward, bool causal,
                                  double seq) {
   const auto& t = backward ? factors.backward : factors.forward;
-  const auto& f = causal ? t.causal : t.full;
-  const double x = std::log2(std::max(seq, 1.0));
-  if (t.log2_seq.size() == 1 || x <= t.log2_seq.front()) return f.front();
-  if (x >= t.log2_seq.back()) return f.back();
-  const auto hi = static_cast<std::size_t>(
-      std::upper_bound(t.log2_seq.begin(), t.log2_seq.end(), x) - t.log2_seq.begin());
-  const double w = (x - t.log2_seq[hi - 1]) / (t.log2_seq[hi] - t.log2_seq[hi - 1]);
-  return f[hi - 1] * (1 - w) + f[hi] * w;
+  return internal::interpolate(t.log2_seq, causal ? t.causal : t.full, std::log2(std::max(seq, 1.0)));
 }
 
 double attention_executed_flops(const taskgraph::Task& task) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "internal/interpolate.hpp"
+
 namespace ptsim::cost {
 
 GemmQuantization gemm_quantization(double m, double n, double batch, int sm_count) {
@@ -27,21 +29,8 @@ double gemm_analytic_seconds(const hardware::GpuSpec& gpu, double m, double n, d
   return std::max(math, memory);
 }
 
-namespace {
-
-// Position of x on an ascending axis: the lower index and the weight of the
-// upper neighbour, clamped to the axis.
-std::pair<std::size_t, double> locate(const std::vector<double>& axis, double x) {
-  if (axis.size() == 1 || x <= axis.front()) return {0, 0.0};
-  if (x >= axis.back()) return {axis.size() - 2, 1.0};
-  const auto it = std::upper_bound(axis.begin(), axis.end(), x);
-  const auto i = static_cast<std::size_t>(it - axis.begin() - 1);
-  return {i, (x - axis[i]) / (axis[i + 1] - axis[i])};
-}
-
-}  // namespace
-
 double interpolate_ratio(const hardware::GemmTable& t, double m, double n, double k) {
+  using internal::locate;
   const auto [im, wm] = locate(t.log2_m, std::log2(m));
   const auto [in, wn] = locate(t.log2_n, std::log2(n));
   const auto [ik, wk] = locate(t.log2_k, std::log2(k));

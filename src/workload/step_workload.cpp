@@ -63,8 +63,6 @@ void label(taskgraph::Workload& w) {
 
 }  // namespace
 
-// The parameters a rank of `stage` holds: its chunks' layers, the embedding
-// on the first virtual stage, the output layer on the last.
 RankParameters stage_layer_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
                                       std::int64_t stage) {
   RankParameters p;
@@ -73,6 +71,8 @@ RankParameters stage_layer_parameters(const model::ModelSpec& m, const strategy:
   return p;
 }
 
+// The parameters a rank of `stage` holds: its chunks' layers, the embedding
+// on the first virtual stage, the output layer on the last.
 RankParameters stage_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage) {
   RankParameters p = stage_layer_parameters(m, c, stage);
   bool embedding = false, output = false;
