@@ -49,23 +49,11 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   return h;
 }
 
-std::vector<double> capacities(const hardware::Cluster& c) {
-  std::vector<double> cap(c.num_links());
-  for (std::size_t i = 0; i < cap.size(); ++i) cap[i] = c.capacity(static_cast<hardware::LinkId>(i));
-  return cap;
-}
-
-std::vector<bool> sharing(const hardware::Cluster& c) {
-  std::vector<bool> shared(c.num_links());
-  for (std::size_t i = 0; i < shared.size(); ++i) shared[i] = c.is_shared(static_cast<hardware::LinkId>(i));
-  return shared;
-}
-
 class Run {
  public:
   Run(const taskgraph::Workload& w, const cost::CostModel& cost, const RunOptions& options)
       : w_(w), options_(options), state_(w, cost, options),
-        network_(capacities(cost.cluster()), sharing(cost.cluster())),
+        network_(cost.cluster()),
         slowdown_(cost.compute_slowdown_with_communication()), compute_mask_(w.compute_stream_mask),
         plans_(w, cost, network_, flow_weights()) {
     network_.defer_rates();

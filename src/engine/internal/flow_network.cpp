@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <utility>
 
 #include "ptsim/common/error.hpp"
 
@@ -19,22 +20,32 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 }
 
-FlowNetwork::FlowNetwork(std::vector<double> capacity, std::vector<bool> shared) {
-  PTSIM_ASSERT(capacity.size() == shared.size(), "one sharing flag per link");
-  links_.resize(capacity.size());
-  for (std::size_t i = 0; i < capacity.size(); ++i) {
-    links_[i].capacity = capacity[i];
-    links_[i].shared = shared[i];
-  }
-  residual_.resize(capacity.size());
-  unfrozen_weight_.resize(capacity.size());
-  link_pos_.resize(capacity.size());
-  dirty_mark_.resize(capacity.size());
-  stamp_.resize(capacity.size());
-  pending_mark_.resize(capacity.size());
+FlowNetwork::FlowNetwork(std::vector<double> capacity, std::vector<bool> shared)
+    : capacity_(std::move(capacity)), shared_(std::move(shared)), slot_(capacity_.size(), kNoSlot) {
+  PTSIM_ASSERT(capacity_.size() == shared_.size(), "one sharing flag per link");
 }
 
-void FlowNetwork::request_rebalance(std::span<const hardware::LinkId> seeds, Time now) {
+FlowNetwork::FlowNetwork(const hardware::Cluster& cluster)
+    : cluster_(&cluster), slot_(cluster.num_links(), kNoSlot) {}
+
+FlowNetwork::Slot FlowNetwork::slot_of(hardware::LinkId link) {
+  PTSIM_ASSERT(link < slot_.size(), "a link of the network");
+  Slot& s = slot_[link];
+  if (s != kNoSlot) return s;
+  s = static_cast<Slot>(links_.size());
+  Link& l = links_.emplace_back();
+  l.capacity = capacity_of(link);
+  l.shared = shared_of(link);
+  residual_.push_back(0);
+  unfrozen_weight_.push_back(0);
+  link_pos_.push_back(0);
+  dirty_mark_.push_back(0);
+  stamp_.push_back(0);
+  pending_mark_.push_back(0);
+  return s;
+}
+
+void FlowNetwork::request_rebalance(std::span<const Slot> seeds, Time now) {
   if (!defer_) {
     rebalance(seeds, now);
     return;
@@ -93,9 +104,10 @@ FlowId FlowNetwork::add(Time now, double bytes, std::span<const hardware::LinkId
   f.num_links = static_cast<std::uint8_t>(links.size());
   bool alone = true;
   for (std::size_t i = 0; i < links.size(); ++i) {
-    Link& l = links_[links[i]];
+    const Slot s = slot_of(links[i]);
+    Link& l = links_[s];
     alone = alone && l.flows.empty();
-    f.links[i] = links[i];
+    f.links[i] = s;
     f.slot[i] = static_cast<std::uint32_t>(l.flows.size());
     l.flows.push_back(id);
   }
@@ -105,7 +117,7 @@ FlowId FlowNetwork::add(Time now, double bytes, std::span<const hardware::LinkId
     f.rate = rate_alone(links, max_rate, weight);
     changed_.push_back(id);
   } else {
-    request_rebalance(links, now);
+    request_rebalance({f.links.data(), f.num_links}, now);
   }
   return id;
 }
@@ -135,10 +147,7 @@ void FlowNetwork::remove(FlowId id, Time now) {
 double FlowNetwork::rate_alone(std::span<const hardware::LinkId> links, double max_rate,
                                double weight) const {
   double rate = max_rate > 0 ? max_rate : kInfinity;
-  for (const auto id : links) {
-    const Link& l = links_[id];
-    rate = std::min(rate, l.capacity / weight_on(weight, l));
-  }
+  for (const auto id : links) rate = std::min(rate, capacity_of(id) / (shared_of(id) ? weight : 1.0));
   return rate;
 }
 
@@ -154,7 +163,7 @@ Time FlowNetwork::finish_time(FlowId id) const {
   return left == Time::max() ? left : f.last + left;
 }
 
-void FlowNetwork::rebalance(std::span<const hardware::LinkId> seeds, Time now) {
+void FlowNetwork::rebalance(std::span<const Slot> seeds, Time now) {
   // The component: every flow and link reachable from the seeds.
   ++search_;
   comp_links_.clear();

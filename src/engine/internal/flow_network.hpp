@@ -19,6 +19,12 @@ class FlowNetwork {
  public:
   /// capacity in bytes/s per link; shared links weigh flows by their weight.
   FlowNetwork(std::vector<double> capacity, std::vector<bool> shared);
+  /// The links of `cluster`, read from it as flows first cross them (the
+  /// cluster must outlive the network). A run touches the links of the ranks
+  /// it simulates only: a symmetric run of 16,384 GPUs crosses a few dozen of
+  /// their 65,536 links, and per-link state for all of them was most of its
+  /// set-up time (page faults on memory it never used).
+  explicit FlowNetwork(const hardware::Cluster& cluster);
 
   /// Starts a flow of `bytes` over `links` at `now`. `max_rate` caps its rate
   /// (0: no cap); `weight` is how many identical flows it stands for on shared
@@ -67,8 +73,8 @@ class FlowNetwork {
     std::uint32_t version = 0;
     std::uint8_t num_links = 0;
     bool active = false;
-    std::array<hardware::LinkId, 4> links{};
-    std::array<std::uint32_t, 4> slot{};  // index of this flow in each link's list
+    std::array<std::uint32_t, 4> links{};  // slots
+    std::array<std::uint32_t, 4> slot{};   // index of this flow in each link's list
   };
   struct Link {
     double capacity = 0;
@@ -76,27 +82,46 @@ class FlowNetwork {
     std::vector<FlowId> flows;
     std::uint32_t mark = 0;  // component search
   };
+  // Links are numbered here in the order flows first cross them ("slots"):
+  // every per-link array below is indexed by slot and grows with the links in
+  // use, not with the cluster. Flow::links and the link lists hold slots.
+  using Slot = std::uint32_t;
+  static constexpr Slot kNoSlot = ~Slot{0};
 
   static double weight_on(double weight, const Link& l) { return l.shared ? weight : 1.0; }
+  double capacity_of(hardware::LinkId link) const {
+    return cluster_ != nullptr ? cluster_->capacity(link) : capacity_[link];
+  }
+  bool shared_of(hardware::LinkId link) const {
+    return cluster_ != nullptr ? cluster_->is_shared(link) : static_cast<bool>(shared_[link]);
+  }
+  /// The slot of a cluster link, made on its first use.
+  Slot slot_of(hardware::LinkId link);
   void settle(Flow& f, Time now);
   void set_rate(FlowId id, double rate, Time now);
   /// Max-min fair rates over every flow connected to `seeds` through shared links.
-  void rebalance(std::span<const hardware::LinkId> seeds, Time now);
+  void rebalance(std::span<const Slot> seeds, Time now);
+
+  // Where link capacities come from: a cluster, or the vectors given.
+  const hardware::Cluster* cluster_ = nullptr;
+  std::vector<double> capacity_;
+  std::vector<bool> shared_;
+  std::vector<Slot> slot_;  // per cluster link: its slot, or kNoSlot
 
   std::vector<Flow> flows_;
   std::vector<FlowId> free_;
   std::vector<Link> links_;
   std::vector<FlowId> changed_;
   bool defer_ = false;
-  std::vector<hardware::LinkId> pending_;       // links whose flows wait for flush()
-  std::vector<std::uint8_t> pending_mark_;      // per link: in pending_
-  std::vector<hardware::LinkId> flushing_;      // flush()'s copy of pending_
+  std::vector<Slot> pending_;                // links whose flows wait for flush()
+  std::vector<std::uint8_t> pending_mark_;   // per link: in pending_
+  std::vector<Slot> flushing_;               // flush()'s copy of pending_
   /// Rebalances now, or notes the links for flush() when deferring.
-  void request_rebalance(std::span<const hardware::LinkId> seeds, Time now);
+  void request_rebalance(std::span<const Slot> seeds, Time now);
   std::uint32_t search_ = 0;
   bool last_add_alone_ = false;
   // Scratch of rebalance(), kept to avoid reallocating.
-  std::vector<hardware::LinkId> comp_links_;
+  std::vector<Slot> comp_links_;
   std::vector<FlowId> comp_flows_;
   std::vector<double> residual_;
   std::vector<double> unfrozen_weight_;
@@ -121,7 +146,7 @@ class FlowNetwork {
   std::vector<std::uint32_t> link_pos_;  // per link: its position in comp_links_
   std::vector<std::uint32_t> stamp_;     // per link: bumped whenever its share changes
   std::vector<std::uint32_t> dirty_mark_;  // per link: search_ while in dirty_
-  std::vector<hardware::LinkId> dirty_;    // links whose share changed this round
+  std::vector<Slot> dirty_;                // links whose share changed this round
 };
 
 }  // namespace ptsim::engine::internal
