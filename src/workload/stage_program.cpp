@@ -723,25 +723,55 @@ class StageBuilder {
     const std::int64_t updated =
         shard(ctx_.stage_parameters.dense, ctx_.dense_group) + shard(ctx_.stage_parameters.expert, ctx_.expert_group);
     // With fp8 parameter gathering the Adam kernel leaves the model
-    // parameters alone and the updated shard is cast to fp8 after it: the
-    // fp32 main parameters read (twice under current scaling, once for the
-    // amax) and one byte written. The all-reduce of the shard amaxes over DP
-    // (4 bytes a weight tensor, once a step) is left out.
+    // parameters alone and the updated shard is cast to fp8 after it (read
+    // the fp32 main parameters, write one byte). Every DP rank casts its own
+    // shard of a weight, and the shards must share one scale, so the shard
+    // amaxes are all-reduced (max) over the parameters' DP group, one fp32
+    // per weight tensor, packed into one call (Transformer Engine
+    // tensor/utils.py at d0067d0da6, _cast_master_weights_to_fp8_*). Under
+    // current scaling that scale is this step's: each shard's amax is read
+    // first (read 4 bytes a parameter) and the cast waits for the reduction;
+    // under delayed scaling the cast uses the scale it has and the reduced
+    // amaxes update the scales after it.
     const OpSpec step = optimizer_step_op(updated, c_.gradient_bytes(), c_.fp8_param_gather ? 0 : 2);
-    std::vector<OpSpec> ops{step};
-    if (c_.fp8_param_gather) {
-      const double per_parameter = c_.fp8_recipe == strategy::Fp8Recipe::Tensorwise ? 9.0 : 5.0;
-      ops.push_back(memory_op("fp8.param_shard_cast", per_parameter * static_cast<double>(updated),
-                              taskgraph::KernelClass::Optimizer));
+    const auto optimizer_ops = [&](const std::string& key, const std::vector<OpSpec>& ops) {
+      out_.instantiate(out_.block(key,
+                                  [&](BlockRecorder& b) {
+                                    b.begin_list();
+                                    const auto names = b.names_of(ops, "");
+                                    for (std::size_t i = 0; i < ops.size(); ++i)
+                                      b.emit(ops[i], names[i], categories::kOptimizer, 0, 0);
+                                  }),
+                       -1, -1);
+    };
+    if (!c_.fp8_param_gather) {
+      optimizer_ops(fmt::format("optimizer.{}", updated), {step});
+    } else {
+      const bool current = c_.fp8_recipe == strategy::Fp8Recipe::Tensorwise;
+      const OpSpec cast = memory_op("fp8.param_shard_cast", 5.0 * static_cast<double>(updated),
+                                    taskgraph::KernelClass::Optimizer);
+      const auto reduce_amaxes = [&] {
+        const Fp8WeightTensors t = fp8_weight_tensors();
+        const auto reduce = [&](std::int64_t tensors, std::uint8_t slot) {
+          if (tensors == 0 || group_of(slot) == 1) return;
+          out_.instantiate(dp_collective("fp8.param_amax_allreduce", slot, CollectiveKind::AllReduce,
+                                         static_cast<std::uint64_t>(4 * tensors), true),
+                           -1, -1);
+        };
+        reduce(t.dense, slots::kDataParallel);
+        reduce(t.expert, slots::kExpertDataParallel);
+      };
+      if (current) {
+        optimizer_ops(fmt::format("optimizer.{}.fp8_amax", updated),
+                      {step, memory_op("fp8.param_shard_amax", 4.0 * static_cast<double>(updated),
+                                       taskgraph::KernelClass::Optimizer)});
+        reduce_amaxes();
+        optimizer_ops(fmt::format("optimizer.{}.fp8_cast", updated), {cast});
+      } else {
+        optimizer_ops(fmt::format("optimizer.{}.fp8", updated), {step, cast});
+        reduce_amaxes();
+      }
     }
-    out_.instantiate(out_.block(fmt::format("optimizer.{}", updated),
-                                [&](BlockRecorder& b) {
-                                  b.begin_list();
-                                  const auto names = b.names_of(ops, "");
-                                  for (std::size_t i = 0; i < ops.size(); ++i)
-                                    b.emit(ops[i], names[i], categories::kOptimizer, 0, 0);
-                                }),
-                     -1, -1);
     // ZeRO-1/2: every rank gathers the parameters the others updated, after
     // the optimizer, unless the next step's forward overlaps it.
     if ((c_.zero_stage == 1 || c_.zero_stage == 2) && !c_.overlap_param_gather) {
@@ -764,6 +794,28 @@ class StageBuilder {
       gather(ctx_.stage_parameters.dense - layers_dense, slots::kDataParallel, 2.0);
       gather(ctx_.stage_parameters.expert, slots::kExpertDataParallel, layer_parameter_bytes());
     }
+  }
+
+  // The fp8 weight tensors of this stage's layers, each with a scale of its
+  // own: the linears of attention and of a dense MLP or the shared experts
+  // (dense parameters), and one fc1 and one fc2 weight per local expert
+  // (Megatron-Core's TEGroupedMLP keeps each expert's weights apart).
+  struct Fp8WeightTensors {
+    std::int64_t dense = 0, expert = 0;
+  };
+  Fp8WeightTensors fp8_weight_tensors() const {
+    Fp8WeightTensors t;
+    for (const auto& chunk : ctx_.chunks)
+      for (std::int64_t layer = chunk.first; layer < chunk.first + chunk.count; ++layer) {
+        const std::int64_t gemms = fp8_gemms_per_layer(m_, layer);
+        if (!m_.is_moe_layer(layer)) {
+          t.dense += gemms;
+          continue;
+        }
+        t.dense += gemms - 2;  // all but the routed experts' fc1 and fc2
+        t.expert += 2 * m_.num_moe_experts / c_.ep;
+      }
+    return t;
   }
 
   bool first_virtual_any() const {

@@ -284,7 +284,8 @@ TEST_CASE("FP8 parameter gathering gathers layer parameters at one byte, transpo
   // embedding (stage 0) and output layer (stage 1). The per-step weight cast
   // (4 or 6 bytes a layer parameter) becomes a transpose (2); the optimizer
   // writes no bf16 weight (24 + 4 bytes a shard parameter) and casts its
-  // shard to fp8 (read 4, write 1; current scaling reads once more: 9).
+  // shard to fp8 (read 4, write 1; current scaling first reads it for the
+  // amax, 4, and all-reduces the amaxes over DP before the cast).
   // Without it each layer weight also has an fp8 copy and transpose cached.
   const auto hw = test::shipped_hardware("h100-sxm5-80gb");
   const auto model = test::shipped_model("llama3-8b");
@@ -335,12 +336,21 @@ TEST_CASE("FP8 parameter gathering gathers layer parameters at one byte, transpo
           CHECK(bytes.at("fp8.weight_transpose") == Approx(2 * layers));
           CHECK(bytes.count("fp8.weight_cast") == 0);
           CHECK(bytes.at("optimizer.adam") == Approx(28 * shard));
-          CHECK(bytes.at("fp8.param_shard_cast") == Approx((current ? 9 : 5) * shard));
+          CHECK(bytes.at("fp8.param_shard_cast") == Approx(5 * shard));
+          if (current) {
+            CHECK(bytes.at("fp8.param_shard_amax") == Approx(4 * shard));
+          } else {
+            CHECK(bytes.count("fp8.param_shard_amax") == 0);
+          }
+          // One fp32 amax per weight tensor of the stage's 16 layers (QKV,
+          // output projection, FC1, FC2), reduced over the 4 DP ranks.
+          CHECK(bytes.at("fp8.param_amax_allreduce") == Approx(4.0 * 16 * 4));
         } else {
           CHECK(bytes.at("zero.param_allgather.bucket") == Approx(2 * (layers + rest)));
           CHECK(bytes.at("fp8.weight_cast") == Approx((current ? 6 : 4) * layers));
           CHECK(bytes.at("optimizer.adam") == Approx(30 * shard));
           CHECK(bytes.count("fp8.param_shard_cast") == 0);
+          CHECK(bytes.count("fp8.param_amax_allreduce") == 0);
         }
       }
       // Gathered under the next forward instead, layer by layer: the layers'
