@@ -122,13 +122,14 @@ class LayerBuilder {
   // linears consume: all-gathered under SP (forward); its gradient reduced in
   // backward by the last column-parallel linear's dgrad (see column()).
   // With TP communication overlap the gather runs in chunks beside the GEMM
-  // that consumes it (async: the op after that GEMM waits). `fp8_norm_linear`:
-  // its consumer is an FP8 linear with the norm fused in, which quantizes the
-  // shard and gathers fp8 (quantize_shard).
-  void enter_tp_region(const std::string& prefix, bool fp8_norm_linear = false) {
+  // that consumes it (async: the op after that GEMM waits). `fp8_linear`: its
+  // consumer is a Transformer Engine linear, which under FP8 quantizes the
+  // shard and gathers fp8 (quantize_shard; TE linear.py and
+  // layernorm_linear.py alike); `from_norm`: with the norm before it fused in.
+  void enter_tp_region(const std::string& prefix, bool fp8_linear = false, bool from_norm = false) {
     if (!sp_) return;
-    const bool fp8 = fp8_ && fp8_norm_linear;
-    if (fp8) quantize_shard(fw_, prefix, h_, true);
+    const bool fp8 = fp8_ && fp8_linear;
+    if (fp8) quantize_shard(fw_, prefix, h_, from_norm);
     fw_.push_back(collective_op(prefix + ".allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
                                 (fp8 ? 1 : 2) * N_ * h_, shape_.tp_comm_overlap));
   }
@@ -148,13 +149,14 @@ class LayerBuilder {
   // input then arrives quantized and only its transpose for the weight
   // gradient is made here (delayed scaling: read 1, write 1 bytes an
   // element; current scaling: the quantize itself, read 2, write 1 + 1).
-  // Under SP it was quantized before the gather (enter_tp_region), and the
-  // transpose follows the backward's regather, which moves fp8 too.
+  // Under SP a gathered input was quantized before the gather, fused norm or
+  // not (enter_tp_region), and the transpose follows the backward's
+  // regather, which moves fp8 too.
   void column(const std::string& name, double rows, double in, double out_total, double saved,
               bool reduce_input_grad, bool gathered_input, bool norm_fused = false) {
     const double out = out_total / t_;
     const double saved_bytes = saved_input(saved);
-    const bool fp8_input = fp8_ && norm_fused;
+    const bool fp8_input = fp8_ && (norm_fused || (sp_ && gathered_input));
     if (!fp8_input) {
       cast(name, rows, in);
     } else if (!sp_) {
@@ -229,7 +231,7 @@ class LayerBuilder {
   }
 
   void attention() {
-    enter_tp_region("attn.input", !m_.multi_latent_attention);
+    enter_tp_region("attn.input", !m_.multi_latent_attention, true);
     if (m_.multi_latent_attention) {
       latent_attention_projections();
     } else {
@@ -487,7 +489,7 @@ class LayerBuilder {
   // shared experts of an MoE layer follow a norm of their own).
   void dense_mlp(const std::string& prefix, double width, bool norm_fused) {
     const bool swiglu = m_.activation == model::Activation::SwiGlu;
-    enter_tp_region(prefix + ".input", norm_fused);
+    enter_tp_region(prefix + ".input", true, norm_fused);
     column(prefix + ".fc1", N_, h_, (swiglu ? 2 : 1) * width, Nsp_ * h_, true, true, norm_fused);
     activation(prefix, N_, (swiglu ? 2 : 1) * width / t_, width / t_);
     row(prefix + ".fc2", N_, width, h_);

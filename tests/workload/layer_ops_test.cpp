@@ -322,3 +322,50 @@ TEST_CASE("FP8 casts, gathers and amax passes follow Transformer Engine's two pe
     if (op.name == "ln1") CHECK(static_cast<double>(op.bytes) == Approx(N / t * h * 4));
   }
 }
+
+TEST_CASE("FP8 shared experts quantize their input shard and gather it in fp8 under SP", "[workload][fp8][moe]") {
+  // Mixtral 8x7B (h 4096, SwiGLU) with a shared expert of width 2048 added,
+  // TP 4, one sequence of 4096 tokens. The shared expert's FC1 is a
+  // Transformer Engine column-parallel Linear without a fused norm (the MoE
+  // layer's pre-MLP norm also feeds the router): under SP it quantizes its
+  // input shard and gathers fp8 as LayerNormLinear does (TE linear.py), the
+  // shard's quantize a plain one (read 2, write 1; current scaling reads it
+  // for the amax first and all-reduces the amax over TP). Without SP it
+  // casts its whole input with the transpose, as any unfused input.
+  auto m = test::shipped_model("mixtral-8x7b");
+  m.moe_shared_expert_intermediate_size = 2048;
+  const double h = 4096, t = 4, N = 4096, Nsp = N / t;
+  for (const bool sp : {false, true})
+    for (const bool current : {false, true}) {
+      INFO("sequence parallel " << sp << ", current scaling " << current);
+      workload::MicroShape s;
+      s.seq_length = 4096;
+      s.tp = 4;
+      s.expert_tp = 4;
+      s.sequence_parallel = sp;
+      s.gemm_dtype = Dtype::Fp8;
+      s.fp8_current_scaling = current;
+      const auto ops = workload::transformer_layer_ops(m, s, 0);
+      std::map<std::string, double> fw, bw;
+      for (const auto& op : ops.forward) fw[op.name] += static_cast<double>(op.bytes);
+      for (const auto& op : ops.backward) bw[op.name] += static_cast<double>(op.bytes);
+      if (!sp) {
+        CHECK(fw.at("moe.shared.fc1.fp8_cast") == Approx(N * h * (current ? 6 : 4)));
+        CHECK(fw.count("moe.shared.input.fp8_cast") == 0);
+        continue;
+      }
+      CHECK(fw.at("moe.shared.input.allgather") == Approx(N * h));
+      CHECK(fw.at("moe.shared.input.fp8_cast") == Approx(Nsp * h * 3));
+      CHECK(fw.count("moe.shared.fc1.fp8_cast") == 0);
+      if (current) {
+        CHECK(fw.at("moe.shared.input.fp8_amax") == Approx(Nsp * h * 2));
+        CHECK(fw.at("moe.shared.input.fp8_amax_allreduce") == 4);
+      } else {
+        CHECK(fw.count("moe.shared.input.fp8_amax") == 0);
+        CHECK(fw.count("moe.shared.input.fp8_amax_allreduce") == 0);
+      }
+      // Backward: the regather moves fp8 and the transpose follows it.
+      CHECK(bw.at("moe.shared.fc1.input_allgather") == Approx(N * h));
+      CHECK(bw.at("moe.shared.fc1.input_fp8_transpose") == Approx(N * h * 2));
+    }
+}
