@@ -102,10 +102,12 @@ class LayerBuilder {
   // element); under current scaling it writes bf16 and the tensor's amax,
   // which the linear's quantize then uses (TE normalization.cpp: FULLY_FUSED
   // against FUSED_NORM_AMAX_FP8).
-  void norm(const std::string& name, bool into_fp8_linear = false) {
+  // `width`: the normalized tensor's width (default: the hidden size).
+  void norm(const std::string& name, bool into_fp8_linear = false, double width = 0) {
+    const double w = width > 0 ? width : h_;
     const double out_bytes = into_fp8_linear && fp8_ && !current_ ? 1 : 2;
-    fw_.push_back(saving(memory_op(name, Nsp_ * h_ * (2 + out_bytes), KernelClass::Norm), 2 * Nsp_ * h_));
-    backward({freeing(memory_op(name + ".bwd", 2 * Nsp_ * h_ * 4, KernelClass::Norm), 2 * Nsp_ * h_)});
+    fw_.push_back(saving(memory_op(name, Nsp_ * w * (2 + out_bytes), KernelClass::Norm), 2 * Nsp_ * w));
+    backward({freeing(memory_op(name + ".bwd", 2 * Nsp_ * w * 4, KernelClass::Norm), 2 * Nsp_ * w)});
   }
 
   // Bias, dropout and residual add, fused: reads two tensors, writes one (+ mask).
@@ -126,12 +128,14 @@ class LayerBuilder {
   // consumer is a Transformer Engine linear, which under FP8 quantizes the
   // shard and gathers fp8 (quantize_shard; TE linear.py and
   // layernorm_linear.py alike); `from_norm`: with the norm before it fused in.
-  void enter_tp_region(const std::string& prefix, bool fp8_linear = false, bool from_norm = false) {
+  // `width`: the input's width (default: the hidden size).
+  void enter_tp_region(const std::string& prefix, bool fp8_linear = false, bool from_norm = false, double width = 0) {
     if (!sp_) return;
+    const double w = width > 0 ? width : h_;
     const bool fp8 = fp8_ && fp8_linear;
-    if (fp8) quantize_shard(fw_, prefix, h_, from_norm);
+    if (fp8) quantize_shard(fw_, prefix, w, from_norm);
     fw_.push_back(collective_op(prefix + ".allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
-                                (fp8 ? 1 : 2) * N_ * h_, shape_.tp_comm_overlap));
+                                (fp8 ? 1 : 2) * N_ * w, shape_.tp_comm_overlap));
   }
 
   // A linear's input kept for its weight gradient: bf16, or under FP8 the
@@ -169,7 +173,7 @@ class LayerBuilder {
     const bool regather = sp_ && gathered_input;
     if (regather) {
       OpSpec ag = collective_op(name + ".input_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
-                                (fp8_input ? 1 : 2) * N_ * h_, true);
+                                (fp8_input ? 1 : 2) * N_ * in, true);
       ag.weight_grad = true;
       bw.push_back(ag);
     }
@@ -183,7 +187,7 @@ class LayerBuilder {
     if (reduce_input_grad && tp_) {
       OpSpec reduce = collective_op(name + ".dgrad." + (sp_ ? "reducescatter" : "allreduce"),
                                     sp_ ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
-                                    CommGroup::TensorParallel, 2 * N_ * h_, shape_.async_dgrad_reduce());
+                                    CommGroup::TensorParallel, 2 * N_ * in, shape_.async_dgrad_reduce());
       if (regather && fp8_input) reduce.after = dgrad;
       bw.push_back(reduce);
     }
@@ -231,13 +235,13 @@ class LayerBuilder {
   }
 
   void attention() {
-    enter_tp_region("attn.input", !m_.multi_latent_attention, true);
     if (m_.multi_latent_attention) {
-      latent_attention_projections();
+      latent_attention_projections();  // gathers its latents, not the layer input
     } else {
       const double d = static_cast<double>(m_.kv_channels);
       const double q = static_cast<double>(m_.num_attention_heads) * d;
       const double kv = static_cast<double>(m_.num_query_groups) * d;
+      enter_tp_region("attn.input", true, true);
       column("attn.qkv", N_, h_, q + 2 * kv, Nsp_ * h_, true, true, true);
       if (m_.qk_layernorm) {
         fw_.push_back(saving(memory_op("attn.qk_norm", 2 * N_ * (q + kv) / t_ * 2, KernelClass::Norm),
@@ -310,57 +314,61 @@ class LayerBuilder {
     backward({memory_op("attn.rope.bwd", 2 * 2 * N_ * (q_width + k_width))});
   }
 
-  // DeepSeek's multi-head latent attention: low-rank query and key/value
-  // projections (replicated over TP, as Megatron-Core's MLA runs them), their
-  // norms, up-projections split over the heads, decoupled RoPE, then
-  // attention with head width (d_nope + d_rope) for scores and d_v for values.
+  // DeepSeek's multi-head latent attention as Megatron-Core runs it since
+  // July 2025 (multi_latent_attention.py, TE spec at 720c8b40d8 and after):
+  // - the down projections are Transformer Engine Linears in 'duplicated'
+  //   mode, weights whole on every TP rank, run on the rank's own tokens
+  //   (its SP shard; every token without SP), no collective. Their weight
+  //   gradients are summed over TP once a step (layer_tp_replicated_parameters);
+  // - each up projection is a LayerNormColumnParallelLinear: the latent norm
+  //   fused in, the latent gathered over TP under SP (fp8 under FP8), split
+  //   over the heads, its input gradient reduce-scattered (all-reduced
+  //   without SP);
+  // - without a query low rank (q_lora_rank 0) the query projection is a
+  //   ColumnParallelLinear of the gathered layer input;
+  // - the rotary key part, [s/t, b, d_rope], is gathered from the SP region
+  //   in bf16 (reduce-scattered in backward);
+  // then decoupled RoPE and attention with head width d_nope + d_rope for
+  // scores and d_v for values.
   void latent_attention_projections() {
     const double heads = static_cast<double>(m_.num_attention_heads);
     const double dn = static_cast<double>(m_.qk_head_dim), dr = static_cast<double>(m_.qk_pos_emb_head_dim);
     const double dv = static_cast<double>(m_.v_head_dim), ql = static_cast<double>(m_.q_lora_rank);
     const double kl = static_cast<double>(m_.kv_lora_rank);
-    const Dtype dt = shape_.gemm_dtype;
-    // The gathered layer input feeds both down-projections; saved once.
-    const double input_saved = 2 * N_ * h_;
+    // One duplicated down projection of the layer input shard to `out`.
+    // `saved`: input elements it keeps for its weight gradient.
+    const auto down = [&](const std::string& name, double out, double saved) {
+      cast(name, Nsp_, h_);
+      fw_.push_back(saving(matmul(name, Nsp_, out, h_, 1, shape_.gemm_dtype), saved));
+      std::vector<OpSpec> bw;
+      cast_grad(name, Nsp_, out, bw);
+      bw.push_back(matmul(name + ".dgrad", Nsp_, h_, out, 1, shape_.gemm_dtype));
+      bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", h_, out, Nsp_, 1, shape_.gemm_dtype), saved)));
+      backward(std::move(bw));
+    };
+    // A latent norm fused into its up projection to `out_total` (all heads).
+    const auto up = [&](const std::string& latent, const std::string& name, double width, double out_total) {
+      norm(latent, true, width);
+      enter_tp_region(name + ".input", true, true, width);
+      column(name, N_, width, out_total, Nsp_ * width, true, true, true);
+    };
+    // Both down projections read the same bf16 input, kept once; under FP8
+    // each keeps its own quantized copy.
     if (ql > 0) {
-      fw_.push_back(saving(matmul("attn.q_down", N_, ql, h_, 1, dt), input_saved));
-      fw_.push_back(saving(memory_op("attn.q_norm", 2 * N_ * ql * 2, KernelClass::Norm), 2 * N_ * ql));
-      fw_.push_back(saving(matmul("attn.q_up", N_, heads / t_ * (dn + dr), ql, 1, dt), 2 * N_ * ql));
+      down("attn.q_down", ql, saved_input(Nsp_ * h_));
+      up("attn.q_norm", "attn.q_up", ql, heads * (dn + dr));
     } else {
-      fw_.push_back(saving(matmul("attn.q_proj", N_, heads / t_ * (dn + dr), h_, 1, dt), input_saved));
+      enter_tp_region("attn.q_proj.input", true, false);
+      column("attn.q_proj", N_, h_, heads * (dn + dr), Nsp_ * h_, true, true, false);
     }
-    fw_.push_back(matmul("attn.kv_down", N_, kl + dr, h_, 1, dt));  // same input as the query's
-    fw_.push_back(saving(memory_op("attn.kv_norm", 2 * N_ * kl * 2, KernelClass::Norm), 2 * N_ * kl));
-    fw_.push_back(saving(matmul("attn.kv_up", N_, heads / t_ * (dn + dv), kl, 1, dt), 2 * N_ * kl));
-    // Backward, in reverse: the up-projections' input gradients are partial
-    // sums over the TP ranks' heads, all-reduced before the norms' backward.
-    std::vector<OpSpec> bw;
-    bw.push_back(matmul("attn.kv_up.dgrad", N_, kl, heads / t_ * (dn + dv), 1, dt));
-    if (tp_)
-      bw.push_back(collective_op("attn.kv_up.dgrad.allreduce", CollectiveKind::AllReduce, CommGroup::TensorParallel,
-                                 2 * N_ * kl, shape_.async_dgrad_reduce()));
-    bw.push_back(weight_grad(freeing(matmul("attn.kv_up.wgrad", kl, heads / t_ * (dn + dv), N_, 1, dt), 2 * N_ * kl)));
-    bw.push_back(freeing(memory_op("attn.kv_norm.bwd", 2 * N_ * kl * 4, KernelClass::Norm), 2 * N_ * kl));
-    bw.push_back(matmul("attn.kv_down.dgrad", N_, h_, kl + dr, 1, dt));
-    bw.push_back(weight_grad(matmul("attn.kv_down.wgrad", h_, kl + dr, N_, 1, dt)));
-    if (ql > 0) {
-      bw.push_back(matmul("attn.q_up.dgrad", N_, ql, heads / t_ * (dn + dr), 1, dt));
-      if (tp_)
-        bw.push_back(collective_op("attn.q_up.dgrad.allreduce", CollectiveKind::AllReduce, CommGroup::TensorParallel,
-                                   2 * N_ * ql, shape_.async_dgrad_reduce()));
-      bw.push_back(weight_grad(freeing(matmul("attn.q_up.wgrad", ql, heads / t_ * (dn + dr), N_, 1, dt), 2 * N_ * ql)));
-      bw.push_back(freeing(memory_op("attn.q_norm.bwd", 2 * N_ * ql * 4, KernelClass::Norm), 2 * N_ * ql));
-      bw.push_back(matmul("attn.q_down.dgrad", N_, h_, ql, 1, dt));
-      bw.push_back(weight_grad(freeing(matmul("attn.q_down.wgrad", h_, ql, N_, 1, dt), input_saved)));
-    } else {
-      bw.push_back(matmul("attn.q_proj.dgrad", N_, h_, heads / t_ * (dn + dr), 1, dt));
-      if (tp_)
-        bw.push_back(collective_op("attn.q_proj.dgrad.allreduce", CollectiveKind::AllReduce,
-                                   CommGroup::TensorParallel, 2 * N_ * h_, shape_.async_dgrad_reduce()));
-      bw.push_back(weight_grad(freeing(matmul("attn.q_proj.wgrad", h_, heads / t_ * (dn + dr), N_, 1, dt), input_saved)));
+    down("attn.kv_down", kl + dr, fp8_ ? Nsp_ * h_ : 0);
+    up("attn.kv_norm", "attn.kv_up", kl, heads * (dn + dv));
+    if (sp_) {
+      fw_.push_back(collective_op("attn.k_rope.allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
+                                  2 * N_ * dr));
+      backward({collective_op("attn.k_rope.reducescatter", CollectiveKind::ReduceScatter, CommGroup::TensorParallel,
+                              2 * N_ * dr)});
     }
-    // Under SP the replicated input gradient only needs slicing: no collective.
-    backward(std::move(bw));
     rope(heads / t_ * dr, dr);
     core_attention(dn + dr, dv, 1.0);
   }

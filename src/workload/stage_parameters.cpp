@@ -93,6 +93,25 @@ std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, con
   return t;
 }
 
+std::int64_t layer_tp_replicated_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                            std::int64_t layer) {
+  if (c.tp == 1) return 0;
+  const std::int64_t h = m.hidden_size;
+  std::int64_t n = m.qk_layernorm && !m.multi_latent_attention ? 2 * m.kv_channels : 0;
+  if (!c.sequence_parallel) return n;
+  n += 2 * norm_parameters(m, h);
+  const bool moe = m.is_moe_layer(layer);
+  const bool mlp_fc2 = !moe || m.moe_shared_expert_intermediate_size > 0;
+  if (m.add_bias_linear) n += h + (mlp_fc2 ? h : 0);  // output projection's and FC2's biases
+  if (moe) n += h * m.num_moe_experts + (m.add_bias_linear ? m.num_moe_experts : 0);  // router
+  // MLA's down projections and latent norms, as layer_parameters_per_rank counts them.
+  if (m.multi_latent_attention) {
+    if (m.q_lora_rank > 0) n += h * m.q_lora_rank + m.q_lora_rank;
+    n += h * (m.kv_lora_rank + m.qk_pos_emb_head_dim) + m.kv_lora_rank;
+  }
+  return n;
+}
+
 std::int64_t embedding_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp) {
   std::int64_t p = m.vocab_size / tp * m.hidden_size;
   if (m.position_embedding == model::PositionEmbedding::LearnedAbsolute) p += m.seq_length * m.hidden_size;

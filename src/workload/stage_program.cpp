@@ -717,6 +717,25 @@ class StageBuilder {
     // reductions in order, so waiting for each stream's last task is enough.
     out_.wait_for_stream(streams::kDataParallel);
     out_.wait_for_stream(streams::kEmbeddingGrad);
+    // Gradients of parameters every TP rank holds whole but trains apart
+    // (layer_tp_replicated_parameters; the final norm too under SP), summed
+    // over TP after the DP reduction: flattened into one buffer, all-reduced,
+    // copied back (Megatron-Core's _allreduce_non_tensor_model_parallel_grads).
+    if (const std::int64_t n = tp_replicated_parameters(); n > 0) {
+      const double bytes = static_cast<double>(c_.gradient_bytes()) * static_cast<double>(n);
+      const std::vector<OpSpec> ops{
+          memory_op("tp_replicated_grads.flatten", 2 * bytes),
+          collective_op("tp_replicated_grads.allreduce", CollectiveKind::AllReduce, CommGroup::TensorParallel, bytes),
+          memory_op("tp_replicated_grads.unflatten", 2 * bytes)};
+      out_.instantiate(out_.block(fmt::format("tp_replicated_grads.{}", n),
+                                  [&](BlockRecorder& b) {
+                                    b.begin_list();
+                                    const auto names = b.names_of(ops, "");
+                                    for (std::size_t i = 0; i < ops.size(); ++i)
+                                      b.emit(ops[i], names[i], categories::kOptimizer, 0, 0);
+                                  }),
+                       -1, -1);
+    }
     const auto shard = [&](std::int64_t n, std::int64_t group) {
       return c_.zero_stage >= 1 ? (n + group - 1) / group : n;
     };
@@ -794,6 +813,16 @@ class StageBuilder {
       gather(ctx_.stage_parameters.dense - layers_dense, slots::kDataParallel, 2.0);
       gather(ctx_.stage_parameters.expert, slots::kExpertDataParallel, layer_parameter_bytes());
     }
+  }
+
+  std::int64_t tp_replicated_parameters() const {
+    std::int64_t n = 0;
+    for (const auto& chunk : ctx_.chunks)
+      for (std::int64_t layer = chunk.first; layer < chunk.first + chunk.count; ++layer)
+        n += layer_tp_replicated_parameters(m_, c_, layer);
+    if (c_.tp > 1 && c_.sequence_parallel && last_virtual_any())
+      n += m_.normalization == model::Normalization::LayerNorm ? 2 * m_.hidden_size : m_.hidden_size;
+    return n;
   }
 
   // The fp8 weight tensors of this stage's layers, each with a scale of its

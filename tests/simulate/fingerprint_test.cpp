@@ -65,6 +65,12 @@
 // (1 byte an element) for its weight gradient, as Transformer Engine does,
 // instead of the bf16 one. Only the 7.5B FP8 run moved: its peak by −1.66 GB,
 // its fingerprint, makespan and tasks kept.
+// A twelfth (2026-12-01): under SP the gradients of parameters every TP rank
+// holds whole (norms, biases after row-parallel reductions, the router, MLA's
+// down projections) are flattened, all-reduced over TP and copied back once a
+// step, as Megatron-Core's finalize_model_grads does. Only the one SP run
+// moved: +96 tasks (three on each of its 32 ranks), makespan +0.0016%; MLA's
+// new layout (down projections on the SP shard) is in no run here.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

@@ -575,3 +575,45 @@ TEST_CASE("Without the async TP all-reduce every TP collective is exposed", "[si
   const auto sp_async = test::simulate(model, hw, s);
   CHECK(sp_blocking.result.step_time_s == sp_async.result.step_time_s);
 }
+
+TEST_CASE("Under SP the gradients of TP-replicated parameters are all-reduced over TP once a step",
+          "[simulate][sp]") {
+  // GPT-1.7B (24 layers, h 2304, LayerNorm, biased linears) at TP 2 × PP 2 ×
+  // DP 2. Per layer, every TP rank holds two LayerNorms (weight and bias:
+  // 4h) and the biases added after the output projection's and FC2's
+  // reductions (2h) whole; under SP each trains them on its own tokens and
+  // Megatron-Core all-reduces their fp32 gradients over TP after the DP
+  // reduction (finalize_model_grads.py). 12 layers a stage; the last stage
+  // also holds the final LayerNorm (2h). Without SP the ranks' gradients
+  // agree and nothing is reduced.
+  const auto hw = test::shipped_hardware("a100-sxm4-80gb");
+  const auto model = test::shipped_model("narayanan21-gpt-1.7b");
+  const double h = 2304;
+  config::StrategyInput s;
+  s.gpus = 8;
+  s.tp = 2;
+  s.pp = 2;
+  s.global_batch_size = 4;
+  const auto reduced = [&](const simulate::Outcome& out, std::int64_t rank) {
+    const auto& w = out.step.workload;
+    const auto& program = w.programs[w.program_of_rank[static_cast<std::size_t>(rank)]];
+    double bytes = 0;
+    int calls = 0;
+    for (taskgraph::TaskId t = 0; t < program.num_tasks(); ++t) {
+      const auto task = program.task(t);
+      if (w.op_names[task.name] != "tp_replicated_grads.allreduce") continue;
+      bytes += static_cast<double>(task.bytes);
+      ++calls;
+    }
+    return std::pair{bytes, calls};
+  };
+  s.sequence_parallel = true;
+  const auto with_sp = test::simulate(model, hw, s);
+  const auto first = reduced(with_sp, 0);
+  const auto last = reduced(with_sp, 4);  // rank 4: TP 2 × DP 2 ranks per stage, stage 1
+  CHECK(first.second == 1);
+  CHECK(first.first == Approx(4 * 12 * 6 * h));
+  CHECK(last.first == Approx(4 * (12 * 6 * h + 2 * h)));
+  s.sequence_parallel = false;
+  CHECK(reduced(test::simulate(model, hw, s), 0).second == 0);
+}

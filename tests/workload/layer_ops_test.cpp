@@ -369,3 +369,48 @@ TEST_CASE("FP8 shared experts quantize their input shard and gather it in fp8 un
       CHECK(bw.at("moe.shared.fc1.input_fp8_transpose") == Approx(N * h * 2));
     }
 }
+
+TEST_CASE("Multi-latent attention runs its down projections on the SP shard and gathers only the latents",
+          "[workload][mla]") {
+  // DeepSeek-V3 (h 7168, q_lora 1536, kv_lora 512, d_rope 64, 128 heads of
+  // d_nope 128 and d_v 128), one sequence of 4096 tokens, TP 2. As
+  // Megatron-Core runs MLA since July 2025: the down projections are
+  // duplicated over TP and run on the rank's own tokens (Nsp), the latents
+  // are gathered for the column-parallel up projections (2 bytes an element
+  // in bf16), and the rotary key part is gathered from the SP region.
+  const auto m = test::shipped_model("deepseek-v3");
+  const double h = 7168, ql = 1536, kl = 512, dr = 64, t = 2, N = 4096, heads = 128;
+  for (const bool sp : {false, true}) {
+    INFO("sequence parallel " << sp);
+    workload::MicroShape s;
+    s.seq_length = 4096;
+    s.tp = 2;
+    s.expert_tp = 2;
+    s.sequence_parallel = sp;
+    const double Nsp = sp ? N / t : N;
+    const auto ops = workload::transformer_layer_ops(m, s, 0);
+    std::map<std::string, const workload::OpSpec*> fw, bw;
+    for (const auto& op : ops.forward) fw[op.name] = &op;
+    for (const auto& op : ops.backward) bw[op.name] = &op;
+    CHECK(fw.count("attn.input.allgather") == 0);  // the layer input stays a shard
+    CHECK(fw.at("attn.q_down")->flops == Approx(2 * Nsp * ql * h));
+    CHECK(fw.at("attn.kv_down")->flops == Approx(2 * Nsp * (kl + dr) * h));
+    CHECK(fw.at("attn.q_up")->flops == Approx(2 * N * heads / t * (128 + 64) * ql));
+    CHECK(bw.at("attn.q_down.wgrad")->flops == Approx(2 * Nsp * ql * h));
+    CHECK(bw.count("attn.q_down.dgrad.allreduce") == 0);  // duplicated: no TP reduction per micro-batch
+    if (!sp) {
+      CHECK(fw.count("attn.q_up.input.allgather") == 0);
+      CHECK(static_cast<double>(bw.at("attn.q_up.dgrad.allreduce")->bytes) == Approx(2 * N * ql));
+      CHECK(fw.count("attn.k_rope.allgather") == 0);
+      continue;
+    }
+    CHECK(static_cast<double>(fw.at("attn.q_up.input.allgather")->bytes) == Approx(2 * N * ql));
+    CHECK(static_cast<double>(fw.at("attn.kv_up.input.allgather")->bytes) == Approx(2 * N * kl));
+    CHECK(static_cast<double>(fw.at("attn.k_rope.allgather")->bytes) == Approx(2 * N * dr));
+    CHECK(static_cast<double>(bw.at("attn.q_up.dgrad.reducescatter")->bytes) == Approx(2 * N * ql));
+    CHECK(static_cast<double>(bw.at("attn.kv_up.input_allgather")->bytes) == Approx(2 * N * kl));
+    CHECK(static_cast<double>(bw.at("attn.k_rope.reducescatter")->bytes) == Approx(2 * N * dr));
+    // The latent norms run on the shard.
+    CHECK(static_cast<double>(fw.at("attn.kv_norm")->bytes) == Approx(Nsp * kl * 4));
+  }
+}

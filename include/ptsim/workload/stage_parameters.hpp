@@ -47,6 +47,18 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
 std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, const strategy::ParallelConfig& c,
                                                   std::int64_t layer);
 
+/// Parameters of transformer layer `layer` that every rank of a TP group
+/// holds whole, but whose gradients differ between those ranks, so that
+/// Megatron-Core all-reduces them over TP once a step
+/// (finalize_model_grads.py, _allreduce_non_tensor_model_parallel_grads):
+/// under sequence parallelism each rank trains them on its own tokens — the
+/// norms, the biases added after a row-parallel reduction, the MoE router,
+/// and multi-latent attention's down projections (Transformer Engine Linear
+/// in 'duplicated' mode, run on the rank's shard) with their norms; with or
+/// without it, qk_layernorm's query and key norms. 0 at TP 1.
+std::int64_t layer_tp_replicated_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                            std::int64_t layer);
+
 /// Word embedding slice (V/t rows) plus replicated learned positions.
 std::int64_t embedding_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp);
 
