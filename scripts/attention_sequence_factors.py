@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints the attention_efficiency.by_sequence tables of the Hopper and GB200 profiles.
+"""Prints the attention_efficiency.by_sequence tables of the A100, Hopper and GB200 profiles.
 
 A fused attention kernel's throughput depends on the sequence length and the
 causal mask: short sequences leave a larger share of each tile's prologue and
@@ -23,6 +23,13 @@ CUDNN NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/
      forward and backward, no mask and causal ('top_left'), 10 iterations.
      Its FLOP convention is FlashAttention's (causal counts the unmasked
      half), which is ptsim's.
+FA2  FlashAttention-2 (Dao, arXiv 2307.08691) Fig. 4(b) and 4(d): forward +
+     backward TFLOP/s on A100 80GB SXM4, head dim 128, 16k tokens per batch,
+     hidden 2048, as the FlashAttention repository ships it
+     (assets/flash2_a100_fwd_bwd_benchmark.png, read at commit 0251105a). Bar
+     labels, each checked against its bar's height in pixels (1.839 pixels per
+     TFLOP/s from the axis). Without a mask the 512 and 1k bars sit behind
+     the legend, label and top both, so the table starts at 2k.
 
 Which table goes where, and why:
   H100 profiles (FA3 paper figures as their 16k efficiencies)
@@ -35,6 +42,12 @@ Which table goes where, and why:
     flash, both     cuDNN H200 / its 16k no-mask figures
   GB200 profile (whose 16k efficiencies are the same run set's GB200 figures)
     flash, both     cuDNN GB200 (CUDNN_GB200 below) / its 16k no-mask figures
+  A100 profiles (whose 16k efficiencies are the FA2 paper's forward and
+  backward maxima, head dim 128 without a mask at 16k)
+    flash, both     FA2 forward + backward / its 16k no-mask figure (203):
+                    one factor for both passes, so that their sum takes the
+                    measured combined time at every length; how it splits
+                    between the passes is not measured here
 Lengths outside a table hold its end value (cost/compute_cost.cpp).
 
 usage: attention_sequence_factors.py [--check] [--verify-profiles DIR]
@@ -73,6 +86,11 @@ CUDNN_GB200 = {
 CUDNN_SEQ = [2048, 4096, 8192, 16384, 32768]
 REFERENCE = 16384
 
+# FA2 paper Fig. 4(b) (no mask) and 4(d) (causal), head dim 128, forward +
+# backward TFLOP/s on A100 80GB SXM4, FlashAttention-2's bars.
+FA2_SEQ = [2048, 4096, 8192, 16384]
+FA2_A100 = {"full": [187, 196, 201, 203], "causal": [155, 173, 182, 189]}
+
 
 def rounded(values):
     return [round(v, 4) for v in values]
@@ -96,9 +114,16 @@ def cudnn_h200(pass_index):
     return cudnn_run(CUDNN_H200, pass_index)
 
 
+def fa2_a100():
+    ref = FA2_A100["full"][FA2_SEQ.index(REFERENCE)]
+    return {"seq_lengths": FA2_SEQ, "full": rounded(v / ref for v in FA2_A100["full"]),
+            "causal": rounded(v / ref for v in FA2_A100["causal"])}
+
+
 def tables():
     backward = cudnn_h200(1)
     return {
+        "a100": {"flash": {"forward": fa2_a100(), "backward": fa2_a100()}},
         "h100": {"flash": {"forward": fa3_forward("flashattention3"), "backward": backward},
                  "cudnn": {"forward": fa3_forward("cudnn"), "backward": backward}},
         "h200": {"flash": {"forward": cudnn_h200(0), "backward": backward}},
@@ -106,7 +131,7 @@ def tables():
     }
 
 
-PROFILES = {"h100-sxm5-80gb": "h100", "dgx-h100-superpod": "h100", "h100-roce-llama3": "h100",
+PROFILES = {"a100-sxm4-80gb": "a100", "dgx-a100-superpod": "a100", "h100-sxm5-80gb": "h100", "dgx-h100-superpod": "h100", "h100-roce-llama3": "h100",
             "h200-sxm-141gb": "h200", "gb200-nvl72": "gb200"}
 
 

@@ -71,6 +71,11 @@
 // step, as Megatron-Core's finalize_model_grads does. Only the one SP run
 // moved: +96 tasks (three on each of its 32 ranks), makespan +0.0016%; MLA's
 // new layout (down projections on the SP shard) is in no run here.
+// A thirteenth (2026-12-01): the A100 profiles price FlashAttention-2 by
+// length and mask (FA2 paper Fig. 4, forward + backward). Only the two runs
+// with fused attention on the DGX A100 SuperPOD profile moved: makespans
+// +1.55% (GPT-1.7B, ZeRO-3, 2k causal) and +1.98% (Llama 3 8B, CP 2: 4k
+// tokens split in two); peaks and task counts kept.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>
