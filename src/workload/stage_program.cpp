@@ -721,13 +721,9 @@ class StageBuilder {
     // (layer_tp_replicated_parameters; the final norm too under SP), summed
     // over TP after the DP reduction: flattened into one buffer, all-reduced,
     // copied back (Megatron-Core's _allreduce_non_tensor_model_parallel_grads).
-    if (const std::int64_t n = tp_replicated_parameters(); n > 0) {
-      const double bytes = static_cast<double>(c_.gradient_bytes()) * static_cast<double>(n);
-      const std::vector<OpSpec> ops{
-          memory_op("tp_replicated_grads.flatten", 2 * bytes),
-          collective_op("tp_replicated_grads.allreduce", CollectiveKind::AllReduce, CommGroup::TensorParallel, bytes),
-          memory_op("tp_replicated_grads.unflatten", 2 * bytes)};
-      out_.instantiate(out_.block(fmt::format("tp_replicated_grads.{}", n),
+    // A block of step-end ops, in order, counted as optimizer work.
+    const auto step_end_ops = [&](const std::string& key, const std::vector<OpSpec>& ops) {
+      out_.instantiate(out_.block(key,
                                   [&](BlockRecorder& b) {
                                     b.begin_list();
                                     const auto names = b.names_of(ops, "");
@@ -735,6 +731,14 @@ class StageBuilder {
                                       b.emit(ops[i], names[i], categories::kOptimizer, 0, 0);
                                   }),
                        -1, -1);
+    };
+    if (const std::int64_t n = tp_replicated_parameters(); n > 0) {
+      const double bytes = static_cast<double>(c_.gradient_bytes()) * static_cast<double>(n);
+      step_end_ops(fmt::format("tp_replicated_grads.{}", n),
+                   {memory_op("tp_replicated_grads.flatten", 2 * bytes),
+                    collective_op("tp_replicated_grads.allreduce", CollectiveKind::AllReduce,
+                                  CommGroup::TensorParallel, bytes),
+                    memory_op("tp_replicated_grads.unflatten", 2 * bytes)});
     }
     const auto shard = [&](std::int64_t n, std::int64_t group) {
       return c_.zero_stage >= 1 ? (n + group - 1) / group : n;
@@ -753,18 +757,8 @@ class StageBuilder {
     // under delayed scaling the cast uses the scale it has and the reduced
     // amaxes update the scales after it.
     const OpSpec step = optimizer_step_op(updated, c_.gradient_bytes(), c_.fp8_param_gather ? 0 : 2);
-    const auto optimizer_ops = [&](const std::string& key, const std::vector<OpSpec>& ops) {
-      out_.instantiate(out_.block(key,
-                                  [&](BlockRecorder& b) {
-                                    b.begin_list();
-                                    const auto names = b.names_of(ops, "");
-                                    for (std::size_t i = 0; i < ops.size(); ++i)
-                                      b.emit(ops[i], names[i], categories::kOptimizer, 0, 0);
-                                  }),
-                       -1, -1);
-    };
     if (!c_.fp8_param_gather) {
-      optimizer_ops(fmt::format("optimizer.{}", updated), {step});
+      step_end_ops(fmt::format("optimizer.{}", updated), {step});
     } else {
       const bool current = c_.fp8_recipe == strategy::Fp8Recipe::Tensorwise;
       const OpSpec cast = memory_op("fp8.param_shard_cast", 5.0 * static_cast<double>(updated),
@@ -781,13 +775,13 @@ class StageBuilder {
         reduce(t.expert, slots::kExpertDataParallel);
       };
       if (current) {
-        optimizer_ops(fmt::format("optimizer.{}.fp8_amax", updated),
+        step_end_ops(fmt::format("optimizer.{}.fp8_amax", updated),
                       {step, memory_op("fp8.param_shard_amax", 4.0 * static_cast<double>(updated),
                                        taskgraph::KernelClass::Optimizer)});
         reduce_amaxes();
-        optimizer_ops(fmt::format("optimizer.{}.fp8_cast", updated), {cast});
+        step_end_ops(fmt::format("optimizer.{}.fp8_cast", updated), {cast});
       } else {
-        optimizer_ops(fmt::format("optimizer.{}.fp8", updated), {step, cast});
+        step_end_ops(fmt::format("optimizer.{}.fp8", updated), {step, cast});
         reduce_amaxes();
       }
     }

@@ -36,6 +36,19 @@ void check_ring_sends(const std::vector<workload::OpSpec>& ops, int expected_for
   CHECK(forwarding == expected_forwarding_sends);
 }
 
+// One sequence of 4096 tokens at TP 4 (experts too) in FP8 under the
+// recipe `current` scaling names, with or without SP.
+workload::MicroShape fp8_tp4(bool sp, bool current) {
+  workload::MicroShape s;
+  s.seq_length = 4096;
+  s.tp = 4;
+  s.expert_tp = 4;
+  s.sequence_parallel = sp;
+  s.gemm_dtype = Dtype::Fp8;
+  s.fp8_current_scaling = current;
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("Ring attention forwards the key/value block it received, forward and backward", "[workload]") {
@@ -248,12 +261,7 @@ TEST_CASE("FP8 casts, gathers and amax passes follow Transformer Engine's two pe
   for (const bool sp : {false, true})
     for (const bool current : {false, true}) {
       INFO("sequence parallel " << sp << ", current scaling " << current);
-      workload::MicroShape s;
-      s.seq_length = 4096;
-      s.tp = 4;
-      s.sequence_parallel = sp;
-      s.gemm_dtype = Dtype::Fp8;
-      s.fp8_current_scaling = current;
+      const workload::MicroShape s = fp8_tp4(sp, current);
       const double Nsp = sp ? N / t : N;
       const double cast = current ? 6 : 4;  // (amax read 2 +) read 2, write 1 + 1
       const auto ops = workload::transformer_layer_ops(m, s, 0);
@@ -338,14 +346,7 @@ TEST_CASE("FP8 shared experts quantize their input shard and gather it in fp8 un
   for (const bool sp : {false, true})
     for (const bool current : {false, true}) {
       INFO("sequence parallel " << sp << ", current scaling " << current);
-      workload::MicroShape s;
-      s.seq_length = 4096;
-      s.tp = 4;
-      s.expert_tp = 4;
-      s.sequence_parallel = sp;
-      s.gemm_dtype = Dtype::Fp8;
-      s.fp8_current_scaling = current;
-      const auto ops = workload::transformer_layer_ops(m, s, 0);
+      const auto ops = workload::transformer_layer_ops(m, fp8_tp4(sp, current), 0);
       std::map<std::string, double> fw, bw;
       for (const auto& op : ops.forward) fw[op.name] += static_cast<double>(op.bytes);
       for (const auto& op : ops.backward) bw[op.name] += static_cast<double>(op.bytes);
