@@ -29,12 +29,12 @@ void EventQueue::pop_empty() { fail_invariant("pop from an empty event queue", _
 void EventQueue::to_heap() {
   // In (time, insertion) order, so that the buckets keep it.
   small_ = false;
-  for (std::size_t i = head_; i < tail_; ++i) {
+  for (std::size_t i = count_; i-- > 0;) {
     push_heap(sorted_[i], key_of(sorted_[i]));
     --size_;  // push_heap counts it again
     --pushed_;
   }
-  head_ = tail_ = 0;
+  count_ = 0;
 }
 
 void EventQueue::refill() {

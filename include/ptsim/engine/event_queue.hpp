@@ -12,8 +12,11 @@
 //
 // While it holds few events (a symmetric run simulates one rank per stage:
 // a dozen pending events, where the heap refilled on nearly every pop and
-// moved each event five times), the queue is a sorted array instead: a push
-// shifts the later events up one place, a pop takes the first.
+// moved each event five times), the queue is a sorted array instead, latest
+// first: a pop takes the last element, and a push shifts the events due
+// before it one place. (Earliest first, a pop had to advance a head that
+// the array then compacted, and a push shifted the later events; the
+// symmetric GPT-3 step ran 1.8 % fewer instructions this way round.)
 // The first time it would outgrow that array it becomes the radix heap for good.
 #pragma once
 
@@ -76,9 +79,9 @@ class EventQueue {
   /// Removes and returns the earliest event; the queue must not be empty.
   Event pop() {
     if (small_) {
-      if (head_ == tail_) pop_empty();
+      if (count_ == 0) pop_empty();
       --size_;
-      const Event& e = sorted_[head_++];
+      const Event e = sorted_[--count_];
       last_ = static_cast<std::uint64_t>(e.at.ns());
       return e;
     }
@@ -89,7 +92,7 @@ class EventQueue {
   bool empty() const { return size_ == 0; }
   /// Whether another event is due at the time of the last one popped.
   bool more_now() const {
-    return small_ ? head_ < tail_ && static_cast<std::uint64_t>(sorted_[head_].at.ns()) == last_
+    return small_ ? count_ > 0 && static_cast<std::uint64_t>(sorted_[count_ - 1].at.ns()) == last_
                   : front_ < buckets_[0].size();
   }
   std::size_t size() const { return size_; }
@@ -99,21 +102,16 @@ class EventQueue {
   static constexpr int kBuckets = 65;  // 0: times equal to last_; b ≥ 1: highest differing bit b − 1
   static constexpr std::size_t kSmall = 64;
 
-  /// Inserts behind every event not later than it (equal times stay first
-  /// in, first out). False when the array is full: it has become the heap.
+  /// Inserts in front of (to pop after) every event not later than it:
+  /// equal times stay first in, first out. False when the array is full: it
+  /// has become the heap.
   bool push_sorted(const Event& event) {
-    if (tail_ == kSmall) {
-      if (head_ == 0) {
-        to_heap();
-        return false;
-      }
-      std::copy(sorted_.begin() + static_cast<std::ptrdiff_t>(head_),
-                sorted_.begin() + static_cast<std::ptrdiff_t>(tail_), sorted_.begin());
-      tail_ -= head_;
-      head_ = 0;
+    if (count_ == kSmall) {
+      to_heap();
+      return false;
     }
-    std::size_t i = tail_++;
-    for (; i > head_ && sorted_[i - 1].at > event.at; --i) sorted_[i] = sorted_[i - 1];
+    std::size_t i = count_++;
+    for (; i > 0 && sorted_[i - 1].at <= event.at; --i) sorted_[i] = sorted_[i - 1];
     sorted_[i] = event;
     ++size_;
     ++pushed_;
@@ -148,8 +146,8 @@ class EventQueue {
   std::uint64_t occupied_ = 0;  // bit b − 1: bucket b ≥ 1 is not empty
   std::array<std::uint64_t, kBuckets> least_ = filled_with_max();  // earliest time in each bucket ≥ 1
   bool small_ = true;                  // the sorted array is in use (see the top)
-  std::array<Event, kSmall> sorted_;   // [head_, tail_): pending events by (time, insertion)
-  std::size_t head_ = 0, tail_ = 0;
+  std::array<Event, kSmall> sorted_;   // [0, count_): pending events, the next to pop last
+  std::size_t count_ = 0;
   std::size_t front_ = 0;       // bucket 0 pops from here (first in, first out)
   std::uint64_t last_ = 0;      // time of the last popped event, in ns
   std::size_t size_ = 0;
