@@ -13,7 +13,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "internal/object_reader.hpp"
 #include "ptsim/common/error.hpp"
@@ -23,51 +22,33 @@ namespace ptsim::config::internal {
 namespace {
 
 // Sanity bounds, far outside anything measured: calibrated ratios of the
-// committed profiles lie in 0.27–10.3, CPU memory efficiencies up to ~3 (L2).
+// committed profiles lie in 0.27–10.3, CPU memory efficiencies up to ~3 (L2);
+// an efficiency must be positive, and 1e-6 is a million times below any.
 constexpr double kMinRatio = 1e-4;
 constexpr double kMaxRatio = 1e4;
+constexpr double kMinMemoryEfficiency = 1e-6;
 constexpr double kMaxMemoryEfficiency = 100;
 constexpr double kMaxLog2Size = 64;
 
-std::vector<double> numbers(const nlohmann::json& list, const std::string& where) {
-  if (!list.is_array()) throw ConfigError(fmt::format("{} must be an array of numbers", where));
-  std::vector<double> out;
-  for (const auto& v : list) {
-    if (!v.is_number() || !std::isfinite(v.get<double>()))
-      throw ConfigError(fmt::format("{} holds {}, not a finite number", where, show(v)));
-    out.push_back(v.get<double>());
-  }
-  return out;
-}
-
-hardware::GemmTable parse_table(ObjectReader in, const std::string& where) {
+hardware::GemmTable parse_table(ObjectReader in) {
   hardware::GemmTable t;
-  t.log2_m = numbers(in.array("log2_m"), where + "/log2_m");
-  t.log2_n = numbers(in.array("log2_n"), where + "/log2_n");
-  t.log2_k = numbers(in.array("log2_k"), where + "/log2_k");
-  t.ratio = numbers(in.array("ratio"), where + "/ratio");
+  constexpr const char* kLog2Size = "the axes are log2 of a size";
+  t.log2_m = in.numbers("log2_m", 0, kMaxLog2Size, kLog2Size);
+  t.log2_n = in.numbers("log2_n", 0, kMaxLog2Size, kLog2Size);
+  t.log2_k = in.numbers("log2_k", 0, kMaxLog2Size, kLog2Size);
+  t.ratio = in.numbers("ratio", kMinRatio, kMaxRatio,
+                       "a measured/modelled ratio outside means a wrong peak in the profile or a broken measurement");
   in.reject_unknown_keys("accepted keys: log2_m, log2_n, log2_k, ratio");
   const std::pair<const char*, const std::vector<double>*> axes[] = {
       {"log2_m", &t.log2_m}, {"log2_n", &t.log2_n}, {"log2_k", &t.log2_k}};
-  for (const auto& [name, axis] : axes) {
-    if (axis->empty()) throw ConfigError(fmt::format("{}/{} is empty; a grid axis needs a value", where, name));
-    for (std::size_t i = 0; i < axis->size(); ++i) {
-      const double v = (*axis)[i];
-      if (!(v >= 0 && v <= kMaxLog2Size))
-        throw ConfigError(fmt::format("{}/{}/{} = {} is not a log2 size in [0, {}]", where, name, i, v, kMaxLog2Size));
-      if (i > 0 && !((*axis)[i - 1] < v))
-        throw ConfigError(fmt::format("{}/{}/{} = {} does not exceed the value before it ({}); grid axes are "
-                                      "strictly ascending", where, name, i, v, (*axis)[i - 1]));
-    }
-  }
-  if (t.ratio.size() != t.log2_m.size() * t.log2_n.size() * t.log2_k.size())
-    throw ConfigError(fmt::format("{}/ratio has {} values; the grid needs |m|·|n|·|k| = {}", where,
-                                  t.ratio.size(), t.log2_m.size() * t.log2_n.size() * t.log2_k.size()));
-  for (const double r : t.ratio)
-    if (!(r >= kMinRatio && r <= kMaxRatio))
-      throw ConfigError(fmt::format("{}/ratio holds {}; measured/modelled ratios lie in [{:g}, {:g}] (a "
-                                    "ratio outside means a wrong peak in the profile or a broken measurement)",
-                                    where, r, kMinRatio, kMaxRatio));
+  for (const auto& [name, axis] : axes)
+    for (std::size_t i = 1; i < axis->size(); ++i)
+      if (!((*axis)[i - 1] < (*axis)[i]))
+        in.fail(fmt::format("{}/{}", name, i), fmt::format("= {} does not exceed the value before it ({}); grid axes "
+                                                          "are strictly ascending", (*axis)[i], (*axis)[i - 1]));
+  const std::size_t grid = t.log2_m.size() * t.log2_n.size() * t.log2_k.size();
+  if (t.ratio.size() != grid)
+    in.fail("ratio", fmt::format("has {} values; the grid needs |m|·|n|·|k| = {}", t.ratio.size(), grid));
   return t;
 }
 
@@ -85,7 +66,7 @@ hardware::Calibration parse_calibration(const nlohmann::json& object, const std:
     ObjectReader gemm = in.object("gemm");
     for (const auto& [dtype, table] : object.at("gemm").items()) {
       if (!parse_dtype(dtype)) gemm.fail(dtype, "is not a dtype (bf16, fp16, tf32, fp32, fp8)");
-      c.gemm[dtype] = parse_table(gemm.object(dtype), fmt::format("{}: /calibration/gemm/{}", where, dtype));
+      c.gemm[dtype] = parse_table(gemm.object(dtype));
       const auto& t = c.gemm[dtype];
       if (c.gemm_fit == hardware::GemmFit::Scalar && t.ratio.size() != 1)
         gemm.fail(dtype, fmt::format("has a {}×{}×{} grid; gemm_fit \"scalar\" holds one ratio per dtype "
@@ -96,23 +77,16 @@ hardware::Calibration parse_calibration(const nlohmann::json& object, const std:
   if (in.has("memory")) {
     ObjectReader mem = in.object("memory");
     for (const auto& [kernel, value] : object.at("memory").items()) {
-      const std::string at = fmt::format("{}: /calibration/memory/{}", where, kernel);
       ObjectReader table = mem.object(kernel);
       hardware::MemoryTable t;
-      t.log2_bytes = numbers(table.array("log2_bytes"), at + "/log2_bytes");
-      t.efficiency = numbers(table.array("efficiency"), at + "/efficiency");
+      t.log2_bytes = table.numbers("log2_bytes", 0, kMaxLog2Size, "log2 of a size in bytes");
+      t.efficiency = table.numbers("efficiency", kMinMemoryEfficiency, kMaxMemoryEfficiency,
+                                   "above 1 only for data that stays in cache");
       table.reject_unknown_keys("accepted keys: log2_bytes, efficiency");
-      if (t.log2_bytes.empty() || t.log2_bytes.size() != t.efficiency.size() ||
+      if (t.log2_bytes.size() != t.efficiency.size() ||
           !std::is_sorted(t.log2_bytes.begin(), t.log2_bytes.end()) ||
           std::adjacent_find(t.log2_bytes.begin(), t.log2_bytes.end()) != t.log2_bytes.end())
-        throw ConfigError(fmt::format("{}: log2_bytes must be strictly ascending with one efficiency each", at));
-      for (const double v : t.log2_bytes)
-        if (!(v >= 0 && v <= kMaxLog2Size))
-          throw ConfigError(fmt::format("{}: log2_bytes value {} is not a log2 size in [0, {}]", at, v, kMaxLog2Size));
-      for (const double e : t.efficiency)
-        if (!(e > 0 && e <= kMaxMemoryEfficiency))
-          throw ConfigError(fmt::format("{}/efficiency holds {}; efficiencies lie in (0, {:g}] (above 1 only "
-                                        "for data that stays in cache)", at, e, kMaxMemoryEfficiency));
+        table.fail("log2_bytes", "must be strictly ascending with one efficiency each");
       c.memory[kernel] = std::move(t);
     }
   }

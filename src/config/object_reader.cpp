@@ -182,7 +182,7 @@ const json& ObjectReader::array(const std::string& key) {
   return v;
 }
 
-std::vector<double> ObjectReader::numbers(const std::string& key, double min, double max) {
+std::vector<double> ObjectReader::numbers(const std::string& key, double min, double max, const std::string& why) {
   const json& list = array(key);
   if (list.empty()) fail(key, "is empty; it needs at least one number");
   std::vector<double> out;
@@ -190,7 +190,8 @@ std::vector<double> ObjectReader::numbers(const std::string& key, double min, do
   for (std::size_t i = 0; i < list.size(); ++i) {
     const json& v = list[i];
     if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < min || v.get<double>() > max)
-      fail(fmt::format("{}/{}", key, i), fmt::format("= {} must be a number in [{:g}, {:g}]", show(v), min, max));
+      fail(fmt::format("{}/{}", key, i), fmt::format("= {} must be a number in [{:g}, {:g}]{}{}", show(v), min, max,
+                                                      why.empty() ? "" : "; ", why));
     out.push_back(v.get<double>());
   }
   return out;

@@ -96,11 +96,21 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
     json h = read("h100-sxm5-80gb");
     h["calibration"]["gemm"]["bf16"]["ratio"][3] = 1e300;
     CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"),
-                      Catch::Contains("/calibration/gemm/bf16/ratio holds 1e+300; measured/modelled ratios "
-                                      "lie in [0.0001, 10000]"));
+                      Catch::Contains("/calibration/gemm/bf16/ratio/3 = 1e+300 must be a number in [0.0001, 10000]; "
+                                      "a measured/modelled ratio outside means a wrong peak"));
     h["calibration"]["gemm"]["bf16"]["ratio"][3] = 1.0;
     h["calibration"]["gemm"]["bf16"]["log2_m"][0] = -1;
-    CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"), Catch::Contains("/calibration/gemm/bf16/log2_m/0 = -1 is not a log2 size in [0, 64]"));
+    CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"), Catch::Contains("/calibration/gemm/bf16/log2_m/0 = -1 must be a number in [0, 64]; the axes are log2 of a size"));
+    h["calibration"]["gemm"]["bf16"]["log2_m"][0] = h["calibration"]["gemm"]["bf16"]["log2_m"][1];
+    CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"),
+                      Catch::Contains("/calibration/gemm/bf16/log2_m/1 = ") &&
+                          Catch::Contains("does not exceed the value before it"));
+  }
+  SECTION("calibration memory efficiency of zero") {
+    json h = read("h100-sxm5-80gb");
+    h["calibration"]["memory"]["copy"] = {{"log2_bytes", {20, 30}}, {"efficiency", {0, 0.9}}};
+    CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"),
+                      Catch::Contains("/calibration/memory/copy/efficiency/0 = 0 must be a number in [1e-06, 100]"));
   }
   SECTION("a scalar GEMM calibration holds one ratio") {
     // The shipped A100 profile: one ratio fitted to Vidur's measured linear layers.

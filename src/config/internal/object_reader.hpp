@@ -41,8 +41,9 @@ class ObjectReader {
   /// A nested object's reader.
   ObjectReader object(const std::string& key);
   const nlohmann::json& array(const std::string& key);
-  /// A non-empty array of finite numbers, each in [min, max].
-  std::vector<double> numbers(const std::string& key, double min, double max);
+  /// A non-empty array of finite numbers, each in [min, max]; `why`, if
+  /// given, ends the message about a number outside (what such a value means).
+  std::vector<double> numbers(const std::string& key, double min, double max, const std::string& why = "");
   /// Marks a key as understood without reading it.
   void skip(const std::string& key) { seen_.insert(key); }
 
