@@ -336,7 +336,7 @@ class LayerBuilder {
     const double dv = static_cast<double>(m_.v_head_dim), ql = static_cast<double>(m_.q_lora_rank);
     const double kl = static_cast<double>(m_.kv_lora_rank);
     // One duplicated down projection of the layer input shard to `out`.
-    // `saved`: input elements it keeps for its weight gradient.
+    // `saved`: bytes of input it keeps for its weight gradient.
     const auto down = [&](const std::string& name, double out, double saved) {
       cast(name, Nsp_, h_);
       fw_.push_back(saving(matmul(name, Nsp_, out, h_, 1, shape_.gemm_dtype), saved));
@@ -361,7 +361,7 @@ class LayerBuilder {
       enter_tp_region("attn.q_proj.input", true, false);
       column("attn.q_proj", N_, h_, heads * (dn + dr), Nsp_ * h_, true, true, false);
     }
-    down("attn.kv_down", kl + dr, fp8_ ? Nsp_ * h_ : 0);
+    down("attn.kv_down", kl + dr, fp8_ ? saved_input(Nsp_ * h_) : 0);
     up("attn.kv_norm", "attn.kv_up", kl, heads * (dn + dv));
     if (sp_) {
       fw_.push_back(collective_op("attn.k_rope.allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,

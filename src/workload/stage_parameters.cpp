@@ -112,6 +112,10 @@ std::int64_t layer_tp_replicated_parameters(const model::ModelSpec& m, const str
   return n;
 }
 
+std::int64_t output_tp_replicated_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c) {
+  return c.tp > 1 && c.sequence_parallel ? norm_parameters(m, m.hidden_size) : 0;
+}
+
 std::int64_t embedding_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp) {
   std::int64_t p = m.vocab_size / tp * m.hidden_size;
   if (m.position_embedding == model::PositionEmbedding::LearnedAbsolute) p += m.seq_length * m.hidden_size;

@@ -717,10 +717,6 @@ class StageBuilder {
     // reductions in order, so waiting for each stream's last task is enough.
     out_.wait_for_stream(streams::kDataParallel);
     out_.wait_for_stream(streams::kEmbeddingGrad);
-    // Gradients of parameters every TP rank holds whole but trains apart
-    // (layer_tp_replicated_parameters; the final norm too under SP), summed
-    // over TP after the DP reduction: flattened into one buffer, all-reduced,
-    // copied back (Megatron-Core's _allreduce_non_tensor_model_parallel_grads).
     // A block of step-end ops, in order, counted as optimizer work.
     const auto step_end_ops = [&](const std::string& key, const std::vector<OpSpec>& ops) {
       out_.instantiate(out_.block(key,
@@ -732,6 +728,11 @@ class StageBuilder {
                                   }),
                        -1, -1);
     };
+    // Gradients of parameters every TP rank holds whole but trains apart
+    // (layer_tp_replicated_parameters, output_tp_replicated_parameters),
+    // summed over TP after the DP reduction: flattened into one buffer,
+    // all-reduced, copied back (Megatron-Core's
+    // _allreduce_non_tensor_model_parallel_grads).
     if (const std::int64_t n = tp_replicated_parameters(); n > 0) {
       const double bytes = static_cast<double>(c_.gradient_bytes()) * static_cast<double>(n);
       step_end_ops(fmt::format("tp_replicated_grads.{}", n),
@@ -814,8 +815,7 @@ class StageBuilder {
     for (const auto& chunk : ctx_.chunks)
       for (std::int64_t layer = chunk.first; layer < chunk.first + chunk.count; ++layer)
         n += layer_tp_replicated_parameters(m_, c_, layer);
-    if (c_.tp > 1 && c_.sequence_parallel && last_virtual_any())
-      n += m_.normalization == model::Normalization::LayerNorm ? 2 * m_.hidden_size : m_.hidden_size;
+    if (last_virtual_any()) n += output_tp_replicated_parameters(m_, c_);
     return n;
   }
 

@@ -18,6 +18,25 @@ using test::pipeline;
 
 namespace {
 
+// Each op of the program of `rank`: its bytes summed over the step, and how
+// many tasks it has.
+struct OpTotal {
+  double bytes = 0;
+  int calls = 0;
+};
+std::map<std::string, OpTotal> op_totals(const simulate::Outcome& out, std::int64_t rank) {
+  const auto& w = out.step.workload;
+  const auto& program = w.programs[w.program_of_rank[static_cast<std::size_t>(rank)]];
+  std::map<std::string, OpTotal> ops;
+  for (taskgraph::TaskId t = 0; t < program.num_tasks(); ++t) {
+    const auto task = program.task(t);
+    OpTotal& op = ops[w.op_names[task.name]];
+    op.bytes += static_cast<double>(task.bytes);
+    ++op.calls;
+  }
+  return ops;
+}
+
 std::uint64_t max_stage_activations(const report::StepResult& r) {
   std::uint64_t most = 0;
   for (const auto& s : r.stages) most = std::max(most, s.activations_peak_bytes);
@@ -296,17 +315,6 @@ TEST_CASE("FP8 parameter gathering gathers layer parameters at one byte, transpo
   s.global_batch_size = 8;
   s.precision = "fp8";
   s.distributed_optimizer = true;
-  // Bytes of each op on the program of `rank`, summed over the step.
-  const auto bytes_by_op = [](const simulate::Outcome& out, std::int64_t rank) {
-    const auto& w = out.step.workload;
-    const auto& program = w.programs[w.program_of_rank[static_cast<std::size_t>(rank)]];
-    std::map<std::string, double> bytes;
-    for (taskgraph::TaskId t = 0; t < program.num_tasks(); ++t) {
-      const auto task = program.task(t);
-      bytes[w.op_names[task.name]] += static_cast<double>(task.bytes);
-    }
-    return bytes;
-  };
   // Parameters of a rank's transformer layers on `stage`.
   const auto layer_params = [&](const strategy::ParallelConfig& c, std::int64_t stage) {
     return static_cast<double>(workload::stage_layer_parameters(model, c, stage).total());
@@ -326,31 +334,31 @@ TEST_CASE("FP8 parameter gathering gathers layer parameters at one byte, transpo
         const double layers = layer_params(run.parallel, stage);
         const double rest = static_cast<double>(params.total()) - layers;
         const double shard = std::ceil(static_cast<double>(params.total()) / 4);
-        const auto bytes = bytes_by_op(out, stage * 8);
+        const auto ops = op_totals(out, stage * 8);
         // Memory: bf16 weights, plus Transformer Engine's cached fp8 copy and
         // transpose of each layer weight unless the parameters are fp8.
         CHECK(workload::stage_static_memory(out.step.model, run.parallel, stage).params_bytes ==
               Approx(2 * static_cast<double>(params.total()) + (fp8_gather ? 0 : 2 * layers)));
         if (fp8_gather) {
-          CHECK(bytes.at("zero.param_allgather.bucket") == Approx(layers + 2 * rest));
-          CHECK(bytes.at("fp8.weight_transpose") == Approx(2 * layers));
-          CHECK(bytes.count("fp8.weight_cast") == 0);
-          CHECK(bytes.at("optimizer.adam") == Approx(28 * shard));
-          CHECK(bytes.at("fp8.param_shard_cast") == Approx(5 * shard));
+          CHECK(ops.at("zero.param_allgather.bucket").bytes == Approx(layers + 2 * rest));
+          CHECK(ops.at("fp8.weight_transpose").bytes == Approx(2 * layers));
+          CHECK(ops.count("fp8.weight_cast") == 0);
+          CHECK(ops.at("optimizer.adam").bytes == Approx(28 * shard));
+          CHECK(ops.at("fp8.param_shard_cast").bytes == Approx(5 * shard));
           if (current) {
-            CHECK(bytes.at("fp8.param_shard_amax") == Approx(4 * shard));
+            CHECK(ops.at("fp8.param_shard_amax").bytes == Approx(4 * shard));
           } else {
-            CHECK(bytes.count("fp8.param_shard_amax") == 0);
+            CHECK(ops.count("fp8.param_shard_amax") == 0);
           }
           // One fp32 amax per weight tensor of the stage's 16 layers (QKV,
           // output projection, FC1, FC2), reduced over the 4 DP ranks.
-          CHECK(bytes.at("fp8.param_amax_allreduce") == Approx(4.0 * 16 * 4));
+          CHECK(ops.at("fp8.param_amax_allreduce").bytes == Approx(4.0 * 16 * 4));
         } else {
-          CHECK(bytes.at("zero.param_allgather.bucket") == Approx(2 * (layers + rest)));
-          CHECK(bytes.at("fp8.weight_cast") == Approx((current ? 6 : 4) * layers));
-          CHECK(bytes.at("optimizer.adam") == Approx(30 * shard));
-          CHECK(bytes.count("fp8.param_shard_cast") == 0);
-          CHECK(bytes.count("fp8.param_amax_allreduce") == 0);
+          CHECK(ops.at("zero.param_allgather.bucket").bytes == Approx(2 * (layers + rest)));
+          CHECK(ops.at("fp8.weight_cast").bytes == Approx((current ? 6 : 4) * layers));
+          CHECK(ops.at("optimizer.adam").bytes == Approx(30 * shard));
+          CHECK(ops.count("fp8.param_shard_cast") == 0);
+          CHECK(ops.count("fp8.param_amax_allreduce") == 0);
         }
       }
       // Gathered under the next forward instead, layer by layer: the layers'
@@ -358,7 +366,7 @@ TEST_CASE("FP8 parameter gathering gathers layer parameters at one byte, transpo
       s.overlap_param_gather = true;
       const auto overlapped = test::simulate(model, hw, s);
       s.overlap_param_gather.reset();
-      CHECK(bytes_by_op(overlapped, 0).at("zero.param_allgather") ==
+      CHECK(op_totals(overlapped, 0).at("zero.param_allgather").bytes ==
             Approx((fp8_gather ? 1 : 2) * layer_params(run.parallel, 0)));
     }
   }
@@ -594,26 +602,13 @@ TEST_CASE("Under SP the gradients of TP-replicated parameters are all-reduced ov
   s.tp = 2;
   s.pp = 2;
   s.global_batch_size = 4;
-  const auto reduced = [&](const simulate::Outcome& out, std::int64_t rank) {
-    const auto& w = out.step.workload;
-    const auto& program = w.programs[w.program_of_rank[static_cast<std::size_t>(rank)]];
-    double bytes = 0;
-    int calls = 0;
-    for (taskgraph::TaskId t = 0; t < program.num_tasks(); ++t) {
-      const auto task = program.task(t);
-      if (w.op_names[task.name] != "tp_replicated_grads.allreduce") continue;
-      bytes += static_cast<double>(task.bytes);
-      ++calls;
-    }
-    return std::pair{bytes, calls};
-  };
   s.sequence_parallel = true;
   const auto with_sp = test::simulate(model, hw, s);
-  const auto first = reduced(with_sp, 0);
-  const auto last = reduced(with_sp, 4);  // rank 4: TP 2 × DP 2 ranks per stage, stage 1
-  CHECK(first.second == 1);
-  CHECK(first.first == Approx(4 * 12 * 6 * h));
-  CHECK(last.first == Approx(4 * (12 * 6 * h + 2 * h)));
+  const auto first = op_totals(with_sp, 0).at("tp_replicated_grads.allreduce");
+  const auto last = op_totals(with_sp, 4).at("tp_replicated_grads.allreduce");  // rank 4: stage 1 (TP 2 × DP 2 a stage)
+  CHECK(first.calls == 1);
+  CHECK(first.bytes == Approx(4 * 12 * 6 * h));
+  CHECK(last.bytes == Approx(4 * (12 * 6 * h + 2 * h)));
   s.sequence_parallel = false;
-  CHECK(reduced(test::simulate(model, hw, s), 0).second == 0);
+  CHECK(op_totals(test::simulate(model, hw, s), 0).count("tp_replicated_grads.allreduce") == 0);
 }

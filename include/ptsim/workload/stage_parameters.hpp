@@ -58,6 +58,8 @@ std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, con
 /// without it, qk_layernorm's query and key norms. 0 at TP 1.
 std::int64_t layer_tp_replicated_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
                                             std::int64_t layer);
+/// The same for the output layer: its final norm, under SP at TP > 1.
+std::int64_t output_tp_replicated_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c);
 
 /// Word embedding slice (V/t rows) plus replicated learned positions.
 std::int64_t embedding_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp);

@@ -147,7 +147,7 @@ void FlowNetwork::remove(FlowId id, Time now) {
 double FlowNetwork::rate_alone(std::span<const hardware::LinkId> links, double max_rate,
                                double weight) const {
   double rate = max_rate > 0 ? max_rate : kInfinity;
-  for (const auto id : links) rate = std::min(rate, capacity_of(id) / (shared_of(id) ? weight : 1.0));
+  for (const auto id : links) rate = std::min(rate, capacity_of(id) / weight_on(weight, shared_of(id)));
   return rate;
 }
 

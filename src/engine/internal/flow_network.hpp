@@ -88,7 +88,8 @@ class FlowNetwork {
   using Slot = std::uint32_t;
   static constexpr Slot kNoSlot = ~Slot{0};
 
-  static double weight_on(double weight, const Link& l) { return l.shared ? weight : 1.0; }
+  static double weight_on(double weight, bool shared) { return shared ? weight : 1.0; }
+  static double weight_on(double weight, const Link& l) { return weight_on(weight, l.shared); }
   double capacity_of(hardware::LinkId link) const {
     return cluster_ != nullptr ? cluster_->capacity(link) : capacity_[link];
   }
