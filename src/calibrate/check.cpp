@@ -39,7 +39,8 @@ std::optional<taskgraph::CollectiveKind> collective(const std::string& op) {
 
 }  // namespace
 
-std::optional<double> predict(const hardware::KernelMeasurement& k, const hardware::HardwareProfile& hw) {
+std::optional<double> predict(const hardware::KernelMeasurement& k, const hardware::HardwareProfile& hw,
+                              cost::Load load) {
   if (const auto kind = collective(k.op)) {
     const auto n = static_cast<std::int64_t>(std::llround(k.shape.at("ranks")));
     if (n < 2) return std::nullopt;
@@ -52,18 +53,21 @@ std::optional<double> predict(const hardware::KernelMeasurement& k, const hardwa
   if (k.op != "gemm" && k.op != "attention" && !internal::memory_class(k.op)) return std::nullopt;
   const taskgraph::Task task = internal::kernel_task(k);
   if (k.op != "attention" && !hw.gpu.peak_flops_per_s[static_cast<std::size_t>(task.dtype)]) return std::nullopt;
-  return cost::compute_seconds(hw, task);
+  return cost::compute_seconds(hw, task, load);
 }
 
 CheckReport check(const hardware::MeasurementSet& m, const hardware::HardwareProfile& hw, bool all) {
   // The half a calibrated profile was fitted on, split as its fit split it.
   const std::vector<bool> fitted =
       calibration_split(m, hw.calibration ? hw.calibration->gemm_fit : hardware::GemmFit::Grid);
+  // Measurements taken after seconds of continuous load are predicted at
+  // the profile's sustained rates; short ones at its burst rates.
+  const cost::Load load = m.sustain_s > 0 ? cost::Load::Sustained : cost::Load::Burst;
   CheckReport report;
   for (std::size_t i = 0; i < m.kernels.size(); ++i) {
     const auto& k = m.kernels[i];
     if (fitted[i] && !all) continue;
-    const auto predicted = k.verified ? predict(k, hw) : std::nullopt;
+    const auto predicted = k.verified ? predict(k, hw, load) : std::nullopt;
     if (!predicted) {
       ++report.skipped;
       continue;

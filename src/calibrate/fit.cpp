@@ -90,6 +90,7 @@ hardware::Calibration fit(const hardware::MeasurementSet& m, const hardware::Har
   c.measurements = m.file;
   c.device = m.device;
   c.date = m.date;
+  c.sustain_s = m.sustain_s;
 
   // Memory-bound kernels: t = L + bytes · β per class.
   std::map<std::string, std::vector<std::pair<double, double>>> memory;  // class → (bytes, time)

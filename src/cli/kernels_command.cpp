@@ -24,8 +24,12 @@ constexpr const char* kUsage = R"(Usage: ptsim kernels --model FILE --hw FILE [s
 
 Lists the distinct compute kernels one training step runs — class, dtype,
 shape — with how many times one rank of each pipeline stage runs each per step
-and the time ptsim predicts for one call. --microbench-list writes them in the
-plain format ptsim-microbench reads (--shapes FILE) to measure exactly these.
+and the time ptsim predicts for one call: "burst", at the rates a short
+micro-benchmark times, and "sustained", at what the GPU keeps through seconds
+of continuous load (the profile's gpu.sustained fractions), which is what a
+simulated step uses; "total" is calls × sustained. --microbench-list writes
+them in the plain format ptsim-microbench reads (--shapes FILE) to measure
+exactly these.
 
 Example:
   ptsim kernels --model configs/models/llama3-8b.json --hw hw_profiles/h200-sxm-141gb.json \
@@ -82,18 +86,24 @@ int run_kernels(const std::vector<std::string>& args, std::ostream& out) {
 
   fmt::print(out, "{} kernels of one step of {} on {} (calls per step on one rank of each stage)\n",
              kernels.size(), run.model.name, run.hardware.gpu.name);
-  fmt::print(out, "{:<12} {:<6} {:<28} {:>8} {:>12} {:>12}  {}\n", "class", "dtype", "shape", "calls",
-             "time/call", "total", "ops");
+  const auto& sustained = run.hardware.gpu.sustained;
+  if (sustained)
+    fmt::print(out, "sustained rates: tensor cores {:.0f}% of burst (bf16), memory {:.0f}%\n",
+               100 * sustained->tensor_for(Dtype::Bf16), 100 * sustained->memory);
+  else
+    fmt::print(out, "the profile has no gpu.sustained rates: a step runs at burst rates\n");
+  fmt::print(out, "{:<12} {:<6} {:<28} {:>8} {:>12} {:>12} {:>12}  {}\n", "class", "dtype", "shape", "calls",
+             "burst/call", "sustained", "total", "ops");
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& k : kernels) {
     const std::string names = fmt::format("{}", fmt::join(k.names, ", "));
-    fmt::print(out, "{:<12} {:<6} {:<28} {:>8} {:>9.1f} µs {:>10.2f} ms  {}\n", taskgraph::to_string(k.kernel),
-               to_string(k.dtype), shape_text(k), k.count, k.seconds * 1e6,
-               k.seconds * static_cast<double>(k.count) * 1e3, names);
+    fmt::print(out, "{:<12} {:<6} {:<28} {:>8} {:>9.1f} µs {:>9.1f} µs {:>10.2f} ms  {}\n",
+               taskgraph::to_string(k.kernel), to_string(k.dtype), shape_text(k), k.count, k.burst_seconds * 1e6,
+               k.seconds * 1e6, k.seconds * static_cast<double>(k.count) * 1e3, names);
     list.push_back({{"class", taskgraph::to_string(k.kernel)}, {"dtype", to_string(k.dtype)},
                     {"shape", shape_json(k)}, {"names", k.names}, {"count", k.count},
                     {"flops", k.flops}, {"bytes", k.bytes}, {"time_s", k.seconds},
-                    {"total_s", k.seconds * static_cast<double>(k.count)}});
+                    {"burst_time_s", k.burst_seconds}, {"total_s", k.seconds * static_cast<double>(k.count)}});
   }
   const std::vector<std::string> read = {inputs.model, inputs.hw, inputs.strategy};
   if (!json_path.empty())

@@ -3,6 +3,7 @@
 //   "calibration": {
 //     "measurements": "hw_profiles/measured/h200-2026-11-30.json",
 //     "device": "NVIDIA H200", "date": "2026-11-30T10:00:00Z",
+//     "sustain_s": 3,          (only for measurements taken under sustained load)
 //     "gemm": { "bf16": { "log2_m": [...], "log2_n": [...], "log2_k": [...], "ratio": [...] } },
 //     "memory": { "copy": { "log2_bytes": [...], "efficiency": [...] }, ... },
 //     "kernel_launch_overhead_us": 2.1,
@@ -60,6 +61,7 @@ hardware::Calibration parse_calibration(const nlohmann::json& object, const std:
   c.measurements = in.string("measurements");
   c.device = in.string("device");
   c.date = in.string("date");
+  c.sustain_s = in.optional_number("sustain_s", 0, 3600).value_or(0);
   if (const auto fit = in.optional_choice("gemm_fit", {"grid", "scalar"}))
     c.gemm_fit = *fit == "scalar" ? hardware::GemmFit::Scalar : hardware::GemmFit::Grid;
   if (in.has("gemm")) {
@@ -99,7 +101,7 @@ hardware::Calibration parse_calibration(const nlohmann::json& object, const std:
     att.reject_unknown_keys("accepted keys: forward, backward");
   }
   in.skip("attention_efficiency");
-  in.reject_unknown_keys("accepted keys: measurements, device, date, gemm_fit, gemm, memory, "
+  in.reject_unknown_keys("accepted keys: measurements, device, date, sustain_s, gemm_fit, gemm, memory, "
                          "kernel_launch_overhead_us, attention_efficiency");
   return c;
 }
@@ -109,6 +111,7 @@ nlohmann::ordered_json calibration_to_json(const hardware::Calibration& c) {
   j["measurements"] = c.measurements;
   j["device"] = c.device;
   j["date"] = c.date;
+  if (c.sustain_s > 0) j["sustain_s"] = c.sustain_s;
   if (c.gemm_fit == hardware::GemmFit::Scalar) j["gemm_fit"] = "scalar";
   nlohmann::ordered_json gemm = nlohmann::ordered_json::object();
   for (const auto& [dtype, t] : c.gemm)

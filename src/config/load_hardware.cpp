@@ -108,6 +108,34 @@ hardware::AttentionSequenceFactors parse_attention_kernel(ObjectReader in) {
   return f;
 }
 
+// Fractions of burst throughput: above 1 a step would outrun the benchmark
+// that set the burst rate; below 0.05 no GPU trains.
+constexpr double kMinSustained = 0.05;
+
+hardware::SustainedRates parse_sustained(ObjectReader in, const hardware::GpuSpec& gpu) {
+  hardware::SustainedRates r;
+  ObjectReader tensor = in.object("tensor");
+  for (int i = 0; i < kNumDtypes; ++i) {
+    const auto d = static_cast<Dtype>(i);
+    r.tensor[static_cast<std::size_t>(i)] = tensor.optional_number(std::string(to_string(d)), kMinSustained, 1.0);
+    if (r.tensor[static_cast<std::size_t>(i)] && !gpu.peak_flops_per_s[static_cast<std::size_t>(i)])
+      tensor.fail(std::string(to_string(d)), "is given for a dtype with no peak_tflops; add the peak or remove it");
+  }
+  if (!r.tensor[static_cast<std::size_t>(Dtype::Bf16)])
+    tensor.fail("bf16", "is missing; the bf16 sustained fraction is required (other dtypes default to it)");
+  tensor.reject_unknown_keys("accepted dtypes: bf16, fp16, tf32, fp32, fp8 (fractions of burst throughput, ≤ 1)");
+  r.memory = in.number("memory", kMinSustained, 1.0);
+  r.board_power_w = in.optional_number("board_power_W", 1.0, 1e5);
+  r.boost_clock_mhz = in.optional_number("boost_clock_MHz", 1.0, 1e5);
+  r.sustained_clock_mhz = in.optional_number("sustained_clock_MHz", 1.0, 1e5);
+  if (r.boost_clock_mhz && r.sustained_clock_mhz && *r.sustained_clock_mhz > *r.boost_clock_mhz)
+    in.fail("sustained_clock_MHz", fmt::format("= {} exceeds boost_clock_MHz = {}; a clock under sustained load "
+                                               "is at most the boost clock",
+                                               *r.sustained_clock_mhz, *r.boost_clock_mhz));
+  in.reject_unknown_keys("accepted keys: tensor, memory, board_power_W, boost_clock_MHz, sustained_clock_MHz");
+  return r;
+}
+
 hardware::GpuSpec parse_gpu(ObjectReader in) {
   hardware::GpuSpec gpu;
   gpu.name = in.string("name");
@@ -155,10 +183,11 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   attention.reject_unknown_keys("accepted keys: forward, backward, cudnn_forward, cudnn_backward, by_sequence");
   gpu.kernel_launch_overhead_s = in.number("kernel_launch_overhead_us", 0.0, 1e4) * 1e-6;
   gpu.comm_compute_slowdown = in.number("comm_compute_slowdown", 0.0, 10.0);
+  if (in.has("sustained")) gpu.sustained = parse_sustained(in.object("sustained"), gpu);
   in.reject_unknown_keys(
       "accepted keys: name, peak_tflops, memory_GiB, memory_bandwidth_GBps, sm_count, "
       "gemm_efficiency, memory_efficiency, attention_efficiency, kernel_launch_overhead_us, "
-      "comm_compute_slowdown");
+      "comm_compute_slowdown, sustained");
   return gpu;
 }
 

@@ -41,17 +41,22 @@ double attention_executed_flops(const taskgraph::Task& task) {
   return task.flops * (causal ? 0.5 : 1.0) * (backward ? 1.25 : 1.0);
 }
 
-double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Task& task) {
+double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Task& task, Load load) {
   using taskgraph::ComputeKind;
   const auto& gpu = hw.gpu;
   const double bytes = static_cast<double>(task.bytes);
-  const double memory_s =
-      bytes / (gpu.memory_bandwidth_bytes_per_s * memory_efficiency(hw, task.kernel, bytes));
+  // A calibration measured under sustained load has the derate in its tables.
+  const bool sustained_tables = hw.calibration && hw.calibration->sustain_s > 0;
+  const bool calibrated_memory =
+      hw.calibration && hw.calibration->memory.contains(std::string(taskgraph::to_string(task.kernel)));
+  const RateScale scale = rate_scale(hw, task.dtype, load);
+  const double memory_s = bytes / (gpu.memory_bandwidth_bytes_per_s * memory_efficiency(hw, task.kernel, bytes) *
+                                   (sustained_tables && calibrated_memory ? 1.0 : scale.memory));
   double s = memory_s;
   switch (task.compute) {
     case ComputeKind::Matmul:
       s = gemm_seconds(hw, task.shape[0], task.shape[1], task.shape[2], std::max<double>(1, task.shape[3]),
-                       task.dtype, bytes);
+                       task.dtype, bytes, load);
       // A calibrated table's ratio was taken on measured times, launch included.
       if (hw.calibration && hw.calibration->gemm.contains(std::string(to_string(task.dtype)))) return s;
       break;
@@ -63,6 +68,8 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
       const double seq = std::sqrt(static_cast<double>(task.shape[1]) * static_cast<double>(task.shape[2]));
       const double executed = attention_executed_flops(task);
       double efficiency = backward ? gpu.attention_backward_efficiency : gpu.attention_forward_efficiency;
+      // Fused attention runs on the tensor cores in bf16, whatever the GEMMs' dtype.
+      double tensor = rate_scale(hw, Dtype::Bf16, load).tensor;
       const hardware::AttentionSequenceFactors* by_sequence =
           gpu.flash_attention_by_sequence ? &*gpu.flash_attention_by_sequence : nullptr;
       if (task.flags & taskgraph::kCudnn) {
@@ -85,10 +92,11 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
         if (cal) {
           efficiency = *cal;
           by_sequence = nullptr;
+          if (sustained_tables) tensor = 1;
         }
       }
       if (by_sequence) efficiency *= attention_sequence_factor(*by_sequence, backward, causal, seq);
-      s = std::max(executed / (gpu.peak_flops(Dtype::Bf16) * efficiency), memory_s);
+      s = std::max(executed / (gpu.peak_flops(Dtype::Bf16) * efficiency * tensor), memory_s);
       break;
     }
     case ComputeKind::MemoryBound: break;
@@ -97,7 +105,7 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
 }
 
 Time compute_time(const hardware::HardwareProfile& hw, const taskgraph::Task& task) {
-  const double s = compute_seconds(hw, task);
+  const double s = compute_seconds(hw, task, Load::Sustained);
   if (!(s >= 0 && s <= Time::max_seconds))
     throw ConfigError(fmt::format(
         "{}: a kernel is predicted to take {:g} s, beyond simulated time's {:g} s: the profile's "

@@ -35,7 +35,7 @@ TransferPlan CostModel::communication_plan(const taskgraph::Task& task,
     taskgraph::Task piece;
     piece.kernel = taskgraph::KernelClass::Copy;
     piece.bytes = 2 * task.bytes / n;
-    const double copies_s = static_cast<double>(n) * compute_seconds(cluster_->profile(), piece);
+    const double copies_s = static_cast<double>(n) * compute_seconds(cluster_->profile(), piece, Load::Sustained);
     PhaseSpec copies;
     copies.latency = Time::from_seconds(copies_s);
     plan.phases.insert(gather ? plan.phases.end() : plan.phases.begin(), std::move(copies));

@@ -18,15 +18,25 @@ GemmQuantization gemm_quantization(double m, double n, double batch, int sm_coun
   return q;
 }
 
-double gemm_analytic_seconds(const hardware::GpuSpec& gpu, double m, double n, double k,
-                             double batch, Dtype dtype, double bytes) {
-  const double memory = bytes / (gpu.memory_bandwidth_bytes_per_s * gpu.memory_efficiency);
+namespace {
+
+// The slower of a GEMM's math and its bytes, each at the burst rate times its scale.
+double scaled_analytic_seconds(const hardware::GpuSpec& gpu, double m, double n, double k, double batch,
+                               Dtype dtype, double bytes, RateScale scale) {
+  const double memory = bytes / (gpu.memory_bandwidth_bytes_per_s * gpu.memory_efficiency * scale.memory);
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return memory;  // no math to do
   const GemmQuantization q = gemm_quantization(m, n, batch, gpu.sm_count);
   const double rate = gpu.peak_flops(dtype) * gpu.gemm_efficiency_for(dtype) * q.tile_efficiency *
-                      q.wave_efficiency;
+                      q.wave_efficiency * scale.tensor;
   const double math = 2 * m * n * k * batch / rate;
   return std::max(math, memory);
+}
+
+}  // namespace
+
+double gemm_analytic_seconds(const hardware::GpuSpec& gpu, double m, double n, double k,
+                             double batch, Dtype dtype, double bytes) {
+  return scaled_analytic_seconds(gpu, m, n, k, batch, dtype, bytes, {});
 }
 
 double interpolate_ratio(const hardware::GemmTable& t, double m, double n, double k) {
@@ -53,13 +63,16 @@ double interpolate_ratio(const hardware::GemmTable& t, double m, double n, doubl
 }
 
 double gemm_seconds(const hardware::HardwareProfile& hw, double m, double n, double k, double batch,
-                    Dtype dtype, double bytes) {
-  const double analytic = gemm_analytic_seconds(hw.gpu, m, n, k, batch, dtype, bytes);
+                    Dtype dtype, double bytes, Load load) {
+  const hardware::GemmTable* table = nullptr;
   if (hw.calibration) {
     const auto it = hw.calibration->gemm.find(std::string(to_string(dtype)));
-    if (it != hw.calibration->gemm.end()) return analytic * interpolate_ratio(it->second, m, n, k);
+    if (it != hw.calibration->gemm.end()) table = &it->second;
   }
-  return analytic;
+  const bool sustained_table = table && hw.calibration->sustain_s > 0;
+  const RateScale scale = sustained_table ? RateScale{} : rate_scale(hw, dtype, load);
+  const double analytic = scaled_analytic_seconds(hw.gpu, m, n, k, batch, dtype, bytes, scale);
+  return table ? analytic * interpolate_ratio(*table, m, n, k) : analytic;
 }
 
 }  // namespace ptsim::cost

@@ -21,6 +21,13 @@ double GpuSpec::gemm_efficiency_for(Dtype d) const {
   return e ? *e : *gemm_efficiency[static_cast<std::size_t>(Dtype::Bf16)];
 }
 
+double SustainedRates::tensor_for(Dtype d) const {
+  const auto& f = tensor[static_cast<std::size_t>(d)];
+  if (f) return *f;
+  const auto& bf16 = tensor[static_cast<std::size_t>(Dtype::Bf16)];
+  return bf16 ? *bf16 : 1.0;
+}
+
 std::string to_string(FabricTopology t) {
   return t == FabricTopology::RailOptimized ? "rail_optimized" : "fat_tree";
 }

@@ -44,7 +44,7 @@ const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy
   for (std::size_t i = 0; i < ops.forward.size(); ++i) {
     const auto& op = ops.forward[i];
     if (is_kernel(op)) {
-      cost.forward_s += cost::compute_seconds(hw_, workload::kernel_task(op));
+      cost.forward_s += cost::compute_seconds(hw_, workload::kernel_task(op), cost::Load::Sustained);
       ++cost.forward_kernels;
     }
     cost.saved += static_cast<double>(op.saved_bytes);
@@ -60,7 +60,7 @@ const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy
 void Bounds::count_backward(const workload::BlockOps& ops, LayerCost& cost) const {
   for (const auto& op : ops.backward)
     if (is_kernel(op)) {
-      cost.backward_s += cost::compute_seconds(hw_, workload::kernel_task(op));
+      cost.backward_s += cost::compute_seconds(hw_, workload::kernel_task(op), cost::Load::Sustained);
       ++cost.backward_kernels;
     }
 }
@@ -76,7 +76,7 @@ const Bounds::LayerCost& Bounds::boundary(const model::ModelSpec& m, const strat
   LayerCost cost;
   for (const auto& op : ops.forward) {
     if (is_kernel(op)) {
-      cost.forward_s += cost::compute_seconds(hw_, workload::kernel_task(op));
+      cost.forward_s += cost::compute_seconds(hw_, workload::kernel_task(op), cost::Load::Sustained);
       ++cost.forward_kernels;
     }
     cost.saved += static_cast<double>(op.saved_bytes);

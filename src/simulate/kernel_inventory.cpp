@@ -39,7 +39,8 @@ std::vector<KernelUse> kernel_inventory(const model::ModelSpec& model,
           use.flags = task.flags;
           use.flops = task.flops;
           use.bytes = task.bytes;
-          use.seconds = cost::compute_seconds(hardware, task);
+          use.seconds = cost::compute_seconds(hardware, task, cost::Load::Sustained);
+          use.burst_seconds = cost::compute_seconds(hardware, task, cost::Load::Burst);
         }
         use.count += instances[b];
         const std::string& name = step.workload.op_names[task.name];

@@ -56,7 +56,7 @@ TEST_CASE("Uncalibrated GEMMs reach the published ceilings", "[cost]") {
     auto hw = test::shipped_hardware(stem);
     hw.calibration.reset();  // the datasheet and MAMF figures alone
     const auto t = gemm(8192, 8192, 8192);
-    return t.flops / (cost::compute_seconds(hw, t) - cost::launch_overhead_seconds(hw));
+    return t.flops / (cost::compute_seconds(hw, t, cost::Load::Burst) - cost::launch_overhead_seconds(hw));
   };
   const double h200 = rate("h200-sxm-141gb");
   CHECK(h200 >= 770e12);
@@ -68,14 +68,14 @@ TEST_CASE("Uncalibrated GEMMs reach the published ceilings", "[cost]") {
   const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
   REQUIRE(h100.calibration);
   const auto t = gemm(8192, 8192, 8192);
-  CHECK(t.flops / cost::compute_seconds(h100, t) == Approx(780e12).epsilon(0.02));
+  CHECK(t.flops / cost::compute_seconds(h100, t, cost::Load::Burst) == Approx(780e12).epsilon(0.02));
   // Calibrated from Vidur's profiled linear layers of real models (one
   // ratio): 8192³ lands inside the spread those measurements have for every
   // GEMM with m, n, k ≥ 2048 (10th to 90th percentile 205.7 … 241.0 TFLOP/s,
   // median 226.5, over 11,307 of them), below the MAMF ceiling above.
   const auto a100 = test::shipped_hardware("a100-sxm4-80gb");
   REQUIRE(a100.calibration);
-  const double a100_rate = t.flops / (cost::compute_seconds(a100, t) - cost::launch_overhead_seconds(a100));
+  const double a100_rate = t.flops / (cost::compute_seconds(a100, t, cost::Load::Burst) - cost::launch_overhead_seconds(a100));
   CHECK(a100_rate >= 205.7e12);
   CHECK(a100_rate <= 241.0e12);
 }
@@ -87,11 +87,11 @@ TEST_CASE("Memory-bound kernels run at the achieved bandwidth", "[cost]") {
   taskgraph::Task copy;
   copy.kernel = taskgraph::KernelClass::Copy;
   copy.bytes = 2 * 8'600'000'000ull;
-  CHECK(static_cast<double>(copy.bytes) / cost::compute_seconds(h200, copy) == Approx(4.3e12).epsilon(0.01));
+  CHECK(static_cast<double>(copy.bytes) / cost::compute_seconds(h200, copy, cost::Load::Burst) == Approx(4.3e12).epsilon(0.01));
   // A100: 2 GB at 2039 GB/s · 0.87 plus the 2.6 µs launch overhead.
   const auto a100 = test::shipped_hardware("a100-sxm4-80gb");
   copy.bytes = 2'000'000'000;
-  CHECK(cost::compute_seconds(a100, copy) == Approx(2e9 / (2039e9 * 0.87) + 2.6e-6).epsilon(1e-12));
+  CHECK(cost::compute_seconds(a100, copy, cost::Load::Burst) == Approx(2e9 / (2039e9 * 0.87) + 2.6e-6).epsilon(1e-12));
   CHECK(cost::compute_time(a100, copy).ns() == 1'130'040);  // 1.127440 ms + 2.6 µs, in ns
 }
 
@@ -101,17 +101,17 @@ TEST_CASE("Fused attention runs at the attention efficiency, half the work when 
   const auto b200 = test::shipped_hardware("b200-sxm-180gb");
   taskgraph::Task t = attention_forward();
   const double launch = cost::launch_overhead_seconds(b200);
-  const double full = cost::compute_seconds(b200, t) - launch;
+  const double full = cost::compute_seconds(b200, t, cost::Load::Burst) - launch;
   CHECK(full == Approx(t.flops / (2250e12 * 0.682)));
   t.flags = taskgraph::kCausal;
-  CHECK(cost::compute_seconds(b200, t) - launch == Approx(full / 2));
+  CHECK(cost::compute_seconds(b200, t, cost::Load::Burst) - launch == Approx(full / 2));
   // Backward: the model's count is twice the forward; FlashAttention runs 2.5×.
   t.flags = taskgraph::kBackwardPass;
   t.flops *= 2;
-  CHECK(cost::compute_seconds(b200, t) - launch == Approx(2.5 * 4.0 * 32 * 4096 * 4096 * 128 / (2250e12 * 0.604)));
+  CHECK(cost::compute_seconds(b200, t, cost::Load::Burst) - launch == Approx(2.5 * 4.0 * 32 * 4096 * 4096 * 128 / (2250e12 * 0.604)));
   // The length does not matter where the profile has no table.
   taskgraph::Task short_t = attention_forward(512);
-  CHECK(cost::compute_seconds(b200, short_t) - launch == Approx(short_t.flops / (2250e12 * 0.682)));
+  CHECK(cost::compute_seconds(b200, short_t, cost::Load::Burst) - launch == Approx(short_t.flops / (2250e12 * 0.682)));
 }
 
 TEST_CASE("On A100, forward plus backward attention takes FlashAttention-2's measured time for its length",
@@ -130,7 +130,7 @@ TEST_CASE("On A100, forward plus backward attention takes FlashAttention-2's mea
     taskgraph::Task b = f;
     b.flags |= taskgraph::kBackwardPass;
     b.flops *= 2;
-    const double seconds = cost::compute_seconds(a100, f) + cost::compute_seconds(a100, b) - 2 * launch;
+    const double seconds = cost::compute_seconds(a100, f, cost::Load::Burst) + cost::compute_seconds(a100, b, cost::Load::Burst) - 2 * launch;
     const double paper_flops = 3.5 * 4.0 * 32 * static_cast<double>(s) * static_cast<double>(s) * 128 / (causal ? 2 : 1);
     return paper_flops / seconds;
   };
@@ -150,7 +150,7 @@ TEST_CASE("On Hopper, fused attention runs at the measured rate for its length a
   // 612 at 16k, applied to the FlashAttention-3 paper's 16k cuDNN figure, 516.
   const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
   const double launch = cost::launch_overhead_seconds(h100);
-  const auto seconds = [&](taskgraph::Task t) { return cost::compute_seconds(h100, t) - launch; };
+  const auto seconds = [&](taskgraph::Task t) { return cost::compute_seconds(h100, t, cost::Load::Burst) - launch; };
   taskgraph::Task t = attention_forward();
   CHECK(seconds(t) == Approx(t.flops / 638e12).epsilon(2e-3));
   t.flags = taskgraph::kCausal;
@@ -187,13 +187,13 @@ TEST_CASE("cuDNN's fused attention runs at the profile's cuDNN efficiency, or is
   taskgraph::Task t = attention_forward(16384);
   t.flags = taskgraph::kCudnn;
   const double launch = cost::launch_overhead_seconds(h100);
-  CHECK(cost::compute_seconds(h100, t) - launch == Approx(t.flops / (989e12 * 0.60)));
+  CHECK(cost::compute_seconds(h100, t, cost::Load::Burst) - launch == Approx(t.flops / (989e12 * 0.60)));
   t.flags = taskgraph::kCudnn | taskgraph::kBackwardPass;
   t.flops *= 2;
-  CHECK(cost::compute_seconds(h100, t) - launch == Approx(2.5 * 4.0 * 32 * 16384.0 * 16384 * 128 / (989e12 * 0.52)));
+  CHECK(cost::compute_seconds(h100, t, cost::Load::Burst) - launch == Approx(2.5 * 4.0 * 32 * 16384.0 * 16384 * 128 / (989e12 * 0.52)));
   // A profile without cuDNN figures says what is missing.
   const auto a100 = test::shipped_hardware("a100-sxm4-80gb");
-  CHECK_THROWS_WITH(cost::compute_seconds(a100, t), Catch::Contains("cudnn_forward") && Catch::Contains("a100-sxm4-80gb"));
+  CHECK_THROWS_WITH(cost::compute_seconds(a100, t, cost::Load::Burst), Catch::Contains("cudnn_forward") && Catch::Contains("a100-sxm4-80gb"));
 }
 
 TEST_CASE("GEMM ratio interpolation is exact on the grid and monotone between", "[cost]") {

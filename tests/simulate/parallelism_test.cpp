@@ -256,7 +256,7 @@ TEST_CASE("Selective recomputation drops the s² tensors and reruns core attenti
   const auto fused = test::simulate(model, hw, s);
   const auto kernel = workload::kernel_task(workload::attention_op("attn.flash", 2 * 8, 512, 512, 64, 64, 1.0, true, false));
   // (the engine keeps times in whole nanoseconds: up to 1 ns per kernel)
-  CHECK(fused.result.breakdown.recompute_s == Approx(4 * cost::compute_seconds(hw, kernel)).margin(4e-9));
+  CHECK(fused.result.breakdown.recompute_s == Approx(4 * cost::compute_seconds(hw, kernel, cost::Load::Sustained)).margin(4e-9));
 }
 
 TEST_CASE("Full recomputation of the first N layers of each stage", "[simulate][recompute]") {

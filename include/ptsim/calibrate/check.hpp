@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ptsim/cost/load.hpp"
 #include "ptsim/hardware/hardware_profile.hpp"
 #include "ptsim/hardware/measurement_set.hpp"
 
@@ -35,9 +36,12 @@ struct CheckReport {
   std::size_t skipped = 0;            // unverified, or an op ptsim does not model
 };
 
-/// The profile's prediction for one measured kernel; empty when ptsim does
-/// not model the op (host copies) or the GPU lacks the dtype.
-std::optional<double> predict(const hardware::KernelMeasurement& k, const hardware::HardwareProfile& hw);
+/// The profile's prediction for one measured kernel under `load` (the
+/// measurements' own: sustained when they were taken after seconds of
+/// continuous load); empty when ptsim does not model the op (host copies) or
+/// the GPU lacks the dtype.
+std::optional<double> predict(const hardware::KernelMeasurement& k, const hardware::HardwareProfile& hw,
+                              cost::Load load);
 
 /// Checks the held-out half of `m` (all of it when `all`).
 CheckReport check(const hardware::MeasurementSet& m, const hardware::HardwareProfile& hw, bool all);

@@ -10,17 +10,22 @@
 //   others      bytes / (HBM · memory efficiency of its class)
 // plus the per-kernel launch overhead (already inside a calibrated GEMM
 // table's measured times). Calibrated figures, when the profile has them,
-// replace the datasheet-based ones. Pure functions.
+// replace the datasheet-based ones. Under Load::Sustained — a training step —
+// tensor-core work runs at the profile's sustained fraction of those rates
+// and bytes at its sustained memory fraction (hardware_profile.hpp,
+// SustainedRates); Load::Burst is what a short micro-benchmark sees. Pure
+// functions.
 #pragma once
 
 #include "ptsim/common/time.hpp"
+#include "ptsim/cost/load.hpp"
 #include "ptsim/hardware/hardware_profile.hpp"
 #include "ptsim/taskgraph/task.hpp"
 
 namespace ptsim::cost {
 
-/// Seconds a compute task takes on the profile's GPU.
-double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Task& task);
+/// Seconds a compute task takes on the profile's GPU under `load`.
+double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Task& task, Load load);
 
 /// FLOP a fused attention kernel executes for a task of the model's count:
 /// halved under a causal mask, ×1.25 backward (see above).
@@ -31,7 +36,7 @@ double attention_executed_flops(const taskgraph::Task& task);
 double attention_sequence_factor(const hardware::AttentionSequenceFactors& factors, bool backward, bool causal,
                                  double seq);
 
-/// compute_seconds rounded to integer simulated time.
+/// compute_seconds rounded to integer simulated time, under sustained load.
 Time compute_time(const hardware::HardwareProfile& hw, const taskgraph::Task& task);
 
 /// The launch overhead the profile's calibration fitted, or its datasheet one.

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "ptsim/common/dtype.hpp"
+#include "ptsim/cost/load.hpp"
 #include "ptsim/hardware/hardware_profile.hpp"
 
 namespace ptsim::cost {
@@ -37,9 +38,11 @@ double gemm_analytic_seconds(const hardware::GpuSpec& gpu, double m, double n, d
 /// The measured/analytic ratio at (m, n, k) from a fitted table.
 double interpolate_ratio(const hardware::GemmTable& table, double m, double n, double k);
 
-/// GEMM time without launch overhead: analytic, times the calibrated ratio
-/// for the dtype when the profile carries one.
+/// GEMM time without launch overhead under `load`: analytic (its math at the
+/// sustained tensor fraction, its bytes at the sustained memory fraction),
+/// times the calibrated ratio for the dtype when the profile carries one (a
+/// calibration measured under sustained load holds the derate already).
 double gemm_seconds(const hardware::HardwareProfile& hw, double m, double n, double k, double batch,
-                    Dtype dtype, double bytes);
+                    Dtype dtype, double bytes, Load load);
 
 }  // namespace ptsim::cost

@@ -30,6 +30,25 @@ struct AttentionSequenceFactors {
   AttentionSequenceTable backward;
 };
 
+/// What a GPU keeps of its burst rates through a training step. A short
+/// micro-benchmark (and every GEMM table and efficiency above it) runs at
+/// boost clock; seconds of continuous tensor-core load reach the board's
+/// power limit and the SM clock drops (docs/hardware-sources.md, "Sustained
+/// rates"). Fractions of burst throughput, at most 1.
+struct SustainedRates {
+  /// Tensor-core throughput per dtype (GEMMs and fused attention); dtypes
+  /// without a figure use bf16's.
+  std::array<std::optional<double>, kNumDtypes> tensor{};
+  double memory = 1;  // memory-bound kernels and the bytes of any kernel
+  /// The physics that sets them, as documented by the profile's sources;
+  /// informative, not used in the arithmetic.
+  std::optional<double> board_power_w;
+  std::optional<double> boost_clock_mhz;
+  std::optional<double> sustained_clock_mhz;
+
+  double tensor_for(Dtype d) const;
+};
+
 struct GpuSpec {
   std::string name;
   /// Dense peak FLOP/s per dtype; empty where the GPU has no such unit.
@@ -55,6 +74,8 @@ struct GpuSpec {
   /// Kernels take (1 + this) times longer while a communication kernel runs
   /// on the same GPU (NCCL occupies SMs and HBM bandwidth).
   double comm_compute_slowdown = 0;
+  /// Rates under sustained load; absent, a step runs at the burst rates.
+  std::optional<SustainedRates> sustained;
 
   double peak_flops(Dtype d) const;  // throws ConfigError when the GPU lacks it
   double gemm_efficiency_for(Dtype d) const;
@@ -87,6 +108,10 @@ struct Calibration {
   std::string measurements;  // the measurement file
   std::string device;        // as the file names it
   std::string date;          // of the measurements
+  /// Seconds of continuous load before each measured kernel (the file's
+  /// method.sustain_s): above 0 the fitted tables are sustained rates, and
+  /// the profile's sustained fractions are not applied to them again.
+  double sustain_s = 0;
   GemmFit gemm_fit = GemmFit::Grid;
   std::map<std::string, GemmTable> gemm;               // by dtype name (a 1×1×1 table under GemmFit::Scalar)
   std::map<std::string, MemoryTable> memory;           // by kernel class name

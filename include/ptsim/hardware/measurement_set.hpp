@@ -31,6 +31,9 @@ struct MeasurementSet {
   std::string device;     // device name
   std::string kind;       // gpu or cpu
   std::string date;       // ISO 8601
+  /// Seconds each kernel ran back to back before it was timed (method.sustain_s;
+  /// 0: a burst measurement, as short benchmarks take).
+  double sustain_s = 0;
   std::map<std::string, std::string> environment;  // driver, runtime, clocks, host, …
   std::vector<KernelMeasurement> kernels;
 };

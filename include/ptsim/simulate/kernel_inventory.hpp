@@ -25,7 +25,8 @@ struct KernelUse {
   double flops = 0;           // per call, model convention
   std::uint64_t bytes = 0;    // per call
   std::uint64_t count = 0;    // calls per step, summed over one rank of each stage
-  double seconds = 0;         // predicted, per call
+  double seconds = 0;         // predicted per call, sustained: what the step runs
+  double burst_seconds = 0;   // predicted per call at burst rates: what a short benchmark times
 };
 
 /// Distinct kernels, longest total time first.
