@@ -13,12 +13,47 @@ namespace ptsim::plan {
 
 namespace {
 
-// One free field's alternatives: each edits a strategy and names what it chose.
+// One free field's alternatives: each edits a strategy and names what it
+// chose (and, where it sets a second field with it, that one too).
 struct Option {
   std::function<void(config::StrategyInput&)> apply;
   std::string field, value;
   int level = 0;
+  std::string extra_field = {}, extra_value = {};
 };
+
+// Full recomputation of only the first N layers of each model chunk
+// (Megatron's --recompute-method block --recompute-num-layers N) is how a
+// practitioner fits a step that does not fit without recomputation while
+// recomputing as little as possible: N from 1 to one less than a stage's
+// layers (resolve_run refuses an N beyond a chunk's layers; at a chunk's
+// layers it is full recomputation), at most this many values, spread evenly.
+constexpr std::int64_t kMaxPartialRecomputeOptions = 16;
+
+std::vector<std::int64_t> partial_recompute_layers(const model::ModelSpec& m, const config::StrategyInput& s) {
+  const std::int64_t pp = std::max<std::int64_t>(1, s.pp.value_or(1));
+  const std::int64_t most = (m.num_layers + pp - 1) / pp - 1;  // below a stage's layers
+  std::vector<std::int64_t> out;
+  for (std::int64_t i = 0; i < std::min(most, kMaxPartialRecomputeOptions); ++i) {
+    const std::int64_t n = most <= kMaxPartialRecomputeOptions ? i + 1 : 1 + i * (most - 1) / (kMaxPartialRecomputeOptions - 1);
+    if (out.empty() || out.back() != n) out.push_back(n);
+  }
+  return out;
+}
+
+std::vector<Option> recompute_options(const model::ModelSpec& m, const config::StrategyInput& s) {
+  std::vector<Option> out = {{[](config::StrategyInput& x) { x.recompute = "none"; }, "recompute", "none", 0},
+                             {[](config::StrategyInput& x) { x.recompute = "selective"; }, "recompute", "selective", 1},
+                             {[](config::StrategyInput& x) { x.recompute = "full"; }, "recompute", "full", 2}};
+  if (!s.recompute_num_layers)
+    for (const std::int64_t n : partial_recompute_layers(m, s))
+      out.push_back({[n](config::StrategyInput& x) {
+                       x.recompute = "full";
+                       x.recompute_num_layers = n;
+                     },
+                     "recompute", "full", 2, "recompute_num_layers", std::to_string(n)});
+  return out;
+}
 
 bool has(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
@@ -108,10 +143,7 @@ std::vector<Candidate> candidates(const model::ModelSpec& m, const config::Strat
   if (has(free, "micro_batch_size")) axes.push_back(micro_batch_options(base));
   if (auto s = schedule_options(m, base, has(free, "schedule"), has(free, "vpp")); !s.empty())
     axes.push_back(std::move(s));
-  if (has(free, "recompute"))
-    axes.push_back({{[](config::StrategyInput& x) { x.recompute = "none"; }, "recompute", "none", 0},
-                    {[](config::StrategyInput& x) { x.recompute = "selective"; }, "recompute", "selective", 1},
-                    {[](config::StrategyInput& x) { x.recompute = "full"; }, "recompute", "full", 2}});
+  if (has(free, "recompute")) axes.push_back(recompute_options(m, base));
   if (has(free, "sequence_parallel") && base.tp.value_or(1) > 1)
     axes.push_back({{[](config::StrategyInput& x) { x.sequence_parallel = true; }, "sequence_parallel", "true", 0},
                     {[](config::StrategyInput& x) { x.sequence_parallel = false; }, "sequence_parallel", "false", 0}});
@@ -127,6 +159,7 @@ std::vector<Candidate> candidates(const model::ModelSpec& m, const config::Strat
         Candidate n = c;
         o.apply(n.strategy);
         n.chosen[o.field] = o.value;
+        if (!o.extra_field.empty()) n.chosen[o.extra_field] = o.extra_value;
         n.level = std::max(n.level, o.level);
         next.push_back(std::move(n));
       }

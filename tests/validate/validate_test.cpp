@@ -5,7 +5,9 @@
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_runs.hpp"
 #include "ptsim/config/load_software.hpp"
+#include "ptsim/config/resolve_run.hpp"
 #include "ptsim/plan/search.hpp"
+#include "ptsim/simulate/simulate_step.hpp"
 #include "ptsim/validate/validate.hpp"
 #include "test_support.hpp"
 
@@ -72,8 +74,9 @@ TEST_CASE("Candidates cover the open fields and the search takes the fastest tha
   s.global_batch_size = 512;  // 64 sequences per replica
   s.schedule = "interleaved";
   const auto c = plan::candidates(m, s, {"micro_batch_size", "vpp", "recompute"});
-  // micro-batch 1..16 (5) × vpp dividing 12 layers per stage up to 8: 2, 3, 4, 6 (4) × recompute (3).
-  CHECK(c.size() == 5 * 4 * 3);
+  // micro-batch 1..16 (5) × vpp dividing 12 layers per stage up to 8: 2, 3, 4, 6 (4) × recompute: none,
+  // selective, full, and full for the first 1..11 layers of each chunk (14).
+  CHECK(c.size() == 5 * 4 * 14);
   CHECK(c.front().level == 0);
   CHECK(c.back().level == 2);
   CHECK_THROWS_WITH(plan::candidates(m, s, {"tp"}), Catch::Contains("tp is not published and ptsim does not choose it"));
@@ -92,6 +95,22 @@ TEST_CASE("Candidates cover the open fields and the search takes the fastest tha
   CHECK(r.fits);
   CHECK(r.best->candidate.chosen.at("recompute") != "none");
   CHECK(r.best->result.memory.fits);
+
+  // Recomputing fewer layers is faster, so the search keeps the fewest that
+  // fit: with N layers of each 12-layer stage recomputed it fits, with N − 1
+  // it does not (N = 1 needs no such check), and every layer recomputed is slower.
+  REQUIRE(r.best->candidate.chosen.at("recompute") == "full");
+  REQUIRE(r.best->candidate.chosen.contains("recompute_num_layers"));
+  const std::int64_t n = std::stoll(r.best->candidate.chosen.at("recompute_num_layers"));
+  const auto simulate_with = [&](std::optional<std::int64_t> layers) {
+    config::StrategyInput x = small;
+    x.recompute = "full";
+    x.recompute_num_layers = layers;
+    const auto run = config::resolve_run(m, x);
+    return simulate::simulate_step({run.model, hw, run.parallel, simulate::Mode::Auto, {}, {}}).result;
+  };
+  if (n > 1) CHECK_FALSE(simulate_with(n - 1).memory.fits);
+  CHECK(simulate_with(std::nullopt).step_time_s > r.best->result.step_time_s);
 }
 
 TEST_CASE("Uneven stages interleave with any depth that leaves a layer per virtual stage", "[validate][plan]") {
