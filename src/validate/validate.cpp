@@ -11,7 +11,9 @@
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
+#include "ptsim/config/resolve_run.hpp"
 #include "ptsim/plan/search.hpp"
+#include "ptsim/simulate/simulate_step.hpp"
 
 namespace ptsim::validate {
 
@@ -58,18 +60,23 @@ std::string dominant_part(const report::StepResult& r) {
   return fmt::format("{} {:.0f}%", top->second, r.step_time_s > 0 ? 100 * top->first / r.step_time_s : 0.0);
 }
 
-RunCheck check_run(const config::PublishedRun& run, const std::string& hw_dir,
+}  // namespace
+
+ProfileSource profiles_in(const std::string& hw_dir) {
+  return [hw_dir](const std::string& name) {
+    const std::string path = (std::filesystem::path(hw_dir) / (name + ".json")).string();
+    if (!std::filesystem::exists(path))
+      throw ConfigError(fmt::format("hardware profile '{}' not found as {}", name, path));
+    return config::load_hardware(path);
+  };
+}
+
+RunCheck check_run(const config::PublishedRun& run, const hardware::HardwareProfile& hw,
                    const std::vector<config::SoftwareProfile>& software) {
   RunCheck c;
   c.id = run.id;
   c.measured_s = run.measured_step_time_s;
-  const std::string hw_path = (std::filesystem::path(hw_dir) / (run.hardware + ".json")).string();
-  if (!std::filesystem::exists(hw_path)) {
-    c.failure = fmt::format("hardware profile '{}' not found as {}", run.hardware, hw_path);
-    return c;
-  }
   try {
-    const hardware::HardwareProfile hw = config::load_hardware(hw_path);
     config::StrategyInput strategy = run.strategy;
     std::vector<std::string> open = run.unpublished;
     if (const auto* sw = config::software_for(software, run.id)) c.assumed = apply_software(*sw, strategy, open);
@@ -94,6 +101,7 @@ RunCheck check_run(const config::PublishedRun& run, const std::string& hw_dir,
       return c;
     }
     c.chosen = search.best->candidate.chosen;
+    c.strategy = search.best->candidate.strategy;
     c.fits = search.fits;
     c.result = search.best->result;
     c.predicted_s = c.result.step_time_s;
@@ -107,7 +115,12 @@ RunCheck check_run(const config::PublishedRun& run, const std::string& hw_dir,
   return c;
 }
 
-}  // namespace
+double simulate_fixed(const config::PublishedRun& run, const hardware::HardwareProfile& hw,
+                      const config::StrategyInput& strategy) {
+  const config::ResolvedRun resolved = config::resolve_run(run.model, strategy);
+  const simulate::Request request{resolved.model, hw, resolved.parallel, simulate::Mode::Auto, {}, {}};
+  return simulate::simulate_step(request).result.step_time_s;
+}
 
 Summary summarize(const std::vector<RunCheck>& runs) {
   std::vector<double> errors;
@@ -124,17 +137,31 @@ Summary summarize(const std::vector<RunCheck>& runs) {
   return s;
 }
 
-Report validate_runs(const config::PublishedRuns& runs, const std::string& hw_dir,
+Report validate_runs(const config::PublishedRuns& runs, const ProfileSource& profiles,
                      const std::vector<config::SoftwareProfile>& software, const Progress& progress) {
   Report r;
   r.runs_file = runs.file;
   for (std::size_t i = 0; i < runs.runs.size(); ++i) {
-    if (progress) progress(i, runs.runs.size(), runs.runs[i].id);
-    r.runs.push_back(check_run(runs.runs[i], hw_dir, software));
+    const auto& run = runs.runs[i];
+    if (progress) progress(i, runs.runs.size(), run.id);
+    try {
+      r.runs.push_back(check_run(run, profiles(run.hardware), software));
+    } catch (const ConfigError& e) {  // the profile: missing or invalid
+      RunCheck c;
+      c.id = run.id;
+      c.measured_s = run.measured_step_time_s;
+      c.failure = e.what();
+      r.runs.push_back(std::move(c));
+    }
     if (!r.runs.back().predicted_s) ++r.failures;
   }
   r.summary = summarize(r.runs);
   return r;
+}
+
+Report validate_runs(const config::PublishedRuns& runs, const std::string& hw_dir,
+                     const std::vector<config::SoftwareProfile>& software, const Progress& progress) {
+  return validate_runs(runs, profiles_in(hw_dir), software, progress);
 }
 
 }  // namespace ptsim::validate

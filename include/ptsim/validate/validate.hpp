@@ -14,6 +14,7 @@
 
 #include "ptsim/config/load_runs.hpp"
 #include "ptsim/config/load_software.hpp"
+#include "ptsim/hardware/hardware_profile.hpp"
 #include "ptsim/report/step_result.hpp"
 
 namespace ptsim::validate {
@@ -30,6 +31,9 @@ struct RunCheck {
   std::size_t simulated = 0;
   std::string failure;   // why it could not be simulated
   report::StepResult result;
+  /// The strategy simulated: published, the source's software, and the
+  /// choices — complete, so that it can be simulated again on another profile.
+  config::StrategyInput strategy;
 };
 
 struct Summary {
@@ -48,6 +52,27 @@ struct Report {
 
 /// Called before each run (index, total, id).
 using Progress = std::function<void(std::size_t, std::size_t, const std::string&)>;
+
+/// A run's hardware profile by name (a run file names profiles by file
+/// stem); throws ConfigError when there is none.
+using ProfileSource = std::function<hardware::HardwareProfile(const std::string& name)>;
+
+/// Profiles read from `hw_dir`/<name>.json.
+ProfileSource profiles_in(const std::string& hw_dir);
+
+/// One run on `hw`: its source's software applied, what it left open chosen
+/// as the fastest that fits, simulated.
+RunCheck check_run(const config::PublishedRun& run, const hardware::HardwareProfile& hw,
+                   const std::vector<config::SoftwareProfile>& software);
+
+/// The step time of `run` on `hw` with `strategy` fixed (a RunCheck's own):
+/// nothing chosen again. Throws ConfigError or SimulationError.
+double simulate_fixed(const config::PublishedRun& run, const hardware::HardwareProfile& hw,
+                      const config::StrategyInput& strategy);
+
+/// Validates every run with the profiles `profiles` gives.
+Report validate_runs(const config::PublishedRuns& runs, const ProfileSource& profiles,
+                     const std::vector<config::SoftwareProfile>& software, const Progress& progress = {});
 
 /// Validates every run; hardware profiles are read from `hw_dir`/<name>.json.
 Report validate_runs(const config::PublishedRuns& runs, const std::string& hw_dir,
