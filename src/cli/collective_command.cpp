@@ -16,6 +16,7 @@
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/cost/collective_algorithms.hpp"
+#include "ptsim/cost/isolated_collective.hpp"
 #include "ptsim/simulate/simulation_memory.hpp"
 
 namespace ptsim::cli {
@@ -89,13 +90,6 @@ std::string human_bytes(std::uint64_t b) {
   return fmt::format("{} B", b);
 }
 
-double bus_factor(taskgraph::CollectiveKind k, double n) {
-  using K = taskgraph::CollectiveKind;
-  if (k == K::AllReduce) return 2 * (n - 1) / n;
-  if (k == K::AllGather || k == K::ReduceScatter || k == K::AllToAll) return (n - 1) / n;
-  return 1;
-}
-
 }  // namespace
 
 int run_collective(const std::vector<std::string>& args, std::ostream& out) {
@@ -159,22 +153,18 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
         largest, static_cast<double>(largest) * kBytesPerRank / (1u << 30), *available / (1u << 30)));
 
   const hardware::HardwareProfile hw = config::load_hardware(hw_path);
-  const cost::LatencyModel latency(hw);
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   fmt::print(out, "{} · {}\n", hw.name, hw.description);
   fmt::print(out, "{:<15} {:>6} {:>9} {:>12} {:>12} {:>12}  {}\n", "op", "ranks", "bytes", "time",
              "algbw GB/s", "busbw GB/s", "algorithm");
   for (const auto& op : ops) {
     for (const std::int64_t n : group_sizes) {
-      const hardware::Cluster cluster(hw, n);
-      std::vector<Rank> members(static_cast<std::size_t>(op.kind == taskgraph::CollectiveKind::PointToPoint ? 2 : n));
-      for (std::size_t i = 0; i < members.size(); ++i) members[i] = static_cast<Rank>(i);
-      if (op.kind == taskgraph::CollectiveKind::PointToPoint) members[1] = static_cast<Rank>(n - 1);
+      const double members = op.kind == taskgraph::CollectiveKind::PointToPoint ? 2 : static_cast<double>(n);
       for (const std::uint64_t bytes : sizes) {
-        const cost::TransferPlan plan = cost::choose_plan(op.kind, bytes, members, cluster, latency);
+        const cost::TransferPlan plan = cost::isolated_collective(hw, op.kind, n, bytes);
         const double t = plan.estimated_s;
         const double algbw = static_cast<double>(bytes) / t / 1e9;
-        const double busbw = algbw * bus_factor(op.kind, static_cast<double>(members.size()));
+        const double busbw = algbw * cost::bus_bandwidth_factor(op.kind, members);
         const std::string algorithm = fmt::format("{}/{}", cost::to_string(plan.algorithm),
                                                   cost::to_string(plan.protocol));
         fmt::print(out, "{:<15} {:>6} {:>9} {:>9.1f} µs {:>12.2f} {:>12.2f}  {}\n", op.name, n,

@@ -15,6 +15,7 @@ int run_kernels(const std::vector<std::string>& args, std::ostream& out);
 int run_calibrate(const std::vector<std::string>& args, std::ostream& out);
 int run_check_kernels(const std::vector<std::string>& args, std::ostream& out);
 int run_validate(const std::vector<std::string>& args, std::ostream& out);
+int run_fit(const std::vector<std::string>& args, std::ostream& out);
 int run_plan(const std::vector<std::string>& args, std::ostream& out);
 int run_merge(const std::vector<std::string>& args, std::ostream& out);
 int run_report(const std::vector<std::string>& args, std::ostream& out);

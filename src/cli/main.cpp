@@ -23,6 +23,7 @@ Commands:
   calibrate    fit a hardware profile's compute model to measured kernel times
   check-kernels  compare a profile's kernel predictions with measured times
   validate     simulate published training runs and compare with their measured step times
+  fit          fit a profile's sustained rates and network to measured steps or nccl-tests logs
   plan         search the strategies for a model on N GPUs and rank them
   merge        merge the outputs of a sharded plan search
   sweep        the best strategy over a grid of hardware what-ifs and GPU counts
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
     if (args[0] == "calibrate") return ptsim::cli::run_calibrate(rest, std::cout);
     if (args[0] == "check-kernels") return ptsim::cli::run_check_kernels(rest, std::cout);
     if (args[0] == "validate") return ptsim::cli::run_validate(rest, std::cout);
+    if (args[0] == "fit") return ptsim::cli::run_fit(rest, std::cout);
     if (args[0] == "plan") return ptsim::cli::run_plan(rest, std::cout);
     if (args[0] == "merge") return ptsim::cli::run_merge(rest, std::cout);
     if (args[0] == "sweep") return ptsim::cli::run_sweep(rest, std::cout);

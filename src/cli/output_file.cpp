@@ -56,8 +56,9 @@ class PendingTemporary {
 
 }  // namespace
 
-void write_output_file(const std::string& path, const std::vector<std::string>& inputs,
-                       const std::function<void(std::ostream&)>& write) {
+namespace {
+
+void refuse_inputs(const std::string& path, const std::vector<std::string>& inputs) {
   std::error_code ec;
   std::vector<std::string> read = config::files_read();
   read.insert(read.end(), inputs.begin(), inputs.end());
@@ -65,6 +66,32 @@ void write_output_file(const std::string& path, const std::vector<std::string>& 
     if (!input.empty() && fs::exists(path, ec) && fs::equivalent(path, input, ec))
       throw ConfigError(fmt::format("{}: refusing to overwrite {}, an input of this run; choose "
                                     "another output path", path, input));
+}
+
+}  // namespace
+
+void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs,
+                        const std::vector<std::string>& inputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [flag, path] = outputs[i];
+    if (path.empty()) continue;
+    for (std::size_t k = 0; k < i; ++k)
+      if (outputs[k].second == path)
+        throw ConfigError(fmt::format("{} {}: the same file as {}; give each output a path of its own", flag, path,
+                                      outputs[k].first));
+    refuse_inputs(path, inputs);
+    const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
+      throw ConfigError(fmt::format("{} {}: cannot write there; {} is not a writable directory", flag, path,
+                                    dir.string()));
+  }
+}
+
+void write_output_file(const std::string& path, const std::vector<std::string>& inputs,
+                       const std::function<void(std::ostream&)>& write) {
+  std::error_code ec;
+  refuse_inputs(path, inputs);
   const fs::path target(path);
   // A name of this process's own beside the target: the rename stays on one
   // file system, and two runs writing the same path do not share a temporary.

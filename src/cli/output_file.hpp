@@ -16,4 +16,10 @@ namespace ptsim::cli {
 void write_output_file(const std::string& path, const std::vector<std::string>& inputs,
                        const std::function<void(std::ostream&)>& write);
 
+/// Checks, before any work, what write_output_file would refuse at its end:
+/// an input of the run, the same path twice among `outputs`, a directory
+/// that does not exist or cannot be written. Throws ConfigError naming the flag.
+void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs,  // (flag, path)
+                        const std::vector<std::string>& inputs);
+
 }  // namespace ptsim::cli

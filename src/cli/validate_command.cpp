@@ -15,6 +15,7 @@
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_runs.hpp"
 #include "ptsim/config/load_software.hpp"
+#include "ptsim/fit/cross_validate.hpp"
 #include "ptsim/validate/validate.hpp"
 
 namespace ptsim::cli {
@@ -24,6 +25,7 @@ namespace po = boost::program_options;
 namespace {
 
 constexpr const char* kUsage = R"(Usage: ptsim validate --runs FILE [--hw-dir DIR] [--software FILE] [--json FILE] [--max-median-error PCT]
+                      [--fit-on FILE [--leave-one-source-out] [--fit-params LIST] [--fit-exclude GLOB]...]
 
 Simulates every published run in FILE (schema ptsim-runs/1, as in
 shared/validation/README.md) and prints measured against predicted step time,
@@ -34,8 +36,20 @@ software each source ran (attention kernels, overlap settings) comes from
 4 when the median absolute error exceeds --max-median-error, and with 3 when
 a run cannot be simulated.
 
-Example:
+With --fit-on, each profile is first fitted (as ptsim fit --runs does) to
+the runs of that file on it, and FILE's runs are predicted on the fitted
+profiles; with --leave-one-source-out each run's own source (its "source"
+text) is left out of the fit that predicts it. Three ways to read accuracy:
+without --fit-on (uncalibrated), --fit-on another file or the same one with
+--leave-one-source-out (fitted on another source), --fit-on the same file
+(in sample).
+
+Examples:
   ptsim validate --runs ../shared/validation/published_runs.json --max-median-error 6
+  ptsim validate --runs validation/heldout_runs.json --fit-on validation/published_runs.json \
+      --fit-exclude 'narayanan21-t2-zero3-*'
+  ptsim validate --runs validation/published_runs.json --fit-on validation/published_runs.json \
+      --leave-one-source-out
 
 )";
 
@@ -48,7 +62,8 @@ std::string choices_text(const validate::RunCheck& r) {
 }  // namespace
 
 int run_validate(const std::vector<std::string>& args, std::ostream& out) {
-  std::string runs_path, hw_dir = "hw_profiles", software_path = "validation/software.json", json;
+  std::string runs_path, hw_dir = "hw_profiles", software_path = "validation/software.json", json, fit_on, fit_params;
+  std::vector<std::string> fit_exclude;
   double bound = -1;
   po::options_description options("Options");
   options.add_options()
@@ -58,6 +73,12 @@ int run_validate(const std::vector<std::string>& args, std::ostream& out) {
        "what each source's framework ran (default validation/software.json)")
       ("json", po::value(&json)->value_name("FILE"), "write the table and summary as JSON")
       ("max-median-error", po::value(&bound)->value_name("PCT"), "fail (exit 4) above this median |error| %")
+      ("fit-on", po::value(&fit_on)->value_name("FILE"), "fit each profile to this file's runs on it first")
+      ("leave-one-source-out", "with --fit-on: leave each run's own source out of the fit that predicts it")
+      ("fit-params", po::value(&fit_params)->value_name("LIST"),
+       "with --fit-on: the parameters to fit (default: every one the runs identify; see ptsim fit --help)")
+      ("fit-exclude", po::value(&fit_exclude)->value_name("GLOB"),
+       "with --fit-on: leave runs whose id matches out of every fit (shell pattern; repeatable)")
       ("quiet,q", "no progress on standard error")
       ("help,h", "show this help");
   po::variables_map vm;
@@ -69,15 +90,49 @@ int run_validate(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   if (runs_path.empty()) throw ConfigError("ptsim validate: --runs FILE is required; see --help");
+  const bool fitting = !fit_on.empty();
+  if (!fitting && (vm.count("leave-one-source-out") || !fit_params.empty() || !fit_exclude.empty()))
+    throw ConfigError("ptsim validate: --leave-one-source-out, --fit-params and --fit-exclude go with --fit-on FILE");
   if (!std::filesystem::is_directory(hw_dir))
     throw ConfigError(fmt::format("ptsim validate: --hw-dir {} is not a directory", hw_dir));
+  check_output_paths({{"--json", json}}, {runs_path, software_path, fit_on});
   const config::PublishedRuns runs = config::load_runs(runs_path);
   const auto software = config::load_software(software_path);
   const bool quiet = vm.count("quiet") > 0;
-  const validate::Report report =
-      validate::validate_runs(runs, hw_dir, software, [&](std::size_t i, std::size_t n, const std::string& id) {
-        if (!quiet) fmt::print(stderr, "[{}/{}] {}\n", i + 1, n, id);
-      });
+  std::vector<fit::ProfileFit> fits;
+  validate::Report report;
+  if (fitting) {
+    fit::CrossValidationOptions cv;
+    std::stringstream list(fit_params);
+    for (std::string item; std::getline(list, item, ',');)
+      if (!item.empty()) cv.fit.parameters.push_back(fit::parameter(item).name);
+    cv.exclude = fit_exclude;
+    cv.leave_one_source_out = vm.count("leave-one-source-out") > 0;
+    fit::CrossValidation result =
+        fit::cross_validate(runs, config::load_runs(fit_on), validate::profiles_in(hw_dir), software, cv,
+                            [&](const std::string& line) {
+                              if (!quiet) fmt::print(stderr, "{}\n", line);
+                            });
+    report = std::move(result.report);
+    fits = std::move(result.fits);
+    for (const auto& f : fits) {
+      std::string values;
+      for (const auto& p : f.record.parameters)
+        values += fmt::format("{}{} = {:.4g}{}", values.empty() ? "" : ", ", p.name, p.value,
+                              p.standard_error ? fmt::format(" ± {:.2g}", *p.standard_error) : "");
+      const std::string scope = f.left_out_source.empty() ? ""
+                                                          : fmt::format(" (leaving out {})", f.left_out_source);
+      fmt::print(out, "fitted {} on {} run(s) of {}{}: {}\n", f.hardware, f.runs, fit_on, scope,
+                 f.note.empty() ? fmt::format("{} (median |error| {:.1f}% → {:.1f}% on those runs)", values,
+                                              f.record.median_abs_error_before_pct,
+                                              f.record.median_abs_error_after_pct)
+                                : f.note);
+    }
+  } else {
+    report = validate::validate_runs(runs, hw_dir, software, [&](std::size_t i, std::size_t n, const std::string& id) {
+      if (!quiet) fmt::print(stderr, "[{}/{}] {}\n", i + 1, n, id);
+    });
+  }
 
   fmt::print(out, "{:<38} {:>10} {:>10} {:>8}  {:<26} {}\n", "run", "measured", "predicted", "error", "largest part",
              "chosen");
@@ -119,6 +174,24 @@ int run_validate(const std::vector<std::string>& args, std::ostream& out) {
       rows.push_back(row);
     }
     j["runs"] = rows;
+    if (fitting) {
+      nlohmann::ordered_json fitted = nlohmann::ordered_json::array();
+      for (const auto& f : fits) {
+        nlohmann::ordered_json params = nlohmann::ordered_json::array();
+        for (const auto& p : f.record.parameters)
+          params.push_back({{"name", p.name},
+                            {"value", p.value},
+                            {"standard_error", p.standard_error ? nlohmann::ordered_json(*p.standard_error)
+                                                                : nlohmann::ordered_json()}});
+        fitted.push_back({{"hardware", f.hardware},
+                          {"left_out_source", f.left_out_source},
+                          {"runs", f.runs},
+                          {"parameters", params},
+                          {"note", f.note}});
+      }
+      j["fit_on"] = fit_on;
+      j["fits"] = fitted;
+    }
     j["summary"] = {{"count", s.count},
                     {"median_abs_error_pct", s.median_abs_error_pct},
                     {"mean_abs_error_pct", s.mean_abs_error_pct},

@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string_view>
 
 #include "internal/calibration_json.hpp"
+#include "internal/fit_json.hpp"
 #include "internal/object_reader.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/common/units.hpp"
@@ -25,8 +28,8 @@ void numeric_leaves(const nlohmann::json& v, const std::string& pointer,
     out.insert(pointer);
   } else if (v.is_object()) {
     for (const auto& [key, child] : v.items())
-      if (pointer.empty() && (key == "sources" || key == "calibration")) {
-        continue;  // the calibration names its measurement file instead
+      if (pointer.empty() && (key == "sources" || key == "calibration" || key == "fit")) {
+        continue;  // a calibration names its measurement file instead, a fit its runs or logs
       } else {
         numeric_leaves(child, pointer + "/" + key, out);
       }
@@ -254,7 +257,9 @@ hardware::HardwareProfile parse_hardware(const nlohmann::json& object, const std
   in.skip("sources");
   if (in.has("calibration")) hw.calibration = internal::parse_calibration(object.at("calibration"), where);
   in.skip("calibration");
-  in.reject_unknown_keys("accepted keys: schema, name, description, gpu, node, network, sources, calibration");
+  if (in.has("fit")) hw.fit = internal::parse_fit(object.at("fit"), where);
+  in.skip("fit");
+  in.reject_unknown_keys("accepted keys: schema, name, description, gpu, node, network, sources, calibration, fit");
   const std::int64_t domain = hw.nvlink.domain_gpus;
   if (domain % hw.gpus_per_node != 0 && hw.gpus_per_node % domain != 0)
     throw ConfigError(fmt::format("{}: /network/nvlink/domain_gpus = {} and /node/gpus_per_node = "
@@ -271,6 +276,24 @@ hardware::HardwareProfile parse_hardware(const nlohmann::json& object, const std
 
 hardware::HardwareProfile load_hardware(const std::string& path) {
   return parse_hardware(internal::read_json_file(path), path);
+}
+
+std::string fitted_profile_json(const std::string& profile_path, const std::vector<FittedFigure>& figures,
+                                const hardware::FitRecord& record) {
+  internal::read_json_file(profile_path);  // readable and valid JSON, or an error naming the file
+  // Parsed again in order, to keep the profile's own key order.
+  std::ifstream in(profile_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::ordered_json out = nlohmann::ordered_json::parse(text.str());
+  for (const auto& f : figures) {
+    out[nlohmann::ordered_json::json_pointer(f.pointer)] = f.value;
+    out["sources"][f.pointer] = f.source;
+  }
+  out.erase("fit");
+  out["fit"] = internal::fit_to_json(record);
+  parse_hardware(nlohmann::json::parse(out.dump()), profile_path + " (as fitted)");
+  return out.dump(2) + "\n";
 }
 
 }  // namespace ptsim::config

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <vector>
 
 #include "ptsim/hardware/hardware_profile.hpp"
 
@@ -13,5 +14,18 @@ namespace ptsim::config {
 hardware::HardwareProfile load_hardware(const std::string& path);
 
 hardware::HardwareProfile parse_hardware(const nlohmann::json& object, const std::string& where);
+
+/// A figure `ptsim fit` writes into a profile: where, what, and its source.
+struct FittedFigure {
+  std::string pointer;  // JSON pointer, e.g. "/gpu/sustained/tensor/bf16"
+  double value = 0;
+  std::string source;
+};
+
+/// The profile file at `profile_path` with `figures` set (objects created as
+/// needed), their sources replaced and its "fit" object set to `record`, as
+/// JSON text; throws ConfigError when the result is not a valid profile.
+std::string fitted_profile_json(const std::string& profile_path, const std::vector<FittedFigure>& figures,
+                                const hardware::FitRecord& record);
 
 }  // namespace ptsim::config

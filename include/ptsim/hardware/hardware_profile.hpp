@@ -120,6 +120,30 @@ struct Calibration {
   std::optional<double> attention_backward_efficiency;
 };
 
+/// What `ptsim fit` fitted into a profile, and on what (its "fit" block).
+struct FittedParameter {
+  std::string name;    // a fit parameter, e.g. "sustained.tensor.bf16"
+  double value = 0;    // in the profile's unit
+  std::optional<double> standard_error;  // absent when the data cannot give one
+  std::vector<std::string> pinned_by;    // the runs or log points most sensitive to it
+  bool at_bound = false;
+};
+
+struct RefusedParameter {
+  std::string name;
+  std::string why;
+};
+
+struct FitRecord {
+  std::string method;               // "step times" or "nccl-tests"
+  std::vector<std::string> inputs;  // the run file, or the nccl-tests logs
+  std::vector<std::string> points;  // run ids, or log points (log: op ranks size)
+  std::vector<FittedParameter> parameters;
+  std::vector<RefusedParameter> refused;
+  double median_abs_error_before_pct = 0, max_abs_error_before_pct = 0;
+  double median_abs_error_after_pct = 0, max_abs_error_after_pct = 0;
+};
+
 /// GPUs of one NVLink domain (a DGX node, an NVL72 rack) reach each other
 /// through NVSwitch at full per-GPU bandwidth.
 struct NvlinkSpec {
@@ -164,6 +188,7 @@ struct HardwareProfile {
   FabricSpec fabric;
   std::map<std::string, std::string> sources;  // JSON pointer → where the figure comes from
   std::optional<Calibration> calibration;      // fitted by ptsim calibrate, if it was
+  std::optional<FitRecord> fit;                // fitted by ptsim fit, if it was
 };
 
 std::string to_string(FabricTopology t);

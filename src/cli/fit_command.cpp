@@ -1,0 +1,150 @@
+// `ptsim fit`: a hardware profile's declared physical parameters fitted to
+// what a user measured — step times of training runs (ptsim-runs/1) or
+// nccl-tests logs — written as a new profile with a "fit" block.
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <fnmatch.h>
+
+#include <boost/program_options.hpp>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.hpp"
+#include "fit_output.hpp"
+#include "output_file.hpp"
+#include "parse_args.hpp"
+#include "ptsim/common/error.hpp"
+#include "ptsim/config/load_hardware.hpp"
+#include "ptsim/config/load_nccl_tests.hpp"
+#include "ptsim/config/load_runs.hpp"
+#include "ptsim/config/load_software.hpp"
+#include "ptsim/fit/fit_collectives.hpp"
+#include "ptsim/fit/fit_runs.hpp"
+
+namespace ptsim::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kUsage = R"(Usage: ptsim fit --runs FILE --hw PROFILE --out PROFILE [--json FILE] [--params LIST] [--exclude GLOB]...
+       ptsim fit --nccl-tests LOG [LOG...] --hw PROFILE --out PROFILE [--json FILE] [--params LIST] [--op OP]
+
+Fits the small, declared set of physical parameters of PROFILE that the
+measurements constrain, by least squares on log(predicted / measured), and
+writes the profile with the fitted values (each naming this fit as its
+source) and a "fit" block: the parameters with value and standard error, the
+runs or log points used, the median and max |error| before and after.
+
+From step times (--runs, schema ptsim-runs/1): the runs on PROFILE (their
+"hardware" is its name); what a run left null is chosen as ptsim validate
+chooses it, on the starting profile and again on the fitted one. From
+nccl-tests logs (--nccl-tests): the output of all_reduce_perf, all_gather_perf,
+reduce_scatter_perf, alltoall_perf as printed; the rank count and the nodes
+come from the log's "# Rank" lines, sizes and times from its table (out of
+place); --op names the collective of a log that does not say.
+
+Parameters (--params, default: all of them, each refused with its reason when
+the measurements cannot identify it; a named one that cannot be is an error):
+  sustained.tensor.bf16   sustained.tensor.fp8   sustained.memory
+  nvlink.efficiency   nvlink.latency   nvlink.nvls_efficiency
+  nic.efficiency   nic.latency
+A parameter is refused when no measurement exercises it (a cross-node figure
+from single-node runs), when no prediction moves by 0.01% for a 1% change of
+it, or when the measurements cannot tell it apart from another one.
+
+Examples:
+  ptsim fit --runs my_runs.json --hw hw_profiles/h100-sxm5-80gb.json --out h100-fitted.json
+  ptsim fit --runs validation/published_runs.json --hw hw_profiles/a100-sxm4-80gb.json \
+      --exclude 'narayanan21-t2-zero3-*' --params sustained.tensor.bf16 --out a100.json
+  ptsim fit --nccl-tests ar-2nodes.log ar-1node.log --hw hw_profiles/h100-sxm5-80gb.json --out h100-net.json
+
+)";
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+int run_fit(const std::vector<std::string>& args, std::ostream& out) {
+  std::string runs_path, hw_path, out_path, json_path, params, software_path = "validation/software.json", op;
+  std::vector<std::string> logs, excludes;
+  po::options_description options("Options");
+  options.add_options()
+      ("runs", po::value(&runs_path)->value_name("FILE"), "measured steps (ptsim-runs/1)")
+      ("nccl-tests", po::value(&logs)->multitoken()->value_name("LOG..."), "nccl-tests output, as printed")
+      ("hw", po::value(&hw_path)->value_name("PROFILE"), "the hardware profile to fit")
+      ("out", po::value(&out_path)->value_name("PROFILE"), "the fitted profile to write")
+      ("json", po::value(&json_path)->value_name("FILE"), "write the fit (parameters, points, errors) as JSON")
+      ("params", po::value(&params)->value_name("LIST"), "comma-separated parameters to fit (default: all)")
+      ("exclude", po::value(&excludes)->value_name("GLOB"),
+       "with --runs: leave out runs whose id matches (shell pattern; repeatable)")
+      ("software", po::value(&software_path)->value_name("FILE"),
+       "with --runs: what each source's framework ran (default validation/software.json)")
+      ("op", po::value(&op)->value_name("OP"),
+       "with --nccl-tests: the collective of logs that do not name it (all_reduce, all_gather, reduce_scatter, "
+       "alltoall)")
+      ("quiet,q", "no progress on standard error")
+      ("help,h", "show this help");
+  po::variables_map vm;
+  parse_args(args, options, nullptr, vm, "fit");
+  if (vm.count("help")) {
+    std::ostringstream text;
+    text << options;
+    fmt::print(out, "{}{}", kUsage, text.str());
+    return 0;
+  }
+  if (runs_path.empty() == logs.empty())
+    throw ConfigError("ptsim fit: give either --runs FILE or --nccl-tests LOG...; see --help");
+  if (hw_path.empty()) throw ConfigError("ptsim fit: --hw PROFILE is required; see --help");
+  if (out_path.empty()) throw ConfigError("ptsim fit: --out PROFILE is required; see --help");
+  if (!excludes.empty() && runs_path.empty()) throw ConfigError("ptsim fit: --exclude goes with --runs");
+  if (!op.empty() && logs.empty()) throw ConfigError("ptsim fit: --op goes with --nccl-tests");
+  const std::vector<std::string> names = split_list(params);
+  for (const auto& n : names) fit::parameter(n);  // a ConfigError listing the names
+  std::vector<std::string> inputs = {hw_path, runs_path, software_path};
+  inputs.insert(inputs.end(), logs.begin(), logs.end());
+  check_output_paths({{"--out", out_path}, {"--json", json_path}}, inputs);
+  const hardware::HardwareProfile profile = config::load_hardware(hw_path);
+  const bool quiet = vm.count("quiet") > 0;
+  const auto progress = [&](const std::string& line) {
+    if (!quiet) fmt::print(stderr, "{}\n", line);
+  };
+
+  FitOutput result;
+  if (!runs_path.empty()) {
+    config::PublishedRuns runs = config::load_runs(runs_path);
+    std::vector<std::string> excluded;
+    std::erase_if(runs.runs, [&](const config::PublishedRun& r) {
+      for (const auto& g : excludes)
+        if (fnmatch(g.c_str(), r.id.c_str(), 0) == 0) {
+          excluded.push_back(r.id);
+          return true;
+        }
+      return false;
+    });
+    const auto software = config::load_software(software_path);
+    const fit::RunFitResult r = fit::fit_runs(runs, profile, software, {.parameters = names}, progress);
+    result = from_runs(r, profile, excluded);
+  } else {
+    std::vector<config::NcclTestsLog> parsed;
+    for (const auto& log : logs) parsed.push_back(config::load_nccl_tests(log, op));
+    const fit::CollectiveFitResult r = fit::fit_collectives(parsed, profile, {.parameters = names}, progress);
+    result = from_collectives(r, profile);
+  }
+  print_fit(out, result);
+  const std::string text = config::fitted_profile_json(hw_path, fitted_figures(result), result.record);
+  write_output_file(out_path, inputs, [&](std::ostream& o) { o << text; });
+  if (!json_path.empty())
+    write_output_file(json_path, inputs, [&](std::ostream& o) { o << fit_json(result).dump(2) << '\n'; });
+  fmt::print(out, "wrote {}\n", out_path);
+  return 0;
+}
+
+}  // namespace ptsim::cli

@@ -1,0 +1,128 @@
+// `ptsim fit` and `ptsim validate --fit-on` end to end: the fitted profile is
+// a profile ptsim reads, each fitted figure names the fit as its source, and
+// bad requests stop before any work with one clear line.
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli/run_binary.hpp"
+#include "ptsim/config/load_hardware.hpp"
+#include "ptsim/config/load_runs.hpp"
+
+namespace {
+
+using ptsim::test::slurp;
+using ptsim::test::source_path;
+
+ptsim::test::BinaryResult run(const std::string& args) { return ptsim::test::run_ptsim(args); }
+
+std::string published() { return source_path("validation/published_runs.json"); }
+std::string software() { return " --software " + source_path("validation/software.json"); }
+std::string h100() { return source_path("hw_profiles/h100-sxm5-80gb.json"); }
+
+}  // namespace
+
+TEST_CASE("ptsim fit --runs writes a profile with its fitted figures, their source and a fit block", "[cli][fit]") {
+  const std::string out = ptsim::test::scratch_path("h100-fitted.json");
+  const std::string json = ptsim::test::scratch_path("h100-fit-report.json");
+  const auto r = run("fit --runs " + published() + " --hw " + h100() + software() + " --out " + out + " --json " +
+                     json + " --quiet");
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("ptsim fit: h100-sxm5-80gb on 9 run(s)"));
+  CHECK_THAT(r.out, Catch::Contains("not fitted: sustained.tensor.fp8: no run trains in fp8"));
+  const auto fitted = ptsim::config::load_hardware(out);
+  REQUIRE(fitted.fit);
+  // The runs it was fitted on are exactly the run file's H100 runs.
+  std::set<std::string> h100_runs;
+  for (const auto& run : ptsim::config::load_runs(published()).runs)
+    if (run.hardware == "h100-sxm5-80gb") h100_runs.insert(run.id);
+  CHECK(std::set<std::string>(fitted.fit->points.begin(), fitted.fit->points.end()) == h100_runs);
+  // Every fitted parameter is in the profile, at its fitted value, with the fit as its source.
+  const auto report = nlohmann::json::parse(slurp(json));
+  REQUIRE(!report.at("parameters").empty());
+  for (const auto& p : report.at("parameters")) {
+    CHECK(p.at("standard_error").is_number());
+    if (p.at("name") == "sustained.tensor.bf16") {
+      REQUIRE(fitted.gpu.sustained);
+      CHECK(fitted.gpu.sustained->tensor_for(ptsim::Dtype::Bf16) == Approx(p.at("value").get<double>()));
+      CHECK_THAT(fitted.sources.at("/gpu/sustained/tensor/bf16"), Catch::Contains("ptsim fit on " + published()));
+      CHECK_THAT(fitted.sources.at("/gpu/sustained/tensor/fp16"), Catch::Contains("ptsim fit on"));
+    }
+  }
+  CHECK(report.at("summary").at("median_abs_error_after_pct").get<double>() <
+        report.at("summary").at("median_abs_error_before_pct").get<double>());
+  CHECK(report.at("points").size() == h100_runs.size());
+}
+
+TEST_CASE("ptsim fit --nccl-tests fits NVLink SHARP from a measured log", "[cli][fit][nccl]") {
+  const std::string out = ptsim::test::scratch_path("h100-nvls.json");
+  const auto r = run("fit --nccl-tests " + ptsim::test::data_path("nccl-tests/h100-1x8-nvls-allreduce.partial.log") +
+                     " --op all_reduce --hw " + h100() + " --params nvlink.nvls_efficiency --out " + out + " -q");
+  REQUIRE(r.code == 0);
+  const auto fitted = ptsim::config::load_hardware(out);
+  REQUIRE(fitted.fit);
+  CHECK(fitted.fit->method == "nccl-tests");
+  CHECK(fitted.fit->points.size() == 6);  // 128 MiB … 4 GiB
+  REQUIRE(fitted.fit->parameters.size() == 1);
+  CHECK(fitted.nvlink.nvls_efficiency == Approx(fitted.fit->parameters.front().value));
+  CHECK_THAT(fitted.sources.at("/network/nvlink/nvls_efficiency"), Catch::Contains("log rows"));
+}
+
+TEST_CASE("ptsim fit refuses what it cannot do before doing any work", "[cli][fit]") {
+  const std::string base = "fit --runs " + published() + " --hw " + h100() + software();
+  const std::string out = ptsim::test::scratch_path("refused.json");
+  const auto named = run(base + " --params nic.latency --out " + out);
+  CHECK(named.code == 2);
+  CHECK_THAT(named.err, Catch::Contains("cannot fit nic.latency"));
+  const auto unknown = run(base + " --params sustained.tensor --out " + out);
+  CHECK(unknown.code == 2);
+  CHECK_THAT(unknown.err, Catch::Contains("'sustained.tensor' is not a parameter ptsim fits"));
+  const auto nowhere = run(base + " --out /nonexistent-dir/x.json");
+  CHECK(nowhere.code == 2);
+  CHECK_THAT(nowhere.err, Catch::Contains("--out /nonexistent-dir/x.json: cannot write there"));
+  const auto same = run(base + " --out " + out + " --json " + out);
+  CHECK(same.code == 2);
+  CHECK_THAT(same.err, Catch::Contains("the same file as --out"));
+  const auto over_input = run(base + " --out " + h100());
+  CHECK(over_input.code == 2);
+  CHECK_THAT(over_input.err, Catch::Contains("refusing to overwrite"));
+  const auto neither = run("fit --hw " + h100() + " --out " + out);
+  CHECK(neither.code == 2);
+  CHECK_THAT(neither.err, Catch::Contains("give either --runs FILE or --nccl-tests LOG"));
+  const auto help = run("fit --help");
+  CHECK(help.code == 0);
+  CHECK_THAT(help.out, Catch::Contains("Examples:") && Catch::Contains("sustained.tensor.bf16"));
+}
+
+TEST_CASE("ptsim validate --fit-on predicts runs on profiles fitted to other runs", "[cli][fit]") {
+  // Four Table 1 rows of the published file (A100), two of them relabelled
+  // as a source of their own: left out one source at a time, each pair is
+  // predicted from a fit on the other pair.
+  auto j = nlohmann::json::parse(slurp(published()));
+  auto& rows = j.at("runs");
+  rows.erase(rows.begin() + 4, rows.end());
+  for (std::size_t i = 2; i < 4; ++i) rows[i]["source"] = "the other half";
+  const std::string runs = ptsim::test::scratch_path("four-runs.json");
+  std::ofstream(runs) << j.dump(1);
+  const std::string json = ptsim::test::scratch_path("loso.json");
+  const std::string validate = "validate --runs " + runs + " --hw-dir " + source_path("hw_profiles") + software();
+  const auto r = run(validate + " --fit-on " + runs + " --leave-one-source-out --fit-params sustained.tensor.bf16 -q" +
+                     " --json " + json);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("fitted a100-sxm4-80gb on 2 run(s) of " + runs + " (leaving out the other half)"));
+  CHECK_THAT(r.out, Catch::Contains("fitted a100-sxm4-80gb on 2 run(s) of " + runs + " (leaving out Narayanan"));
+  const auto out = nlohmann::json::parse(slurp(json));
+  REQUIRE(out.at("fits").size() == 2);
+  REQUIRE(out.at("runs").size() == 4);
+  // In sample, one fit of all four: a different prediction than uncalibrated.
+  const auto in_sample = run(validate + " --fit-on " + runs + " --fit-params sustained.tensor.bf16 -q --json " + json);
+  REQUIRE(in_sample.code == 0);
+  CHECK_THAT(in_sample.out, Catch::Contains("fitted a100-sxm4-80gb on 4 run(s)"));
+  const double fitted = nlohmann::json::parse(slurp(json)).at("runs")[0].at("predicted_step_time_s").get<double>();
+  REQUIRE(run(validate + " -q --json " + json).code == 0);
+  const double plain = nlohmann::json::parse(slurp(json)).at("runs")[0].at("predicted_step_time_s").get<double>();
+  CHECK(fitted != plain);
+  const auto misuse = run("validate --runs " + published() + " --leave-one-source-out");
+  CHECK(misuse.code == 2);
+  CHECK_THAT(misuse.err, Catch::Contains("go with --fit-on FILE"));
+}
