@@ -131,7 +131,7 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
     });
     const auto software = config::load_software(software_path);
     const fit::RunFitResult r = fit::fit_runs(runs, profile, software, {.parameters = names}, progress);
-    result = from_runs(r, profile, excluded);
+    result = from_runs(r, profile, excluded, excludes);
   } else {
     std::vector<config::NcclTestsLog> parsed;
     for (const auto& log : logs) parsed.push_back(config::load_nccl_tests(log, op));

@@ -17,14 +17,21 @@ std::string value_text(const fit::Parameter& p, double v) {
   return p.unit == "us" ? fmt::format("{:.3f} µs", v) : fmt::format("{:.4f}", v);
 }
 
+// A fitted figure as the profile keeps it: four significant digits, as many
+// as a standard error of a few percent leaves meaningful.
+double rounded(double v) { return std::stod(fmt::format("{:.4g}", v)); }
+
 // The source a fitted figure names.
 std::string fit_source(const FitOutput& f, const hardware::FittedParameter& p) {
   const auto& rec = f.record;
   const std::string uncertainty =
       p.standard_error ? fmt::format(" ± {:.2g} (standard error)", *p.standard_error) : " (no standard error)";
-  return fmt::format("{:.4g}{}: ptsim fit on {} — least squares on log(predicted / measured), {} {}; pinned by {}{}; "
+  const std::string excluded =
+      f.exclude_patterns.empty() ? ""
+                                 : fmt::format(" (leaving out the runs matching {})", fmt::join(f.exclude_patterns, ", "));
+  return fmt::format("{:.4g}{}: ptsim fit on {}{} — least squares on log(predicted / measured), {} {}; pinned by {}{}; "
                      "median |error| {:.1f}% → {:.1f}%, max {:.1f}% → {:.1f}%",
-                     p.value, uncertainty, fmt::join(rec.inputs, ", "), rec.points.size(),
+                     rounded(p.value), uncertainty, fmt::join(rec.inputs, ", "), excluded, rec.points.size(),
                      rec.method == "step times" ? "runs" : "log rows", fmt::join(p.pinned_by, ", "),
                      p.at_bound ? "; at its bound" : "", rec.median_abs_error_before_pct,
                      rec.median_abs_error_after_pct, rec.max_abs_error_before_pct, rec.max_abs_error_after_pct);
@@ -33,8 +40,9 @@ std::string fit_source(const FitOutput& f, const hardware::FittedParameter& p) {
 }  // namespace
 
 FitOutput from_runs(const fit::RunFitResult& r, const hardware::HardwareProfile& start,
-                    const std::vector<std::string>& excluded) {
+                    const std::vector<std::string>& excluded, const std::vector<std::string>& exclude_patterns) {
   FitOutput f;
+  if (!excluded.empty()) f.exclude_patterns = exclude_patterns;
   f.record = r.record;
   f.start = start;
   f.fitted = r.fitted;
@@ -121,7 +129,7 @@ std::vector<config::FittedFigure> fitted_figures(const FitOutput& f) {
       // fp16's pointer only where the GPU has fp16.
       if (pointer.ends_with("/fp16") && !f.fitted.gpu.peak_flops_per_s[static_cast<std::size_t>(Dtype::Fp16)])
         continue;
-      out.push_back({pointer, p.value, fit_source(f, p)});
+      out.push_back({pointer, rounded(p.value), fit_source(f, p)});
       written.push_back(def.name);
     }
   }

@@ -27,11 +27,12 @@ struct FitOutput {
   std::string what;  // "9 runs of validation/published_runs.json", "34 rows of 2 nccl-tests logs"
   std::vector<FitPointRow> rows;
   std::vector<std::string> notes;  // runs left out, rounds, evaluations
+  std::vector<std::string> exclude_patterns;  // --exclude, named in each figure's source
   nlohmann::ordered_json rows_json = nlohmann::ordered_json::array();
 };
 
 FitOutput from_runs(const fit::RunFitResult& r, const hardware::HardwareProfile& start,
-                    const std::vector<std::string>& excluded);
+                    const std::vector<std::string>& excluded, const std::vector<std::string>& exclude_patterns);
 FitOutput from_collectives(const fit::CollectiveFitResult& r, const hardware::HardwareProfile& start);
 
 void print_fit(std::ostream& out, const FitOutput& f);

@@ -48,7 +48,9 @@ CrossValidation cross_validate(const config::PublishedRuns& runs, const config::
                                     options.leave_one_source_out ? " from another source" : "");
           slot = start;
         } else {
-          const RunFitResult r = fit_runs(set, start, software, options.fit, progress);
+          RunFitOptions quiet_refusals = options.fit;
+          quiet_refusals.strict = false;
+          const RunFitResult r = fit_runs(set, start, software, quiet_refusals, progress);
           record.record = r.record;
           if (r.record.parameters.empty()) record.note = "nothing could be fitted: uncalibrated";
           slot = r.fitted;

@@ -81,8 +81,8 @@ CollectiveFitResult fit_collectives(const std::vector<config::NcclTestsLog>& log
     ++out.evaluations;
     return e;
   };
-  internal::CoreResult core = internal::fit_parameters(profile, m, options.parameters,
-                                                       {options.min_sensitivity, options.min_independence}, progress);
+  internal::CoreResult core = internal::fit_parameters(
+      profile, m, options.parameters, true, {options.min_sensitivity, options.min_independence}, progress);
   out.fitted = core.fitted;
   auto& rec = out.record;
   rec.method = "nccl-tests";

@@ -101,7 +101,7 @@ RunFitResult fit_runs(const config::PublishedRuns& runs, const hardware::Hardwar
     };
     // Every round fits from the starting profile's values: a round changes
     // only what was chosen for the runs.
-    core = internal::fit_parameters(profile, m, options.parameters,
+    core = internal::fit_parameters(profile, m, options.parameters, options.strict,
                                     {options.min_sensitivity, options.min_independence}, progress);
     say(fmt::format("fit: round {}: choosing again on the fitted profile", out.rounds));
     std::vector<validate::RunCheck> again = choose(core.fitted);

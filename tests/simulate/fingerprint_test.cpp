@@ -83,6 +83,11 @@
 // interleaved, compute-bound: 1/0.8416 − 1 = +18.8% at most); the DualPipe
 // run's peak by +67 MB (its frees follow timing); every A100 run kept every
 // recorded value.
+// A fifteenth (2026-12-02): the A100 profiles' sustained rates, fitted by
+// ptsim fit on the published Table 1 runs (tensor cores 0.9928 of burst,
+// memory-bound kernels 0.8312). Only the runs on A100 profiles moved:
+// makespans +0.03% (tiny, host-bound) to +2.24% (GPT-1.7B ZeRO-3); peaks and
+// task counts kept.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

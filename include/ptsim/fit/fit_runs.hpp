@@ -24,6 +24,10 @@ struct RunFitOptions {
   /// the reason in the result) those the runs cannot identify. Named ones the
   /// runs cannot identify are a ConfigError.
   std::vector<std::string> parameters;
+  /// Named parameters the runs cannot identify: a ConfigError (true), or
+  /// refused with the reason like unnamed ones (false: cross-validation,
+  /// where some fits have less to go on than others).
+  bool strict = true;
   /// Smallest largest |∂ log t / ∂ log θ| over the runs for θ to count as seen.
   double min_sensitivity = 0.01;
   /// A parameter whose sensitivities, after those of the parameters kept

@@ -96,7 +96,7 @@ double median(std::vector<double> v) {
 }
 
 CoreResult fit_parameters(const hardware::HardwareProfile& start, const Measurements& m,
-                          const std::vector<std::string>& requested, const Thresholds& thresholds,
+                          const std::vector<std::string>& requested, bool strict, const Thresholds& thresholds,
                           const std::function<void(const std::string&)>& progress) {
   const auto say = [&](const std::string& line) {
     if (progress) progress(line);
@@ -108,7 +108,7 @@ CoreResult fit_parameters(const hardware::HardwareProfile& start, const Measurem
     for (const auto& p : parameters()) candidates.push_back(&p);
   else
     for (const auto& name : requested) candidates.push_back(&parameter(name));
-  const bool named = !requested.empty();
+  const bool named = !requested.empty() && strict;
   const auto refuse = [&](const Parameter& p, const std::string& why) {
     if (named) throw ConfigError(fmt::format("ptsim fit: cannot fit {}: {}", p.name, why));
     out.refused.push_back({p.name, why});

@@ -37,10 +37,11 @@ struct CoreResult {
   int evaluations = 0;
 };
 
-/// Fits the `requested` parameters (every declared one when empty, refusing
-/// what cannot be identified; named ones that cannot be are a ConfigError).
+/// Fits the `requested` parameters (every declared one when empty), refusing
+/// with the reason what cannot be identified; with `strict`, a named one that
+/// cannot be is a ConfigError.
 CoreResult fit_parameters(const hardware::HardwareProfile& start, const Measurements& m,
-                          const std::vector<std::string>& requested, const Thresholds& thresholds,
+                          const std::vector<std::string>& requested, bool strict, const Thresholds& thresholds,
                           const std::function<void(const std::string&)>& progress);
 
 /// |exp(e) − 1| · 100 of each log error: the absolute error in percent.
