@@ -12,6 +12,7 @@
 
 #include "commands.hpp"
 #include "parse_args.hpp"
+#include "sizes.hpp"
 #include "output_file.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
@@ -60,27 +61,6 @@ std::vector<std::string> split(const std::string& text) {
   std::stringstream in(text);
   for (std::string part; std::getline(in, part, ',');) parts.push_back(part);
   return parts;
-}
-
-std::uint64_t parse_size(const std::string& text) {
-  std::size_t used = 0;
-  double value = -1;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::uint64_t unit = 1;
-  const std::string suffix = text.substr(used);
-  if (suffix == "K" || suffix == "k") unit = 1ull << 10;
-  else if (suffix == "M" || suffix == "m") unit = 1ull << 20;
-  else if (suffix == "G" || suffix == "g") unit = 1ull << 30;
-  else if (!suffix.empty()) used = 0;
-  if (used == 0 || !(value > 0) || value * static_cast<double>(unit) > 1e15)
-    throw ConfigError(fmt::format("--sizes: '{}' is not a size; give bytes with an optional K, M or "
-                                  "G suffix (powers of 1024), at most 1e15 bytes, e.g. 1M,64M,1G",
-                                  text));
-  return static_cast<std::uint64_t>(std::llround(value * static_cast<double>(unit)));
 }
 
 std::string human_bytes(std::uint64_t b) {
@@ -138,7 +118,7 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
     group_sizes.push_back(n);
   }
   std::vector<std::uint64_t> sizes;
-  for (const auto& item : split(sizes_text)) sizes.push_back(parse_size(item));
+  for (const auto& item : split(sizes_text)) sizes.push_back(parse_size(item, "--sizes"));
 
   // The cluster and the plan's flows take about 1 KiB a rank (1.04 KiB
   // measured at 262,144 and 1,048,576 ranks): refuse a group this machine

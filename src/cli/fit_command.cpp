@@ -14,6 +14,7 @@
 #include "fit_output.hpp"
 #include "output_file.hpp"
 #include "parse_args.hpp"
+#include "sizes.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_nccl_tests.hpp"
@@ -30,6 +31,7 @@ namespace {
 
 constexpr const char* kUsage = R"(Usage: ptsim fit --runs FILE --hw PROFILE --out PROFILE [--json FILE] [--params LIST] [--exclude GLOB]...
        ptsim fit --nccl-tests LOG [LOG...] --hw PROFILE --out PROFILE [--json FILE] [--params LIST] [--op OP]
+                 [--min-bytes SIZE]
 
 Fits the small, declared set of physical parameters of PROFILE that the
 measurements constrain, by least squares on log(predicted / measured), and
@@ -58,7 +60,8 @@ Examples:
   ptsim fit --runs my_runs.json --hw hw_profiles/h100-sxm5-80gb.json --out h100-fitted.json
   ptsim fit --runs validation/published_runs.json --hw hw_profiles/a100-sxm4-80gb.json \
       --exclude 'narayanan21-t2-zero3-*' --params sustained.tensor.bf16 --out a100.json
-  ptsim fit --nccl-tests ar-2nodes.log ar-1node.log --hw hw_profiles/h100-sxm5-80gb.json --out h100-net.json
+  ptsim fit --nccl-tests ar-2nodes.log ar-1node.log --hw hw_profiles/h100-sxm5-80gb.json --out h100-net.json \
+      --min-bytes 64M
 
 )";
 
@@ -73,7 +76,8 @@ std::vector<std::string> split_list(const std::string& text) {
 }  // namespace
 
 int run_fit(const std::vector<std::string>& args, std::ostream& out) {
-  std::string runs_path, hw_path, out_path, json_path, params, software_path = "validation/software.json", op;
+  std::string runs_path, hw_path, out_path, json_path, params, software_path = "validation/software.json", op,
+      min_bytes_text;
   std::vector<std::string> logs, excludes;
   po::options_description options("Options");
   options.add_options()
@@ -90,6 +94,9 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
       ("op", po::value(&op)->value_name("OP"),
        "with --nccl-tests: the collective of logs that do not name it (all_reduce, all_gather, reduce_scatter, "
        "alltoall)")
+      ("min-bytes", po::value(&min_bytes_text)->value_name("SIZE"),
+       "with --nccl-tests: fit only the rows of at least this size (K, M, G: powers of 1024), e.g. 64M to "
+       "fit bandwidths on the sizes they dominate")
       ("quiet,q", "no progress on standard error")
       ("help,h", "show this help");
   po::variables_map vm;
@@ -106,6 +113,8 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
   if (out_path.empty()) throw ConfigError("ptsim fit: --out PROFILE is required; see --help");
   if (!excludes.empty() && runs_path.empty()) throw ConfigError("ptsim fit: --exclude goes with --runs");
   if (!op.empty() && logs.empty()) throw ConfigError("ptsim fit: --op goes with --nccl-tests");
+  if (!min_bytes_text.empty() && logs.empty()) throw ConfigError("ptsim fit: --min-bytes goes with --nccl-tests");
+  const std::uint64_t min_bytes = min_bytes_text.empty() ? 0 : parse_size(min_bytes_text, "--min-bytes");
   const std::vector<std::string> names = split_list(params);
   for (const auto& n : names) fit::parameter(n);  // a ConfigError listing the names
   std::vector<std::string> inputs = {hw_path, runs_path, software_path};
@@ -134,7 +143,13 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
     result = from_runs(r, profile, excluded, excludes);
   } else {
     std::vector<config::NcclTestsLog> parsed;
-    for (const auto& log : logs) parsed.push_back(config::load_nccl_tests(log, op));
+    for (const auto& log : logs) {
+      parsed.push_back(config::load_nccl_tests(log, op));
+      auto& points = parsed.back().points;
+      std::erase_if(points, [&](const config::NcclTestsPoint& p) { return p.bytes < min_bytes; });
+      if (points.empty())
+        throw ConfigError(fmt::format("{}: no row of at least --min-bytes {} bytes", log, min_bytes));
+    }
     const fit::CollectiveFitResult r = fit::fit_collectives(parsed, profile, {.parameters = names}, progress);
     result = from_collectives(r, profile);
   }
