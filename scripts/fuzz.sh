@@ -22,7 +22,7 @@ grow=0
 replay=0
 rounds=1
 targets=()
-all=(fuzz_model fuzz_hf_config fuzz_hardware fuzz_strategy fuzz_runs fuzz_measurements fuzz_cli fuzz_merge)
+all=(fuzz_model fuzz_hf_config fuzz_hardware fuzz_strategy fuzz_runs fuzz_measurements fuzz_nccl_tests fuzz_cli fuzz_merge)
 while (($#)); do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
@@ -60,6 +60,7 @@ for t in "${targets[@]}"; do
   flags=(-dict=fuzz/json.dict -timeout=10 -rss_limit_mb=2048 -max_len=65536
          -artifact_prefix="$build/findings/$t-" -print_final_stats=1)
   [ "$t" = fuzz_cli ] && flags=("${flags[@]/-dict=fuzz\/json.dict/-dict=fuzz/cli.dict}")
+  [ "$t" = fuzz_nccl_tests ] && flags=("${flags[@]/-dict=fuzz\/json.dict/-dict=fuzz/nccl.dict}")
   if [ "$replay" = 1 ]; then
     echo "== $t: replaying $(find "$seeds" "$regressions" -type f | wc -l) inputs"
     "$build/fuzz/$t" "${flags[@]}" -runs=0 "$seeds" "$regressions" || status=1
