@@ -3,7 +3,6 @@
 // nccl-tests logs — written as a new profile with a "fit" block.
 #include <fmt/format.h>
 #include <fmt/ostream.h>
-#include <fnmatch.h>
 
 #include <boost/program_options.hpp>
 #include <iostream>
@@ -131,12 +130,9 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
     config::PublishedRuns runs = config::load_runs(runs_path);
     std::vector<std::string> excluded;
     std::erase_if(runs.runs, [&](const config::PublishedRun& r) {
-      for (const auto& g : excludes)
-        if (fnmatch(g.c_str(), r.id.c_str(), 0) == 0) {
-          excluded.push_back(r.id);
-          return true;
-        }
-      return false;
+      if (!fit::id_matches(excludes, r.id)) return false;
+      excluded.push_back(r.id);
+      return true;
     });
     const auto software = config::load_software(software_path);
     const fit::RunFitResult r = fit::fit_runs(runs, profile, software, {.parameters = names}, progress);

@@ -53,12 +53,6 @@ Examples:
 
 )";
 
-std::string choices_text(const validate::RunCheck& r) {
-  std::string out;
-  for (const auto& [field, value] : r.chosen) out += fmt::format("{}{}={}", out.empty() ? "" : " ", field, value);
-  return out.empty() ? "-" : out;
-}
-
 }  // namespace
 
 int run_validate(const std::vector<std::string>& args, std::ostream& out) {
@@ -142,7 +136,7 @@ int run_validate(const std::vector<std::string>& args, std::ostream& out) {
       continue;
     }
     fmt::print(out, "{:<38} {:>9.3f}s {:>9.3f}s {:>+7.1f}%  {:<26} {}{}\n", r.id, r.measured_s, *r.predicted_s,
-               r.error_pct, r.dominant, choices_text(r), r.fits ? "" : "  (DOES NOT FIT in memory)");
+               r.error_pct, r.dominant, validate::chosen_text(r), r.fits ? "" : "  (DOES NOT FIT in memory)");
   }
   const auto& s = report.summary;
   fmt::print(out, "summary: {} runs, median |error| {:.1f}%, mean {:.1f}%, max {:.1f}%{}\n", s.count,

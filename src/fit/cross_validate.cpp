@@ -2,23 +2,12 @@
 #include "ptsim/fit/cross_validate.hpp"
 
 #include <fmt/format.h>
-#include <fnmatch.h>
 
 #include <map>
 
 #include "ptsim/common/error.hpp"
 
 namespace ptsim::fit {
-
-namespace {
-
-bool excluded(const std::vector<std::string>& patterns, const std::string& id) {
-  for (const auto& p : patterns)
-    if (fnmatch(p.c_str(), id.c_str(), 0) == 0) return true;
-  return false;
-}
-
-}  // namespace
 
 CrossValidation cross_validate(const config::PublishedRuns& runs, const config::PublishedRuns& fit_on,
                                const validate::ProfileSource& profiles,
@@ -39,7 +28,7 @@ CrossValidation cross_validate(const config::PublishedRuns& runs, const config::
         const hardware::HardwareProfile start = profiles(run.hardware);
         config::PublishedRuns set{fit_on.file, {}};
         for (const auto& r : fit_on.runs)
-          if (r.hardware == run.hardware && !excluded(options.exclude, r.id) &&
+          if (r.hardware == run.hardware && !id_matches(options.exclude, r.id) &&
               !(options.leave_one_source_out && r.source == run.source))
             set.runs.push_back(r);
         ProfileFit record{run.hardware, left_out, set.runs.size(), {}, ""};

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fnmatch.h>
 #include <map>
 
 #include "internal/fit_core.hpp"
@@ -26,13 +27,13 @@ std::vector<Reach> reach_of(const config::StrategyInput& s, const hardware::Hard
   return out;
 }
 
-std::string chosen_text(const validate::RunCheck& c) {
-  std::string out;
-  for (const auto& [field, value] : c.chosen) out += fmt::format("{}{}={}", out.empty() ? "" : " ", field, value);
-  return out;
-}
-
 }  // namespace
+
+bool id_matches(const std::vector<std::string>& patterns, const std::string& id) {
+  for (const auto& p : patterns)
+    if (fnmatch(p.c_str(), id.c_str(), 0) == 0) return true;
+  return false;
+}
 
 RunFitResult fit_runs(const config::PublishedRuns& runs, const hardware::HardwareProfile& profile,
                       const std::vector<config::SoftwareProfile>& software, const RunFitOptions& options,
@@ -124,7 +125,7 @@ RunFitResult fit_runs(const config::PublishedRuns& runs, const hardware::Hardwar
     rec.points.push_back(c.id);
     const auto b = before_s.find(c.id);
     const double was = b != before_s.end() ? b->second : *c.predicted_s;
-    out.rows.push_back({c.id, c.measured_s, was, *c.predicted_s, chosen_text(c)});
+    out.rows.push_back({c.id, c.measured_s, was, *c.predicted_s, validate::chosen_text(c)});
     before.push_back(std::log(was / c.measured_s));
     after.push_back(std::log(*c.predicted_s / c.measured_s));
   }

@@ -122,6 +122,12 @@ double simulate_fixed(const config::PublishedRun& run, const hardware::HardwareP
   return simulate::simulate_step(request).result.step_time_s;
 }
 
+std::string chosen_text(const RunCheck& r) {
+  std::string out;
+  for (const auto& [field, value] : r.chosen) out += fmt::format("{}{}={}", out.empty() ? "" : " ", field, value);
+  return out.empty() ? "-" : out;
+}
+
 Summary summarize(const std::vector<RunCheck>& runs) {
   std::vector<double> errors;
   for (const auto& r : runs)

@@ -57,6 +57,9 @@ struct RunFitResult {
 /// Progress lines for a person (stderr).
 using FitProgress = std::function<void(const std::string&)>;
 
+/// Whether a run id matches one of the shell patterns (`--exclude`).
+bool id_matches(const std::vector<std::string>& patterns, const std::string& id);
+
 /// Fits `profile` to the runs of `runs` on it (run.hardware == profile.name).
 /// Throws ConfigError when no run is on the profile, or a named parameter
 /// cannot be identified.

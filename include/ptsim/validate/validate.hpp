@@ -78,6 +78,9 @@ Report validate_runs(const config::PublishedRuns& runs, const ProfileSource& pro
 Report validate_runs(const config::PublishedRuns& runs, const std::string& hw_dir,
                      const std::vector<config::SoftwareProfile>& software, const Progress& progress = {});
 
+/// What was chosen for a run's open fields, "field=value field=value", or "-".
+std::string chosen_text(const RunCheck& r);
+
 /// Median, mean and largest absolute error of the runs that have a prediction.
 Summary summarize(const std::vector<RunCheck>& runs);
 
