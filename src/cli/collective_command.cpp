@@ -139,12 +139,11 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
              "algbw GB/s", "busbw GB/s", "algorithm");
   for (const auto& op : ops) {
     for (const std::int64_t n : group_sizes) {
-      const double members = op.kind == taskgraph::CollectiveKind::PointToPoint ? 2 : static_cast<double>(n);
       for (const std::uint64_t bytes : sizes) {
         const cost::TransferPlan plan = cost::isolated_collective(hw, op.kind, n, bytes);
         const double t = plan.estimated_s;
         const double algbw = static_cast<double>(bytes) / t / 1e9;
-        const double busbw = algbw * cost::bus_bandwidth_factor(op.kind, members);
+        const double busbw = algbw * cost::bus_bandwidth_factor(op.kind, static_cast<double>(n));
         const std::string algorithm = fmt::format("{}/{}", cost::to_string(plan.algorithm),
                                                   cost::to_string(plan.protocol));
         fmt::print(out, "{:<15} {:>6} {:>9} {:>9.1f} µs {:>12.2f} {:>12.2f}  {}\n", op.name, n,

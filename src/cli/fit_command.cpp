@@ -64,14 +64,6 @@ Examples:
 
 )";
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 }  // namespace
 
 int run_fit(const std::vector<std::string>& args, std::ostream& out) {
@@ -114,7 +106,7 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
   if (!op.empty() && logs.empty()) throw ConfigError("ptsim fit: --op goes with --nccl-tests");
   if (!min_bytes_text.empty() && logs.empty()) throw ConfigError("ptsim fit: --min-bytes goes with --nccl-tests");
   const std::uint64_t min_bytes = min_bytes_text.empty() ? 0 : parse_size(min_bytes_text, "--min-bytes");
-  const std::vector<std::string> names = split_list(params);
+  const std::vector<std::string> names = comma_list(params);
   for (const auto& n : names) fit::parameter(n);  // a ConfigError listing the names
   std::vector<std::string> inputs = {hw_path, runs_path, software_path};
   inputs.insert(inputs.end(), logs.begin(), logs.end());

@@ -4,12 +4,21 @@
 #include <fmt/format.h>
 
 #include <regex>
+#include <sstream>
 
 #include "ptsim/common/error.hpp"
 
 namespace ptsim::cli {
 
 namespace po = boost::program_options;
+
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
 
 void parse_args(const std::vector<std::string>& args, const po::options_description& options,
                 const po::positional_options_description* positional, po::variables_map& vm,

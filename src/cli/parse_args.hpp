@@ -7,6 +7,9 @@
 
 namespace ptsim::cli {
 
+/// A flag's comma-separated list ("a,b,c"), empty items dropped.
+std::vector<std::string> comma_list(const std::string& text);
+
 /// Parses `args` into `vm` (notify included). Throws ConfigError naming the
 /// command — "ptsim plan: ...; see ptsim plan --help" — for an unknown flag,
 /// a bad value, or an argument holding a %placeholder% of Boost's error

@@ -97,9 +97,7 @@ int run_validate(const std::vector<std::string>& args, std::ostream& out) {
   validate::Report report;
   if (fitting) {
     fit::CrossValidationOptions cv;
-    std::stringstream list(fit_params);
-    for (std::string item; std::getline(list, item, ',');)
-      if (!item.empty()) cv.fit.parameters.push_back(fit::parameter(item).name);
+    for (const auto& item : comma_list(fit_params)) cv.fit.parameters.push_back(fit::parameter(item).name);
     cv.exclude = fit_exclude;
     cv.leave_one_source_out = vm.count("leave-one-source-out") > 0;
     fit::CrossValidation result =

@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string_view>
 
 #include "internal/calibration_json.hpp"
@@ -111,22 +109,30 @@ hardware::AttentionSequenceFactors parse_attention_kernel(ObjectReader in) {
   return f;
 }
 
+// A fraction per dtype (gemm_efficiency, sustained.tensor): each in [min, 1],
+// only for dtypes with a peak, bf16's required (the others default to it).
+std::array<std::optional<double>, kNumDtypes> dtype_fractions(ObjectReader in, const hardware::GpuSpec& gpu,
+                                                              double min, const char* what) {
+  std::array<std::optional<double>, kNumDtypes> out{};
+  for (int i = 0; i < kNumDtypes; ++i) {
+    const auto d = static_cast<Dtype>(i);
+    out[static_cast<std::size_t>(i)] = in.optional_number(std::string(to_string(d)), min, 1.0);
+    if (out[static_cast<std::size_t>(i)] && !gpu.peak_flops_per_s[static_cast<std::size_t>(i)])
+      in.fail(std::string(to_string(d)), "is given for a dtype with no peak_tflops; add the peak or remove it");
+  }
+  if (!out[static_cast<std::size_t>(Dtype::Bf16)])
+    in.fail("bf16", fmt::format("is missing; the bf16 {} is required (other dtypes default to it)", what));
+  in.reject_unknown_keys("accepted dtypes: bf16, fp16, tf32, fp32, fp8");
+  return out;
+}
+
 // Fractions of burst throughput: above 1 a step would outrun the benchmark
 // that set the burst rate; below 0.05 no GPU trains.
 constexpr double kMinSustained = 0.05;
 
 hardware::SustainedRates parse_sustained(ObjectReader in, const hardware::GpuSpec& gpu) {
   hardware::SustainedRates r;
-  ObjectReader tensor = in.object("tensor");
-  for (int i = 0; i < kNumDtypes; ++i) {
-    const auto d = static_cast<Dtype>(i);
-    r.tensor[static_cast<std::size_t>(i)] = tensor.optional_number(std::string(to_string(d)), kMinSustained, 1.0);
-    if (r.tensor[static_cast<std::size_t>(i)] && !gpu.peak_flops_per_s[static_cast<std::size_t>(i)])
-      tensor.fail(std::string(to_string(d)), "is given for a dtype with no peak_tflops; add the peak or remove it");
-  }
-  if (!r.tensor[static_cast<std::size_t>(Dtype::Bf16)])
-    tensor.fail("bf16", "is missing; the bf16 sustained fraction is required (other dtypes default to it)");
-  tensor.reject_unknown_keys("accepted dtypes: bf16, fp16, tf32, fp32, fp8 (fractions of burst throughput, ≤ 1)");
+  r.tensor = dtype_fractions(in.object("tensor"), gpu, kMinSustained, "sustained fraction");
   r.memory = in.number("memory", kMinSustained, 1.0);
   r.board_power_w = in.optional_number("board_power_W", 1.0, 1e5);
   r.boost_clock_mhz = in.optional_number("boost_clock_MHz", 1.0, 1e5);
@@ -154,16 +160,7 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   gpu.memory_bytes = in.number("memory_GiB", 1e-3, 1e6) * units::kGiB;
   gpu.memory_bandwidth_bytes_per_s = in.number("memory_bandwidth_GBps", 1e-3, 1e7) * units::kGB;
   gpu.sm_count = static_cast<int>(in.integer("sm_count", 1, 100'000));
-  ObjectReader gemm = in.object("gemm_efficiency");
-  for (int i = 0; i < kNumDtypes; ++i) {
-    const auto d = static_cast<Dtype>(i);
-    gpu.gemm_efficiency[static_cast<std::size_t>(i)] = gemm.optional_number(std::string(to_string(d)), 0.01, 1.0);
-    if (gpu.gemm_efficiency[static_cast<std::size_t>(i)] && !gpu.peak_flops_per_s[static_cast<std::size_t>(i)])
-      gemm.fail(std::string(to_string(d)), "is given for a dtype with no peak_tflops; add the peak or remove it");
-  }
-  if (!gpu.gemm_efficiency[static_cast<std::size_t>(Dtype::Bf16)])
-    gemm.fail("bf16", "is missing; the bf16 GEMM efficiency is required (other dtypes default to it)");
-  gemm.reject_unknown_keys("accepted dtypes: bf16, fp16, tf32, fp32, fp8");
+  gpu.gemm_efficiency = dtype_fractions(in.object("gemm_efficiency"), gpu, 0.01, "GEMM efficiency");
   gpu.memory_efficiency = in.number("memory_efficiency", 0.01, 1.0);
   ObjectReader attention = in.object("attention_efficiency");
   gpu.attention_forward_efficiency = attention.number("forward", 0.01, 1.0);
@@ -280,12 +277,7 @@ hardware::HardwareProfile load_hardware(const std::string& path) {
 
 std::string fitted_profile_json(const std::string& profile_path, const std::vector<FittedFigure>& figures,
                                 const hardware::FitRecord& record) {
-  internal::read_json_file(profile_path);  // readable and valid JSON, or an error naming the file
-  // Parsed again in order, to keep the profile's own key order.
-  std::ifstream in(profile_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::ordered_json out = nlohmann::ordered_json::parse(text.str());
+  nlohmann::ordered_json out = internal::read_ordered_json_file(profile_path);
   for (const auto& f : figures) {
     out[nlohmann::ordered_json::json_pointer(f.pointer)] = f.value;
     out["sources"][f.pointer] = f.source;

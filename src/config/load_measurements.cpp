@@ -89,13 +89,7 @@ hardware::MeasurementSet load_measurements(const std::string& path) {
 
 std::string calibrated_profile_json(const std::string& profile_path,
                                     const hardware::Calibration& calibration) {
-  // Keep the profile's own key order: parse it again as an ordered object.
-  const nlohmann::json checked = internal::read_json_file(profile_path);
-  nlohmann::ordered_json out = nlohmann::ordered_json::parse(checked.dump());
-  std::ifstream in(profile_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  out = nlohmann::ordered_json::parse(text.str());
+  nlohmann::ordered_json out = internal::read_ordered_json_file(profile_path);
   out.erase("calibration");
   out["calibration"] = internal::calibration_to_json(calibration);
   return out.dump(2) + "\n";

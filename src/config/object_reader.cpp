@@ -36,6 +36,14 @@ namespace ptsim::config::internal {
 
 using nlohmann::json;
 
+nlohmann::ordered_json read_ordered_json_file(const std::string& path) {
+  read_json_file(path);  // readable and valid JSON, or an error naming the file
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return nlohmann::ordered_json::parse(text.str());
+}
+
 json read_json_file(const std::string& path) {
   std::ifstream in(path);
   if (!in)

@@ -93,18 +93,13 @@ CollectiveFitResult fit_collectives(const std::vector<config::NcclTestsLog>& log
   for (const auto& p : points) {
     const auto [before, before_algorithm] = predict(profile, p);
     const auto [after, after_algorithm] = predict(out.fitted, p);
-    const double members = p.kind == taskgraph::CollectiveKind::PointToPoint ? 2 : static_cast<double>(p.log->ranks);
-    const double factor = cost::bus_bandwidth_factor(p.kind, members);
+    const double factor = cost::bus_bandwidth_factor(p.kind, static_cast<double>(p.log->ranks));
     const double bytes = static_cast<double>(p.row->bytes);
     out.rows.push_back({p.log->file, p.log->op, p.log->ranks, p.row->bytes, p.row->time_s, before, after,
                         p.row->busbw_GBps, bytes / before / 1e9 * factor, bytes / after / 1e9 * factor,
                         before_algorithm, after_algorithm});
   }
-  const auto b = internal::abs_error_pct(core.before), a = internal::abs_error_pct(core.after);
-  rec.median_abs_error_before_pct = internal::median(b);
-  rec.max_abs_error_before_pct = *std::max_element(b.begin(), b.end());
-  rec.median_abs_error_after_pct = internal::median(a);
-  rec.max_abs_error_after_pct = *std::max_element(a.begin(), a.end());
+  internal::record_errors(rec, core.before, core.after);
   return out;
 }
 

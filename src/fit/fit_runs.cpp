@@ -129,11 +129,7 @@ RunFitResult fit_runs(const config::PublishedRuns& runs, const hardware::Hardwar
     before.push_back(std::log(was / c.measured_s));
     after.push_back(std::log(*c.predicted_s / c.measured_s));
   }
-  const auto b = internal::abs_error_pct(before), a = internal::abs_error_pct(after);
-  rec.median_abs_error_before_pct = internal::median(b);
-  rec.max_abs_error_before_pct = b.empty() ? 0 : *std::max_element(b.begin(), b.end());
-  rec.median_abs_error_after_pct = internal::median(a);
-  rec.max_abs_error_after_pct = a.empty() ? 0 : *std::max_element(a.begin(), a.end());
+  internal::record_errors(rec, before, after);
   return out;
 }
 

@@ -128,6 +128,13 @@ std::string chosen_text(const RunCheck& r) {
   return out.empty() ? "-" : out;
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 Summary summarize(const std::vector<RunCheck>& runs) {
   std::vector<double> errors;
   for (const auto& r : runs)
@@ -135,11 +142,9 @@ Summary summarize(const std::vector<RunCheck>& runs) {
   Summary s;
   s.count = errors.size();
   if (errors.empty()) return s;
-  std::sort(errors.begin(), errors.end());
-  const std::size_t n = errors.size();
-  s.median_abs_error_pct = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
-  s.mean_abs_error_pct = std::accumulate(errors.begin(), errors.end(), 0.0) / static_cast<double>(n);
-  s.max_abs_error_pct = errors.back();
+  s.median_abs_error_pct = median(errors);
+  s.mean_abs_error_pct = std::accumulate(errors.begin(), errors.end(), 0.0) / static_cast<double>(errors.size());
+  s.max_abs_error_pct = *std::max_element(errors.begin(), errors.end());
   return s;
 }
 

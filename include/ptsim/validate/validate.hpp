@@ -81,6 +81,9 @@ Report validate_runs(const config::PublishedRuns& runs, const std::string& hw_di
 /// What was chosen for a run's open fields, "field=value field=value", or "-".
 std::string chosen_text(const RunCheck& r);
 
+/// The median of `v` (the mean of the middle two for an even count; 0 when empty).
+double median(std::vector<double> v);
+
 /// Median, mean and largest absolute error of the runs that have a prediction.
 Summary summarize(const std::vector<RunCheck>& runs);
 

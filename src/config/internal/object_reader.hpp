@@ -16,6 +16,10 @@ namespace ptsim::config::internal {
 /// cannot be read or is not valid JSON.
 nlohmann::json read_json_file(const std::string& path);
 
+/// A JSON file parsed with its own key order kept (for files ptsim writes
+/// back: a calibrated or fitted profile); errors as read_json_file's.
+nlohmann::ordered_json read_ordered_json_file(const std::string& path);
+
 /// JSON values printed the way the user wrote them, shortened when long.
 std::string show(const nlohmann::json& value);
 

@@ -26,6 +26,7 @@
 #include <numeric>
 
 #include "ptsim/common/error.hpp"
+#include "ptsim/validate/validate.hpp"
 
 namespace ptsim::fit::internal {
 
@@ -82,17 +83,19 @@ Matrix jacobian_of(const std::vector<Column>& kept, std::size_t n) {
 
 }  // namespace
 
-std::vector<double> abs_error_pct(const Vector& log_errors) {
-  std::vector<double> out;
-  for (const double e : log_errors) out.push_back(std::abs(std::expm1(e)) * 100);
-  return out;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+void record_errors(hardware::FitRecord& record, const Vector& before, const Vector& after) {
+  // |exp(e) − 1| · 100: a log error as an absolute error in percent.
+  const auto pct = [](const Vector& log_errors) {
+    std::vector<double> out;
+    for (const double e : log_errors) out.push_back(std::abs(std::expm1(e)) * 100);
+    return out;
+  };
+  const auto largest = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); };
+  const auto b = pct(before), a = pct(after);
+  record.median_abs_error_before_pct = validate::median(b);
+  record.max_abs_error_before_pct = largest(b);
+  record.median_abs_error_after_pct = validate::median(a);
+  record.max_abs_error_after_pct = largest(a);
 }
 
 CoreResult fit_parameters(const hardware::HardwareProfile& start, const Measurements& m,

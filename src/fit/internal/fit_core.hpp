@@ -44,8 +44,8 @@ CoreResult fit_parameters(const hardware::HardwareProfile& start, const Measurem
                           const std::vector<std::string>& requested, bool strict, const Thresholds& thresholds,
                           const std::function<void(const std::string&)>& progress);
 
-/// |exp(e) − 1| · 100 of each log error: the absolute error in percent.
-std::vector<double> abs_error_pct(const Vector& log_errors);
-double median(std::vector<double> v);
+/// The record's median and largest |error| (percent) before and after, from
+/// the points' log errors.
+void record_errors(hardware::FitRecord& record, const Vector& before, const Vector& after);
 
 }  // namespace ptsim::fit::internal
