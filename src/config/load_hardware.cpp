@@ -224,10 +224,16 @@ hardware::FabricSpec parse_fabric(ObjectReader in) {
   f.oversubscription = in.number("oversubscription", 1.0, 1e3);
   f.switch_latency_s = in.number("switch_latency_us", 0.0, 1e3) * 1e-6;
   f.in_network_reduction = in.boolean("in_network_reduction");
+  // NCCL's default (docs/userguide env.rst: NCCL_COLLNET_ENABLE, default 0).
+  f.nccl_collnet_enable = in.optional_boolean("nccl_collnet_enable").value_or(false);
+  if (f.nccl_collnet_enable && !f.in_network_reduction)
+    in.fail("nccl_collnet_enable",
+            "is true but in_network_reduction is false: NCCL's CollNet runs on switches that offer SHARP; set "
+            "in_network_reduction to true or nccl_collnet_enable to false");
   if (f.pod_gpus > 0 && f.levels < 3)
     in.fail("pod_gpus", "needs levels = 3: pods are joined by a switch level above them");
   in.reject_unknown_keys("accepted keys: topology, levels, leaf_nodes, pod_gpus, oversubscription, "
-                         "switch_latency_us, in_network_reduction");
+                         "switch_latency_us, in_network_reduction, nccl_collnet_enable");
   return f;
 }
 

@@ -230,7 +230,9 @@ std::vector<TransferPlan> candidate_plans(CollectiveKind kind, std::uint64_t byt
       if (l.d() > 1 && l.k > 1)
         plans.push_back(p.hierarchical(Algorithm::Hierarchical,
                                        2 * (d - 1) / d * s / static_cast<double>(l.k), 2 * (d - 1)));
-      if (l.d() > 1 && hw.fabric.in_network_reduction)
+      // NCCL runs CollNet only when told to (NCCL_COLLNET_ENABLE=1) on a
+      // fabric that offers SHARP: otherwise its tuner never considers it.
+      if (l.d() > 1 && hw.fabric.in_network_reduction && hw.fabric.nccl_collnet_enable)
         plans.push_back(p.hierarchical(Algorithm::CollNet, s / static_cast<double>(l.k), 2));
       break;
     case CollectiveKind::AllGather:

@@ -43,6 +43,10 @@ TEST_CASE("Shipped profiles load with their figures in SI units", "[config]") {
   CHECK(roce.fabric.pod_gpus == 3072);
   CHECK(roce.fabric.oversubscription == 7);
   CHECK(roce.nic.bandwidth_bytes_per_s == 50e9);
+  // SHARP switches, but NCCL_COLLNET_ENABLE at NCCL's default of 0.
+  const auto superpod = test::shipped_hardware("dgx-h100-superpod");
+  CHECK(superpod.fabric.in_network_reduction);
+  CHECK_FALSE(superpod.fabric.nccl_collnet_enable);
 }
 
 TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong", "[config]") {
@@ -81,6 +85,11 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
                       Catch::Contains("/network/fabric/topology = \"torus\" is not one of the accepted "
                                       "values: rail_optimized, fat_tree"));
+  }
+  SECTION("CollNet enabled on switches without SHARP") {
+    j["network"]["fabric"]["nccl_collnet_enable"] = true;
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("nccl_collnet_enable = true") && Catch::Contains("in_network_reduction is false"));
   }
   SECTION("pods without a level above them") {
     j["network"]["fabric"]["levels"] = 2;

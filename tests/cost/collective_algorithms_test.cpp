@@ -3,6 +3,7 @@
 #include "ptsim/cost/collective_algorithms.hpp"
 #include "ptsim/cost/cost_model.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 #include "test_support.hpp"
@@ -102,6 +103,32 @@ TEST_CASE("Tree all-reduce: log-depth latency, 2S/k per NIC", "[cost]") {
   // The ring needs 2·15 network steps: for small messages the tree wins.
   const auto best = cost::choose_plan(CollectiveKind::AllReduce, 64 * 1024, ranks(0, 16, 8), c, lat);
   CHECK(best.algorithm == Algorithm::Tree);
+}
+
+TEST_CASE("CollNet only where the fabric offers SHARP and NCCL_COLLNET_ENABLE is on", "[cost]") {
+  // NCCL's tuner leaves CollNet out unless NCCL_COLLNET_ENABLE=1 (default 0,
+  // docs/userguide env.rst), whatever the switches can do.
+  auto hw = toy();
+  const double S = 1e9;
+  const auto has_collnet = [&](const hardware::HardwareProfile& p) {
+    const hardware::Cluster c(p, 32);
+    const auto plans = cost::candidate_plans(CollectiveKind::AllReduce, 1'000'000'000, ranks(0, 32), c,
+                                             cost::LatencyModel(p));
+    return std::any_of(plans.begin(), plans.end(), [](const auto& x) { return x.algorithm == Algorithm::CollNet; });
+  };
+  CHECK_FALSE(has_collnet(hw));
+  hw.fabric.in_network_reduction = true;
+  CHECK_FALSE(has_collnet(hw));  // SHARP switches, NCCL's default
+  hw.fabric.nccl_collnet_enable = true;
+  REQUIRE(has_collnet(hw));
+  // Then: reduce-scatter inside each node, S/k per rank up and back through
+  // its own NIC, all-gather inside; NCCL's CollNetDirect latency
+  // 2·(min(1, k−1)·3.7 + (k−1)·0.4) + 31 µs at NCCL's unscaled table.
+  const hardware::Cluster c(hw, 32);
+  const auto plans = cost::candidate_plans(CollectiveKind::AllReduce, 1'000'000'000, ranks(0, 32), c,
+                                           cost::LatencyModel(hw));
+  const double expected = 2 * (7.0 / 8 * S / 100e9) + S / 8 / 10e9 + (2 * (3.7 + 7 * 0.4) + 31) * 1e-6;
+  CHECK(find(plans, Algorithm::CollNet, Protocol::Simple).estimated_s == Approx(expected));
 }
 
 TEST_CASE("Profiles reproduce NCCL's measured bus bandwidths at 1 GiB", "[cost]") {

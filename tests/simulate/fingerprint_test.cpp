@@ -88,6 +88,11 @@
 // memory-bound kernels 0.8312). Only the runs on A100 profiles moved:
 // makespans +0.03% (tiny, host-bound) to +2.24% (GPT-1.7B ZeRO-3); peaks and
 // task counts kept.
+// A sixteenth (2026-12-02): NCCL runs CollNet only with NCCL_COLLNET_ENABLE=1
+// (fabric.nccl_collnet_enable, off in the shipped profiles as in NCCL).
+// Only the one run whose all-reduces had taken CollNet on the SHARP fabric
+// of the DGX A100 SuperPOD moved (Llama 3 8B, CP 2): makespan +0.0069%;
+// peak and tasks kept.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

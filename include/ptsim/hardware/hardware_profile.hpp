@@ -174,7 +174,10 @@ struct FabricSpec {
   std::int64_t pod_gpus = 0;     // GPUs per pod; 0 = the whole cluster is one pod
   double oversubscription = 1;   // ≥ 1
   double switch_latency_s = 0;   // per switch crossed
-  bool in_network_reduction = false;  // SHARP reductions available to NCCL
+  bool in_network_reduction = false;  // the switches offer SHARP reductions
+  // NCCL_COLLNET_ENABLE=1 (NCCL's default is 0): only then does NCCL run
+  // CollNet on SHARP switches; needs in_network_reduction.
+  bool nccl_collnet_enable = false;
 };
 
 struct HardwareProfile {
