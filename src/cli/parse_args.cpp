@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 
@@ -18,6 +19,63 @@ std::vector<std::string> comma_list(const std::string& text) {
   for (std::string item; std::getline(in, item, ',');)
     if (!item.empty()) out.push_back(item);
   return out;
+}
+
+namespace {
+
+// Edit distance with adjacent transpositions (optimal string alignment):
+// "--micro-bach-size" is one edit from the real flag, "--tpp" one from "--tp".
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// Megatron-LM's architecture flags: what a pasted launch line carries, and
+// what a command with --model reads from the model file instead.
+bool megatron_model_flag(const std::string& name) {
+  static const char* const kFlags[] = {
+      "num-layers", "hidden-size", "num-attention-heads", "num-query-groups", "group-query-attention",
+      "ffn-hidden-size", "kv-channels", "max-position-embeddings", "vocab-size", "swiglu", "normalization",
+      "position-embedding-type", "untie-embeddings-and-output-weights", "disable-bias-linear", "num-experts",
+      "moe-router-topk", "moe-ffn-hidden-size", "multi-latent-attention", "squared-relu"};
+  return std::find(std::begin(kFlags), std::end(kFlags), name) != std::end(kFlags);
+}
+
+std::string bare_name(const std::string& given) {
+  std::string name = given;
+  name.erase(0, name.find_first_not_of('-'));
+  return name.substr(0, name.find('='));
+}
+
+}  // namespace
+
+std::string nearest_option(const std::string& given, const po::options_description& options) {
+  const std::string name = bare_name(given);
+  if (name.empty()) return "";
+  std::string best;
+  std::size_t best_distance = 0;
+  for (const auto& o : options.options()) {
+    const std::string& candidate = o->long_name();
+    if (candidate.empty()) continue;
+    // A prefix of a real flag ("--micro") is what guessing used to accept:
+    // name the flag it would have become.
+    const std::size_t distance = candidate.starts_with(name) ? 1 : edit_distance(name, candidate);
+    if (best.empty() || distance < best_distance) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  // Beyond about a third of the name's letters it is another word.
+  if (best.empty() || best_distance > std::max<std::size_t>(2, name.size() / 3)) return "";
+  return "--" + best;
 }
 
 void parse_args(const std::vector<std::string>& args, const po::options_description& options,
@@ -38,9 +96,23 @@ void parse_args(const std::vector<std::string>& args, const po::options_descript
   try {
     po::command_line_parser parser(args);
     parser.options(options);
+    // Exact names only: Boost's default style takes any unambiguous prefix,
+    // and Megatron's --num-layers became --num-layers-per-virtual-pipeline-stage.
+    parser.style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing);
     if (positional != nullptr) parser.positional(*positional);
     po::store(parser.run(), vm);
     po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    const std::string given = e.get_option_name();
+    std::string hint;
+    if (megatron_model_flag(bare_name(given)) && options.find_nothrow("model", false) != nullptr) {
+      hint = fmt::format(" ({} is a Megatron-LM model flag: ptsim reads the model from --model FILE, its own "
+                         "JSON with Megatron's names or a Hugging Face config.json)",
+                         given);
+    } else if (const std::string suggestion = nearest_option(given, options); !suggestion.empty()) {
+      hint = fmt::format(" (did you mean {}?)", suggestion);
+    }
+    throw ConfigError(fmt::format("ptsim {}: {}{}; see ptsim {} --help", command, e.what(), hint, command));
   } catch (const po::error& e) {
     throw ConfigError(fmt::format("ptsim {}: {}; see ptsim {} --help", command, e.what(), command));
   }

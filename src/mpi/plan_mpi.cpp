@@ -78,13 +78,6 @@ FrontEndArgs split_args(const std::vector<std::string>& args) {
   FrontEndArgs a;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string name = option_name(args[i]);
-    // Boost takes unambiguous abbreviations; these three the front end must
-    // see, so it asks for them in full.
-    for (const std::string_view full : {"--json", "--csv", "--shard"})
-      if (name.size() > 2 && name.size() < full.size() && full.starts_with(name))
-        throw ConfigError(fmt::format("ptsim-plan-mpi: {} may abbreviate {}, which the front end reads itself; "
-                                      "write the option in full",
-                                      name, full));
     if (name == "--shard")
       throw ConfigError("ptsim-plan-mpi: --shard is not allowed: every MPI rank searches its own shard (rank r of "
                         "N runs --shard r/N); run ptsim plan --shard I/N for a single part");
@@ -92,9 +85,9 @@ FrontEndArgs split_args(const std::vector<std::string>& args) {
       a.json = option_value(args, i, name);
     } else if (name == "--csv") {
       a.csv = option_value(args, i, name);
-    } else if (name == "-q" || (name.size() > 2 && std::string_view("--quiet").starts_with(name))) {
+    } else if (name == "-q" || name == "--quiet") {
       // Every rank runs quietly anyway.
-    } else if (name == "-h" || (name.size() > 3 && std::string_view("--help").starts_with(name))) {
+    } else if (name == "-h" || name == "--help") {
       a.help = true;
     } else if (name == "--model" || name == "--hw" || name == "--strategy") {
       a.plan_args.push_back(args[i]);

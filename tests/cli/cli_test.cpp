@@ -83,7 +83,21 @@ TEST_CASE("ptsim rejects bad input with exit code 2 and one clear line", "[cli]"
   SECTION("unknown flag") {
     const auto r = run(tiny_run() + " --gpus 8 --global-batch-size 8 --tpp 2");
     CHECK(r.code == 2);
-    CHECK_THAT(r.err, Catch::Contains("unrecognised option '--tpp'"));
+    CHECK_THAT(r.err, Catch::Contains("unrecognised option '--tpp' (did you mean --tp?)"));
+  }
+  SECTION("a prefix of a flag is not the flag (no guessing)") {
+    // Boost would take --micro as --micro-batch-size, and Megatron's
+    // --num-layers as --num-layers-per-virtual-pipeline-stage.
+    const auto micro = run(tiny_run() + " --gpus 8 --global-batch-size 8 --micro 2");
+    CHECK(micro.code == 2);
+    CHECK_THAT(micro.err, Catch::Contains("unrecognised option '--micro' (did you mean --micro-batch-size?)"));
+    const auto layers = run(tiny_run() + " --gpus 8 --pp 2 --global-batch-size 8 --num-layers 10");
+    CHECK(layers.code == 2);
+    CHECK_THAT(layers.err, Catch::Contains("--num-layers is a Megatron-LM model flag: ptsim reads the model from "
+                                           "--model FILE"));
+    const auto far = run(tiny_run() + " --gpus 8 --global-batch-size 8 --xyzzy 1");
+    CHECK(far.code == 2);
+    CHECK_THAT(far.err, !Catch::Contains("did you mean"));
   }
   SECTION("non-numeric value") {
     const auto r = run(tiny_run() + " --gpus eight --global-batch-size 8");

@@ -76,7 +76,8 @@ expect_exit() {  # expect_exit CODE MESSAGE ARGS...: ptsim-plan-mpi on 2 ranks e
 }
 # Refused before any search, by rank 0 for all.
 expect_exit 2 "--shard is not allowed" "${search[@]}" --shard 0/2
-expect_exit 2 "write the option in full" "${search[@]}" --js "$work/x.json"
+# Flags are exact (no prefix guessing): an abbreviation is refused with the real name.
+expect_exit 2 "unrecognised option '--js' (did you mean --json?)" "${search[@]}" --js "$work/x.json"
 # Every rank fails in its search and aborts the job.
 expect_exit 2 "no-such-model.json" --model "$work/no-such-model.json" --hw "$src/hw_profiles/a100-sxm4-80gb.json" \
   --gpus 8 --global-batch-size 16
