@@ -113,7 +113,11 @@ def simulate_case(ptsim, hw_dir, model, hardware, strategy, tmp):
         json.dump(strategy, f)
     cmd = [ptsim, "simulate", "--model", model_path, "--hw", os.path.join(hw_dir, hardware + ".json"),
            "--strategy", strategy_path, "--trace", trace_path, "--trace-ranks", "0",
-           "--mode", "explicit"]
+           "--mode", "explicit",
+           # A layer's time does not depend on whether the whole step fits:
+           # Korthikanti et al. time the no-recomputation baseline of the 22B
+           # model, whose full step needs more than 80 GB.
+           "--allow-oom"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         fail(3, f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()}")

@@ -33,8 +33,9 @@ Example:
   ptsim simulate --model configs/models/gpt3-175b.json --hw hw_profiles/a100-sxm4-80gb.json \
       --gpus 1024 --tp 8 --pp 8 --global-batch-size 1536
 
-Exit codes: 0 success · 2 invalid input · 3 simulation cannot finish · 4 a check's bound
-exceeded · 70 internal error
+Exit codes: 0 success · 2 invalid input · 3 simulation cannot finish, or nothing
+fits in memory (simulate: the strategy, --allow-oom for 0; plan: no candidate) ·
+4 a check's bound exceeded · 70 internal error
 )";
 
 }  // namespace

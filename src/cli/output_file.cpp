@@ -22,33 +22,38 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The temporary being written, for the signal handler: an interrupted run
-// (Ctrl-C, a CI job's timeout) removes it, so it leaves neither a half-written
-// output nor a stray temporary. Outputs are written one at a time, from the
-// main thread.
-char pending_temporary[4096] = {};
+// The temporaries being written, for the signal handler: an interrupted run
+// (Ctrl-C, a CI job's timeout) removes them, so it leaves neither a
+// half-written output nor a stray temporary. Outputs are written from the
+// main thread, a run's few together.
+constexpr std::size_t kMaxPending = 8;
+constexpr std::size_t kMaxPath = 4096;
+char pending_temporaries[kMaxPending][kMaxPath] = {};
 
 extern "C" void remove_pending_and_reraise(int signal) {
-  if (pending_temporary[0] != '\0') ::unlink(pending_temporary);  // async-signal-safe
+  for (auto& path : pending_temporaries)
+    if (path[0] != '\0') ::unlink(path);  // async-signal-safe
   std::signal(signal, SIG_DFL);
   std::raise(signal);
 }
 
-class PendingTemporary {
+// Records `paths` for the handler while it lives (those that fit: a path too
+// long or beyond kMaxPending is not cleaned up on a signal).
+class PendingTemporaries {
  public:
-  explicit PendingTemporary(const std::string& path) {
-    if (path.size() >= sizeof pending_temporary) return;  // too long to record: no cleanup on a signal
-    std::memcpy(pending_temporary, path.c_str(), path.size() + 1);
+  explicit PendingTemporaries(const std::vector<std::string>& paths) {
+    for (std::size_t i = 0; i < paths.size() && i < kMaxPending; ++i)
+      if (paths[i].size() < kMaxPath) std::memcpy(pending_temporaries[i], paths[i].c_str(), paths[i].size() + 1);
     for (const int s : {SIGINT, SIGTERM, SIGHUP}) previous_.push_back(std::signal(s, remove_pending_and_reraise));
   }
-  ~PendingTemporary() {
+  ~PendingTemporaries() {
     std::size_t i = 0;
     for (const int s : {SIGINT, SIGTERM, SIGHUP})
       if (i < previous_.size()) std::signal(s, previous_[i++]);
-    pending_temporary[0] = '\0';
+    for (auto& path : pending_temporaries) path[0] = '\0';
   }
-  PendingTemporary(const PendingTemporary&) = delete;
-  PendingTemporary& operator=(const PendingTemporary&) = delete;
+  PendingTemporaries(const PendingTemporaries&) = delete;
+  PendingTemporaries& operator=(const PendingTemporaries&) = delete;
 
  private:
   std::vector<void (*)(int)> previous_;
@@ -88,35 +93,47 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
   }
 }
 
-void write_output_file(const std::string& path, const std::vector<std::string>& inputs,
-                       const std::function<void(std::ostream&)>& write) {
+void write_output_files(const std::vector<OutputFile>& outputs, const std::vector<std::string>& inputs) {
   std::error_code ec;
-  refuse_inputs(path, inputs);
-  const fs::path target(path);
-  // A name of this process's own beside the target: the rename stays on one
+  for (const auto& o : outputs) refuse_inputs(o.path, inputs);
+  // Names of this process's own beside each target: the rename stays on one
   // file system, and two runs writing the same path do not share a temporary.
   static std::atomic<unsigned> serial{0};
-  const fs::path temporary = fmt::format("{}.{}.{}.tmp", target.string(), ::getpid(), serial++);
-  const PendingTemporary pending(temporary.string());
+  std::vector<std::string> temporaries;
+  for (const auto& o : outputs) temporaries.push_back(fmt::format("{}.{}.{}.tmp", o.path, ::getpid(), serial++));
+  const PendingTemporaries pending(temporaries);
+  const auto remove_all = [&] {
+    for (const auto& t : temporaries) fs::remove(t, ec);
+  };
+  // Every output complete in its temporary before any is moved into place:
+  // one that cannot be written leaves none behind.
   try {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw ConfigError(fmt::format("{}: cannot write here; check that the directory exists and "
-                                    "is writable", path));
-    write(out);
-    out.flush();
-    if (!out) throw ConfigError(fmt::format("{}: writing failed (disk full?)", path));
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      std::ofstream out(temporaries[i], std::ios::binary | std::ios::trunc);
+      if (!out)
+        throw ConfigError(fmt::format("{}: cannot write here; check that the directory exists and "
+                                      "is writable", outputs[i].path));
+      outputs[i].write(out);
+      out.flush();
+      if (!out) throw ConfigError(fmt::format("{}: writing failed (disk full?)", outputs[i].path));
+    }
   } catch (...) {
-    fs::remove(temporary, ec);  // never leave a partial file behind, whatever failed
+    remove_all();  // never leave a partial file behind, whatever failed
     throw;
   }
-  fs::rename(temporary, target, ec);
-  if (ec) {
-    const std::string reason = ec.message();
-    fs::remove(temporary, ec);
-    throw ConfigError(fmt::format("{}: cannot move the finished file into place: {}", path,
-                                  reason));
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    fs::rename(temporaries[i], outputs[i].path, ec);
+    if (ec) {
+      const std::string reason = ec.message();
+      remove_all();
+      throw ConfigError(fmt::format("{}: cannot move the finished file into place: {}", outputs[i].path, reason));
+    }
   }
+}
+
+void write_output_file(const std::string& path, const std::vector<std::string>& inputs,
+                       const std::function<void(std::ostream&)>& write) {
+  write_output_files({{path, write}}, inputs);
 }
 
 }  // namespace ptsim::cli

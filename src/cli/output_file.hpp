@@ -16,6 +16,18 @@ namespace ptsim::cli {
 void write_output_file(const std::string& path, const std::vector<std::string>& inputs,
                        const std::function<void(std::ostream&)>& write);
 
+/// One output of a run: its path and what writes it.
+struct OutputFile {
+  std::string path;
+  std::function<void(std::ostream&)> write;
+};
+
+/// A run's outputs, whole or not at all: each is written to a temporary
+/// beside it, and only when every one is complete are they renamed into
+/// place; if one fails, none is left behind. Throws ConfigError as
+/// write_output_file does.
+void write_output_files(const std::vector<OutputFile>& outputs, const std::vector<std::string>& inputs);
+
 /// Checks, before any work, what write_output_file would refuse at its end:
 /// an input of the run, the same path twice among `outputs`, a directory
 /// that does not exist or cannot be written. Throws ConfigError naming the flag.

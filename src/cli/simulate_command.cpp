@@ -38,11 +38,16 @@ Examples:
   ptsim simulate --model configs/models/gpt3-175b.json --hw hw_profiles/dgx-a100-superpod.json \
       --gpus 1024 --tp 8 --pp 8 --global-batch-size 1536 --slow-gpu 17:1.2 --slow-link nic:300:4
 
+Exit codes: 0 the step was simulated and fits in memory · 2 invalid input ·
+3 the strategy does not fit in HBM (the report and its JSON, memory.fits
+false, are still written; --allow-oom makes this 0) or cannot be simulated.
+
 )";
 
 struct Flags {
   RunInputs inputs;
   std::string json, trace, trace_ranks, mode = "auto";
+  bool allow_oom = false;
   std::vector<std::string> slow_gpus, slow_links;
   bool timing = false;
 };
@@ -63,6 +68,9 @@ po::options_description describe(Flags& f) {
       ("trace-ranks", po::value(&f.trace_ranks)->value_name("LIST"),
        "ranks in the trace: comma-separated, or 'all' (default: all up to 16 ranks, else the "
        "first rank of each stage)")
+      ("allow-oom", po::bool_switch(&f.allow_oom),
+       "exit 0 even when the strategy does not fit in memory (default: exit 3, so that a script or CI "
+       "catches it)")
       ("timing", po::bool_switch(&f.timing),
        "also report how long the simulation took (console and --json simulation.wall_s); "
        "without it every output is byte-identical from run to run")
@@ -153,6 +161,9 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
   }
   if (f.mode != "explicit" && f.mode != "symmetric" && f.mode != "auto")
     throw ConfigError(fmt::format("--mode = {} is not a mode; use auto, explicit or symmetric", f.mode));
+  const std::vector<std::string> inputs = {f.inputs.model, f.inputs.hw, f.inputs.strategy};
+  // Before any work: a bad output path fails now, not after the simulation.
+  check_output_paths({{"--json", f.json}, {"--trace", f.trace}}, inputs);
   const LoadedRun run = load_run(f.inputs, vm, "ptsim simulate");
   simulate::Request request;
   request.model = run.model;
@@ -171,14 +182,23 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
   simulate::Outcome outcome = simulate::simulate_step(request);
   if (!f.timing) outcome.result.simulation.wall_s.reset();
   report::print_console(outcome.result, out);
-  const std::vector<std::string> inputs = {f.inputs.model, f.inputs.hw, f.inputs.strategy};
+  std::vector<OutputFile> outputs;
   if (!f.json.empty())
-    write_output_file(f.json, inputs,
-                      [&](std::ostream& o) { report::write_json(outcome.result, o); });
+    outputs.push_back({f.json, [&](std::ostream& o) { report::write_json(outcome.result, o); }});
   if (!f.trace.empty())
-    write_output_file(f.trace, inputs, [&](std::ostream& o) {
-      report::write_chrome_trace(outcome.run, outcome.step.workload, o);
-    });
+    outputs.push_back({f.trace, [&](std::ostream& o) {
+                         report::write_chrome_trace(outcome.run, outcome.step.workload, o);
+                       }});
+  write_output_files(outputs, inputs);
+  const auto& memory = outcome.result.memory;
+  if (!memory.fits && !f.allow_oom) {
+    fmt::print(stderr,
+               "ptsim simulate: the strategy does not fit in memory ({:.1f} GiB of {:.1f} GiB per GPU); exit 3 "
+               "(--allow-oom to exit 0)\n",
+               static_cast<double>(memory.peak_bytes) / (1ull << 30),
+               static_cast<double>(memory.capacity_bytes) / (1ull << 30));
+    return 3;
+  }
   return 0;
 }
 

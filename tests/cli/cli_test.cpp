@@ -1,4 +1,5 @@
 // The ptsim binary end to end: exit codes, messages, output files.
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -146,6 +147,48 @@ TEST_CASE("ptsim rejects bad input with exit code 2 and one clear line", "[cli]"
     const auto r = run("simulat");
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Catch::Contains("unknown command 'simulat'"));
+  }
+}
+
+TEST_CASE("ptsim simulate exits 3 when the strategy does not fit, its JSON still whole", "[cli]") {
+  // GPT-3 175B on one node: Adam's 16 bytes a parameter alone are 175e9·16/8 = 350 GB a GPU.
+  const std::string json = ptsim::test::scratch_path("oom.json");
+  const std::string oom = "simulate --model " + ptsim::test::source_path("configs/models/gpt3-175b.json") +
+                          " --hw " + ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json") +
+                          " --gpus 8 --tp 8 --global-batch-size 8";
+  const auto r = run(oom + " --json " + json);
+  CHECK(r.code == 3);
+  CHECK_THAT(r.out, Catch::Contains("DOES NOT FIT"));
+  CHECK_THAT(r.err, Catch::Contains("does not fit in memory") && Catch::Contains("--allow-oom"));
+  const auto j = nlohmann::json::parse(slurp(json));
+  CHECK_FALSE(j.at("memory").at("fits").get<bool>());
+  CHECK(j.at("memory").at("peak_bytes").get<double>() > 175e9 * 16 / 8);
+  CHECK(run(oom + " --allow-oom").code == 0);
+}
+
+TEST_CASE("ptsim simulate checks its output paths before the work and writes them all or none", "[cli]") {
+  const std::string json = ptsim::test::scratch_path("paths.json");
+  std::remove(json.c_str());
+  const std::string ok = tiny_run() + " --gpus 8 --global-batch-size 8";
+  SECTION("an output in a directory that does not exist") {
+    const auto r = run(ok + " --json " + json + " --trace /nonexistent-dir/t.json");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--trace /nonexistent-dir/t.json: cannot write there"));
+    CHECK(r.out.empty());  // refused before the simulation
+    CHECK_FALSE(std::ifstream(json).good());  // and the JSON not left behind
+  }
+  SECTION("two outputs on one path") {
+    const auto r = run(ok + " --json " + json + " --trace " + json);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("the same file as --json"));
+    CHECK_FALSE(std::ifstream(json).good());
+  }
+  SECTION("an output over an input") {
+    const std::string model = ptsim::test::source_path("configs/models/tiny.json");
+    const auto r = run(ok + " --json " + model);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("refusing to overwrite"));
+    CHECK(r.out.empty());
   }
 }
 

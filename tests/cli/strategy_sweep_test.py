@@ -2,8 +2,9 @@
 """A fixed pseudo-random sweep of `ptsim simulate` over the shipped models and
 profiles and the strategy flags that combine (parallel sizes, schedules,
 recomputation, SP, ZeRO, FP8 and its recipes, attention backends, overlaps):
-every run must exit 0 with a finite, positive step time, or exit 2 with an
-error message. Exit 3 or 70, a signal or a hang is a bug. Such a sweep found
+every run must exit 0 with a finite, positive step time, exit 3 with a whole
+JSON report that says the strategy does not fit in memory, or exit 2 with an
+error message. Exit 3 for anything else, 70, a signal or a hang is a bug. Such a sweep found
 that every MoE model at --ep 1 and FP8 on a stage of one rank failed with
 'uses communicator slot ..., which this rank has no communicator for'.
 
@@ -76,6 +77,11 @@ def run(ptsim, args, out):
         return ("simulated", None if math.isfinite(step) and step > 0 else f"{where}: exit 0 with step time {step}")
     if r.returncode == 2 and "error:" in r.stderr:
         return ("refused", None)
+    if r.returncode == 3 and "does not fit in memory" in r.stderr:
+        # Simulated, and refused for memory: the JSON is whole and says so.
+        report = json.load(open(out))
+        ok = report["memory"]["fits"] is False and report["memory"]["peak_bytes"] > report["memory"]["capacity_bytes"]
+        return ("out of memory", None if ok else f"{where}: exit 3 for memory, but the JSON says {report['memory']}")
     return ("failed", f"{where}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
 
 
@@ -91,8 +97,9 @@ def main():
         print(f)
     simulated = sum(1 for kind, _ in results if kind == "simulated")
     refused = sum(1 for kind, _ in results if kind == "refused")
-    print(f"strategy_sweep_test: {runs} runs: {simulated} simulated, {refused} refused with an error, "
-          f"{len(failures)} failures")
+    oom = sum(1 for kind, _ in results if kind == "out of memory")
+    print(f"strategy_sweep_test: {runs} runs: {simulated} simulated and fit, {oom} simulated and do not fit "
+          f"(exit 3), {refused} refused with an error, {len(failures)} failures")
     return 1 if failures else 0
 
 
