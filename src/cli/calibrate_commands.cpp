@@ -106,6 +106,7 @@ int run_calibrate(const std::vector<std::string>& args, std::ostream& out) {
   require(measurements, "--measurements FILE", "calibrate");
   require(hw, "--hw PROFILE", "calibrate");
   require(output, "-o OUT", "calibrate");
+  check_output_paths({{"-o", output}}, {measurements, hw});
   auto set = config::load_measurements(measurements);
   if (vm.count("include-unverified")) accept_unverified(set, out);
   const auto profile = config::load_hardware(hw);
@@ -166,6 +167,7 @@ int run_check_kernels(const std::vector<std::string>& args, std::ostream& out) {
   require(hw, "--hw PROFILE", "check-kernels");
   if (vm.count("max-median-error") && !(bound >= 0))
     throw ConfigError(fmt::format("--max-median-error = {} must be a percentage ≥ 0", bound));
+  check_output_paths({{"--json", json}}, {measurements, hw});
   auto set = config::load_measurements(measurements);
   if (vm.count("include-unverified")) accept_unverified(set, out);
   const auto profile = config::load_hardware(hw);

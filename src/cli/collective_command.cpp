@@ -132,6 +132,7 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
         "({:.1f} GiB available); ask for fewer ranks",
         largest, static_cast<double>(largest) * kBytesPerRank / (1u << 30), *available / (1u << 30)));
 
+  check_output_paths({{"--json", json_path}}, {hw_path});
   const hardware::HardwareProfile hw = config::load_hardware(hw_path);
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   fmt::print(out, "{} · {}\n", hw.name, hw.description);

@@ -81,6 +81,8 @@ int run_kernels(const std::vector<std::string>& args, std::ostream& out) {
     fmt::print(out, "{}{}", kUsage, text.str());
     return 0;
   }
+  const std::vector<std::string> read = {inputs.model, inputs.hw, inputs.strategy};
+  check_output_paths({{"--json", json_path}, {"--microbench-list", list_path}}, read);
   const LoadedRun run = load_run(inputs, vm, "ptsim kernels");
   const auto kernels = simulate::kernel_inventory(run.model, run.hardware, run.parallel);
 
@@ -105,18 +107,19 @@ int run_kernels(const std::vector<std::string>& args, std::ostream& out) {
                     {"flops", k.flops}, {"bytes", k.bytes}, {"time_s", k.seconds},
                     {"burst_time_s", k.burst_seconds}, {"total_s", k.seconds * static_cast<double>(k.count)}});
   }
-  const std::vector<std::string> read = {inputs.model, inputs.hw, inputs.strategy};
+  std::vector<OutputFile> files;
   if (!json_path.empty())
-    write_output_file(json_path, read, [&](std::ostream& o) {
-      nlohmann::ordered_json j;
-      j["schema_version"] = 1;
-      j["model"] = run.model.name;
-      j["hardware"] = run.hardware.name;
-      j["kernels"] = list;
-      o << j.dump(2) << '\n';
-    });
+    files.push_back({json_path, [&](std::ostream& o) {
+                         nlohmann::ordered_json j;
+                         j["schema_version"] = 1;
+                         j["model"] = run.model.name;
+                         j["hardware"] = run.hardware.name;
+                         j["kernels"] = list;
+                         o << j.dump(2) << '\n';
+                       }});
   if (!list_path.empty())
-    write_output_file(list_path, read, [&](std::ostream& o) { o << simulate::microbench_list(kernels); });
+    files.push_back({list_path, [&](std::ostream& o) { o << simulate::microbench_list(kernels); }});
+  write_output_files(files, read);
   return 0;
 }
 

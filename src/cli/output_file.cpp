@@ -93,6 +93,33 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
   }
 }
 
+void check_output_directory(const std::string& flag, const std::string& dir) {
+  std::error_code ec;
+  fs::path p = fs::absolute(fs::path(dir), ec);
+  if (ec) throw ConfigError(fmt::format("{} {}: {}", flag, dir, ec.message()));
+  if (fs::exists(p, ec)) {
+    if (!fs::is_directory(p, ec) || ::access(p.c_str(), W_OK) != 0)
+      throw ConfigError(fmt::format("{} {}: not a writable directory", flag, dir));
+    return;
+  }
+  // The directory will be made: try it now and take back what was made, so
+  // that a path no permission bit predicts (/proc, a read-only mount, root's
+  // access()) fails before the work.
+  fs::path first = p;
+  while (first.has_parent_path() && first.parent_path() != first && !fs::exists(first.parent_path(), ec))
+    first = first.parent_path();
+  fs::create_directories(p, ec);
+  if (ec) throw ConfigError(fmt::format("{} {}: cannot make the directory: {}", flag, dir, ec.message()));
+  fs::remove_all(first, ec);
+}
+
+void make_output_directory(const std::string& flag, const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw ConfigError(fmt::format("{} {}: cannot make the directory: {}", flag, dir, ec.message()));
+  if (!fs::is_directory(dir, ec)) throw ConfigError(fmt::format("{} {}: not a directory", flag, dir));
+}
+
 void write_output_files(const std::vector<OutputFile>& outputs, const std::vector<std::string>& inputs) {
   std::error_code ec;
   for (const auto& o : outputs) refuse_inputs(o.path, inputs);

@@ -34,4 +34,13 @@ void write_output_files(const std::vector<OutputFile>& outputs, const std::vecto
 void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs,  // (flag, path)
                         const std::vector<std::string>& inputs);
 
+/// Checks, before any work, that `dir` (given by `flag`) is a writable
+/// directory or can be made: its nearest existing ancestor is one. Throws
+/// ConfigError naming the flag.
+void check_output_directory(const std::string& flag, const std::string& dir);
+
+/// Makes `dir` and its parents; a failure is the user's path (ConfigError
+/// naming the flag and the reason), not ptsim's.
+void make_output_directory(const std::string& flag, const std::string& dir);
+
 }  // namespace ptsim::cli

@@ -131,6 +131,9 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
   if (objective != "time" && objective != "cost")
     throw ConfigError(fmt::format("--objective = {} is not an objective; use time or cost", objective));
   if (top < 1 || top > 100000) throw ConfigError(fmt::format("--top = {} must lie in [1, 100000]", top));
+  const std::vector<std::string> read = {inputs.model, inputs.hw, inputs.strategy};
+  // Before the search: a bad output path fails now, not after minutes of it.
+  check_output_paths({{"--json", json}, {"--csv", csv}}, read);
   plan::PlanRequest request;
   request.model = config::load_model(inputs.model);
   request.hardware = config::load_hardware(inputs.hw);
@@ -155,9 +158,10 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
   }
   if (vm.count("timing") == 0) result.wall_s.reset();
   print_plan(result, request, out);
-  const std::vector<std::string> read = {inputs.model, inputs.hw, inputs.strategy};
-  if (!json.empty()) write_output_file(json, read, [&](std::ostream& o) { o << plan_json(result, request).dump(2) << '\n'; });
-  if (!csv.empty()) write_output_file(csv, read, [&](std::ostream& o) { o << plan_csv(plan_json(result, request)); });
+  std::vector<OutputFile> outputs;
+  if (!json.empty()) outputs.push_back({json, [&](std::ostream& o) { o << plan_json(result, request).dump(2) << '\n'; }});
+  if (!csv.empty()) outputs.push_back({csv, [&](std::ostream& o) { o << plan_csv(plan_json(result, request)); }});
+  write_output_files(outputs, read);
   if (result.best.empty()) {
     fmt::print(stderr, "ptsim plan: no strategy fits in memory on {} GPUs; try more GPUs or a smaller batch\n",
                request.gpus);
@@ -188,10 +192,13 @@ int run_merge(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   if (files.empty()) throw ConfigError("ptsim merge: give the shard files to merge; see --help");
+  check_output_paths({{"--json", json}, {"--csv", csv}}, files);
   const nlohmann::ordered_json merged = merge_plan_files(files, top);
   fmt::print(out, "{}", plan_table(merged));
-  if (!json.empty()) write_output_file(json, files, [&](std::ostream& o) { o << merged.dump(2) << '\n'; });
-  if (!csv.empty()) write_output_file(csv, files, [&](std::ostream& o) { o << plan_csv(merged); });
+  std::vector<OutputFile> outputs;
+  if (!json.empty()) outputs.push_back({json, [&](std::ostream& o) { o << merged.dump(2) << '\n'; }});
+  if (!csv.empty()) outputs.push_back({csv, [&](std::ostream& o) { o << plan_csv(merged); }});
+  write_output_files(outputs, files);
   return 0;
 }
 

@@ -208,6 +208,8 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   }
   if (model_path.empty() || hw_list.empty() || out_dir.empty())
     throw ConfigError("ptsim report: --model, --hw and --out are required; see --help");
+  // Before the searches: a directory that cannot be made fails now.
+  check_output_directory("--out", out_dir);
   if (!(tokens > 0) || tokens > 1e18) throw ConfigError(fmt::format("--tokens = {} must be a positive count of tokens", tokens));
   if (vm.count("days") && !(days > 0)) throw ConfigError(fmt::format("--days = {} must be positive", days));
   if (vm.count("price-per-gpu-hour") && !(price > 0)) throw ConfigError(fmt::format("--price-per-gpu-hour = {} must be positive", price));
@@ -310,7 +312,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   j["points"] = list;
   j["timeline"] = fastest != nullptr ? timeline_json(model, *fastest_hw, *fastest->best) : nlohmann::ordered_json(nullptr);
 
-  std::filesystem::create_directories(out_dir);
+  make_output_directory("--out", out_dir);
   const std::string json_path = (std::filesystem::path(out_dir) / "report.json").string();
   std::vector<std::string> read = split(hw_list, ',');
   read.push_back(model_path);
@@ -353,6 +355,7 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   if (spec_path.empty()) throw ConfigError("ptsim sweep: give SPEC.json; see --help");
+  check_output_paths({{"--json", json}, {"--csv", csv}}, {spec_path});
   const nlohmann::json spec = config::read_json_file(spec_path);
   const auto base = std::filesystem::path(spec_path).parent_path();
   const auto resolve = [&](const std::string& p) {
@@ -457,8 +460,10 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
     }
   nlohmann::ordered_json j = {{"schema_version", 1}, {"model", model.name}, {"global_batch_size", batch},
                               {"seq_length", seq.value_or(model.seq_length)}, {"points", points}};
-  if (!json.empty()) write_output_file(json, {spec_path, model_path}, [&](std::ostream& o) { o << j.dump(2) << '\n'; });
-  if (!csv.empty()) write_output_file(csv, {spec_path, model_path}, [&](std::ostream& o) { o << csv_text; });
+  std::vector<OutputFile> outputs;
+  if (!json.empty()) outputs.push_back({json, [&](std::ostream& o) { o << j.dump(2) << '\n'; }});
+  if (!csv.empty()) outputs.push_back({csv, [&](std::ostream& o) { o << csv_text; }});
+  write_output_files(outputs, {spec_path, model_path});
   return 0;
 }
 

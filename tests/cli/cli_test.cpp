@@ -192,6 +192,39 @@ TEST_CASE("ptsim simulate checks its output paths before the work and writes the
   }
 }
 
+TEST_CASE("plan, report and kernels refuse a bad output path before their work", "[cli]") {
+  const std::string model = ptsim::test::source_path("configs/models/tiny.json");
+  const std::string hw = ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json");
+  SECTION("plan --json in a directory that does not exist: no search, exit 2") {
+    const auto r = run("plan --model " + model + " --hw " + hw + " --gpus 8 --global-batch-size 8 --quiet" +
+                       " --json /nonexistent-dir/plan.json");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--json /nonexistent-dir/plan.json: cannot write there"));
+    CHECK(r.out.empty());
+  }
+  SECTION("plan --json and --csv on one path") {
+    const std::string path = ptsim::test::scratch_path("plan-both");
+    const auto r = run("plan --model " + model + " --hw " + hw + " --gpus 8 --global-batch-size 8 --quiet --json " +
+                       path + " --csv " + path);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--csv " + path + ": the same file as --json"));
+  }
+  SECTION("report --out that cannot be made is a usage error, not ptsim's (70)") {
+    const auto r = run("report --model " + model + " --hw " + hw +
+                       " --tokens 1e6 --gpus 8 --global-batch-size 8 --no-render --out /proc/ptsim-nope/report");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--out /proc/ptsim-nope/report: cannot make the directory"));
+    CHECK(r.out.empty());
+  }
+  SECTION("kernels --microbench-list over its --json") {
+    const std::string path = ptsim::test::scratch_path("kernels-both");
+    const auto r = run("kernels --model " + model + " --hw " + hw + " --gpus 8 --global-batch-size 8 --json " + path +
+                       " --microbench-list " + path);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("the same file as --json"));
+  }
+}
+
 TEST_CASE("ptsim --help and ptsim simulate --help show usage with examples", "[cli]") {
   const auto top = run("--help");
   CHECK(top.code == 0);
