@@ -13,6 +13,7 @@
 #include "fit_output.hpp"
 #include "output_file.hpp"
 #include "parse_args.hpp"
+#include "shipped_files.hpp"
 #include "sizes.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
@@ -67,7 +68,7 @@ Examples:
 }  // namespace
 
 int run_fit(const std::vector<std::string>& args, std::ostream& out) {
-  std::string runs_path, hw_path, out_path, json_path, params, software_path = "validation/software.json", op,
+  std::string runs_path, hw_path, out_path, json_path, params, software_path = shipped_file("validation/software.json"), op,
       min_bytes_text;
   std::vector<std::string> logs, excludes;
   po::options_description options("Options");
@@ -81,7 +82,7 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
       ("exclude", po::value(&excludes)->value_name("GLOB"),
        "with --runs: leave out runs whose id matches (shell pattern; repeatable)")
       ("software", po::value(&software_path)->value_name("FILE"),
-       "with --runs: what each source's framework ran (default validation/software.json)")
+       "with --runs: what each source's framework ran (default: the shipped validation/software.json)")
       ("op", po::value(&op)->value_name("OP"),
        "with --nccl-tests: the collective of logs that do not name it (all_reduce, all_gather, reduce_scatter, "
        "alltoall)")

@@ -2,6 +2,7 @@
 #include "plan_output.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <fstream>
@@ -182,6 +183,46 @@ void check_shard(const nlohmann::ordered_json& j, const std::string& file) {
   }
 }
 
+// The parts of one search, each once: the same shard count, every index
+// from 0 to count − 1 exactly once. A missing shard would present an
+// incomplete search as the ranking; a repeated one would list candidates twice.
+void check_shards_complete(const std::vector<nlohmann::ordered_json>& plans, const std::vector<std::string>& sources) {
+  std::size_t count = 0;
+  std::vector<std::string> file_of;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const auto& shard = plans[i].at("shard");
+    std::size_t index = 0, n = 0;
+    try {
+      index = shard.at("index").get<std::size_t>();
+      n = shard.at("count").get<std::size_t>();
+    } catch (const nlohmann::json::exception&) {
+      throw ConfigError(fmt::format("{}: /shard must hold whole numbers index and count", sources[i]));
+    }
+    if (n == 0 || index >= n)
+      throw ConfigError(fmt::format("{}: /shard {}/{} is not a shard of a search (index in [0, count))", sources[i],
+                                    index, n));
+    if (i == 0) {
+      count = n;
+      file_of.assign(n, "");
+    } else if (n != count) {
+      throw ConfigError(fmt::format("{}: shard {} of {}, but {} is a shard of {}; merge the parts of one search", sources[i],
+                                    index, n, sources[0], count));
+    }
+    if (!file_of[index].empty())
+      throw ConfigError(fmt::format("{}: shard {} of {} is given twice (also {}); give each shard once", sources[i],
+                                    index, n, file_of[index]));
+    file_of[index] = sources[i];
+  }
+  std::vector<std::string> missing;
+  for (std::size_t k = 0; k < count; ++k)
+    if (file_of[k].empty()) missing.push_back(fmt::format("{}/{}", k, count));
+  if (!missing.empty())
+    throw ConfigError(fmt::format("shard{} {} of the search {} missing: a ranking of part of the candidates is not "
+                                  "the search's; give every shard's --json",
+                                  missing.size() > 1 ? "s" : "", fmt::join(missing, ", "),
+                                  missing.size() > 1 ? "are" : "is"));
+}
+
 }  // namespace
 
 nlohmann::ordered_json merge_plan_files(const std::vector<nlohmann::ordered_json>& plans,
@@ -189,6 +230,7 @@ nlohmann::ordered_json merge_plan_files(const std::vector<nlohmann::ordered_json
   PTSIM_ASSERT(plans.size() == sources.size(), "merge_plan_files: one source name per plan");
   if (plans.empty()) throw ConfigError("no shard outputs to merge; give at least one");
   for (std::size_t i = 0; i < plans.size(); ++i) check_shard(plans[i], sources[i]);
+  check_shards_complete(plans, sources);
   nlohmann::ordered_json merged;
   std::vector<nlohmann::ordered_json> candidates;
   for (std::size_t i = 0; i < plans.size(); ++i) {

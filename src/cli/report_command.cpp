@@ -18,6 +18,7 @@
 
 #include "commands.hpp"
 #include "parse_args.hpp"
+#include "shipped_files.hpp"
 #include "output_file.hpp"
 #include "plan_output.hpp"
 #include "ptsim/common/error.hpp"
@@ -171,7 +172,7 @@ nlohmann::ordered_json timeline_json(const model::ModelSpec& model, const hardwa
 std::filesystem::path renderer_path(const std::string& given) {
   if (!given.empty()) return given;
   if (const char* env = std::getenv("PTSIM_RENDERER")) return env;
-  return std::filesystem::path(PTSIM_SOURCE_DIR) / "scripts" / "render_report.py";
+  return shipped_file("scripts/render_report.py");
 }
 
 }  // namespace

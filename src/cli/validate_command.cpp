@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "parse_args.hpp"
+#include "shipped_files.hpp"
 #include "output_file.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_runs.hpp"
@@ -27,14 +28,15 @@ namespace {
 constexpr const char* kUsage = R"(Usage: ptsim validate --runs FILE [--hw-dir DIR] [--software FILE] [--json FILE] [--max-median-error PCT]
                       [--fit-on FILE [--leave-one-source-out] [--fit-params LIST] [--fit-exclude GLOB]...]
 
-Simulates every published run in FILE (schema ptsim-runs/1, as in
-shared/validation/README.md) and prints measured against predicted step time,
-the error, the values ptsim had to choose for fields the source left null
-(the fastest that fits in memory), and the largest part of the step. The
-software each source ran (attention kernels, overlap settings) comes from
---software (default validation/software.json), with its evidence. Exits with
-4 when the median absolute error exceeds --max-median-error, and with 3 when
-a run cannot be simulated.
+Simulates every published run in FILE (schema ptsim-runs/1, docs/formats.md)
+and prints measured against predicted step time, the error, the values ptsim
+had to choose for fields the source left null (the fastest that fits in
+memory), and the largest part of the step. The software each source ran
+(attention kernels, overlap settings) comes from --software, with its
+evidence. The defaults of --hw-dir and --software are the profiles and the
+software file shipped with this ptsim, found from any working directory.
+Exits with 4 when the median absolute error exceeds --max-median-error, and
+with 3 when a run cannot be simulated.
 
 With --fit-on, each profile is first fitted (as ptsim fit --runs does) to
 the runs of that file on it, and FILE's runs are predicted on the fitted
@@ -45,7 +47,7 @@ without --fit-on (uncalibrated), --fit-on another file or the same one with
 (in sample).
 
 Examples:
-  ptsim validate --runs ../shared/validation/published_runs.json --max-median-error 6
+  ptsim validate --runs validation/published_runs.json --max-median-error 14
   ptsim validate --runs validation/heldout_runs.json --fit-on validation/published_runs.json \
       --fit-exclude 'narayanan21-t2-zero3-*'
   ptsim validate --runs validation/published_runs.json --fit-on validation/published_runs.json \
@@ -56,15 +58,16 @@ Examples:
 }  // namespace
 
 int run_validate(const std::vector<std::string>& args, std::ostream& out) {
-  std::string runs_path, hw_dir = "hw_profiles", software_path = "validation/software.json", json, fit_on, fit_params;
+  std::string runs_path, hw_dir = shipped_file("hw_profiles"), software_path = shipped_file("validation/software.json"),
+                                 json, fit_on, fit_params;
   std::vector<std::string> fit_exclude;
   double bound = -1;
   po::options_description options("Options");
   options.add_options()
       ("runs", po::value(&runs_path)->value_name("FILE"), "published runs (ptsim-runs/1)")
-      ("hw-dir", po::value(&hw_dir)->value_name("DIR"), "where hardware profiles are found by name (default hw_profiles)")
+      ("hw-dir", po::value(&hw_dir)->value_name("DIR"), "where hardware profiles are found by name (default: the shipped hw_profiles)")
       ("software", po::value(&software_path)->value_name("FILE"),
-       "what each source's framework ran (default validation/software.json)")
+       "what each source's framework ran (default: the shipped validation/software.json)")
       ("json", po::value(&json)->value_name("FILE"), "write the table and summary as JSON")
       ("max-median-error", po::value(&bound)->value_name("PCT"), "fail (exit 4) above this median |error| %")
       ("fit-on", po::value(&fit_on)->value_name("FILE"), "fit each profile to this file's runs on it first")

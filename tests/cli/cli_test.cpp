@@ -225,6 +225,28 @@ TEST_CASE("plan, report and kernels refuse a bad output path before their work",
   }
 }
 
+TEST_CASE("ptsim merge takes each shard of one search once, all of them", "[cli]") {
+  const std::string search = "plan --model " + ptsim::test::source_path("configs/models/tiny.json") + " --hw " +
+                             ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json") +
+                             " --gpus 8 --global-batch-size 8 --quiet";
+  std::vector<std::string> parts;
+  for (int i = 0; i < 3; ++i) {
+    parts.push_back(ptsim::test::scratch_path("merge-part" + std::to_string(i) + ".json"));
+    REQUIRE(run(search + " --shard " + std::to_string(i) + "/3 --json " + parts.back()).code == 0);
+  }
+  const auto whole = run("merge " + parts[0] + " " + parts[1] + " " + parts[2]);
+  CHECK(whole.code == 0);
+  const auto twice = run("merge " + parts[0] + " " + parts[1] + " " + parts[2] + " " + parts[1]);
+  CHECK(twice.code == 2);
+  CHECK_THAT(twice.err, Catch::Contains("shard 1 of 3 is given twice"));
+  const auto missing = run("merge " + parts[0] + " " + parts[2]);
+  CHECK(missing.code == 2);
+  CHECK_THAT(missing.err, Catch::Contains("shard 1/3 of the search is missing"));
+  const auto one = run("merge " + parts[0]);
+  CHECK(one.code == 2);
+  CHECK_THAT(one.err, Catch::Contains("shards 1/3, 2/3 of the search are missing"));
+}
+
 TEST_CASE("ptsim --help and ptsim simulate --help show usage with examples", "[cli]") {
   const auto top = run("--help");
   CHECK(top.code == 0);
