@@ -66,10 +66,14 @@ CheckReport check(const hardware::MeasurementSet& m, const hardware::HardwarePro
   CheckReport report;
   for (std::size_t i = 0; i < m.kernels.size(); ++i) {
     const auto& k = m.kernels[i];
-    if (fitted[i] && !all) continue;
+    if (fitted[i] && !all) {
+      ++report.skipped_fitted;
+      continue;
+    }
     const auto predicted = k.verified ? predict(k, hw, load) : std::nullopt;
     if (!predicted) {
       ++report.skipped;
+      if (!k.verified) ++report.skipped_unverified;
       continue;
     }
     report.kernels.push_back({i, k.op, k.dtype, shape_text(k), k.time_s, *predicted,

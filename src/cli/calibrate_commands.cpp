@@ -1,6 +1,7 @@
 // `ptsim calibrate` and `ptsim check-kernels`: fit a profile to measured
 // kernel times, and hold it to the ones it was not fitted on.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fmt/ostream.h>
 
 #include <boost/program_options.hpp>
@@ -200,7 +201,19 @@ int run_check_kernels(const std::vector<std::string>& args, std::ostream& out) {
                       {"skipped", report.skipped}};
       o << j.dump(2) << '\n';
     });
-  if (s.count == 0) throw ConfigError(fmt::format("{}: no kernel could be checked", measurements));
+  if (s.count == 0) {
+    // Say which flag brings the skipped kernels in.
+    std::vector<std::string> why;
+    if (report.skipped_unverified > 0)
+      why.push_back(fmt::format("{} are measurements whose results were not checked (third-party tables; "
+                                "--include-unverified checks them)",
+                                report.skipped_unverified));
+    if (report.skipped_fitted > 0)
+      why.push_back(fmt::format("{} are the half {} was calibrated on (--all checks them)", report.skipped_fitted,
+                                profile.name));
+    throw ConfigError(fmt::format("{}: no kernel could be checked{}{}", measurements, why.empty() ? "" : ": ",
+                                  fmt::join(why, "; ")));
+  }
   if (bound >= 0 && s.median_abs_error_pct > bound) {
     fmt::print(out, "FAIL: median |error| {:.1f}% exceeds --max-median-error {}%\n", s.median_abs_error_pct, bound);
     return 4;

@@ -247,6 +247,21 @@ TEST_CASE("ptsim merge takes each shard of one search once, all of them", "[cli]
   CHECK_THAT(one.err, Catch::Contains("shards 1/3, 2/3 of the search are missing"));
 }
 
+TEST_CASE("ptsim check-kernels says which flag brings in the kernels it skipped", "[cli]") {
+  // The shipped H100 table: 98 third-party timings nobody checked, and the
+  // 27 the profile's calibration was fitted on (hw_profiles/measured/).
+  const auto r = run("check-kernels --measurements " +
+                     ptsim::test::source_path("hw_profiles/measured/h100-openxla-matmul-table.json") + " --hw " +
+                     ptsim::test::source_path("hw_profiles/h100-sxm5-80gb.json"));
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("no kernel could be checked") && Catch::Contains("--include-unverified") &&
+                        Catch::Contains("--all"));
+  const auto both = run("check-kernels --include-unverified --all --measurements " +
+                        ptsim::test::source_path("hw_profiles/measured/h100-openxla-matmul-table.json") + " --hw " +
+                        ptsim::test::source_path("hw_profiles/h100-sxm5-80gb.json"));
+  CHECK(both.code == 0);
+}
+
 TEST_CASE("ptsim --help and ptsim simulate --help show usage with examples", "[cli]") {
   const auto top = run("--help");
   CHECK(top.code == 0);

@@ -34,6 +34,8 @@ struct CheckReport {
   std::vector<KernelCheck> kernels;   // largest |error| first
   CheckSummary summary;
   std::size_t skipped = 0;            // unverified, or an op ptsim does not model
+  std::size_t skipped_unverified = 0; // of those, unverified (--include-unverified checks them)
+  std::size_t skipped_fitted = 0;     // fitted on by the profile's calibration, left out (--all checks them)
 };
 
 /// The profile's prediction for one measured kernel under `load` (the
