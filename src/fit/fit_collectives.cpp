@@ -14,9 +14,7 @@
 
 namespace ptsim::fit {
 
-namespace {
-
-taskgraph::CollectiveKind kind_of(const std::string& op) {
+taskgraph::CollectiveKind collective_kind(const std::string& op) {
   using K = taskgraph::CollectiveKind;
   if (op == "all_reduce") return K::AllReduce;
   if (op == "all_gather") return K::AllGather;
@@ -24,8 +22,25 @@ taskgraph::CollectiveKind kind_of(const std::string& op) {
   if (op == "all_to_all") return K::AllToAll;
   if (op == "broadcast") return K::Broadcast;
   if (op == "reduce") return K::Reduce;
+  PTSIM_ASSERT(op == "send_recv", "a collective of config::nccl_tests_ops()");
   return K::PointToPoint;
 }
+
+void check_log_on_profile(const config::NcclTestsLog& log, const hardware::HardwareProfile& profile) {
+  if (log.ranks < 2) throw ConfigError(fmt::format("{}: one rank communicates with nobody", log.file));
+  // nccl-tests fills nodes in order, as ptsim's ranks do: the log's nodes
+  // must hold as many GPUs as the profile's (a log that does not list its
+  // ranks is taken to fill them).
+  if (log.nodes > 1 && (log.ranks % log.nodes != 0 || log.ranks / log.nodes != profile.gpus_per_node))
+    throw ConfigError(fmt::format("{}: {} ranks on {} nodes, but the profile {} has {} GPUs per node; give a "
+                                  "profile of the machines the log ran on",
+                                  log.file, log.ranks, log.nodes, profile.name, profile.gpus_per_node));
+  if (log.nodes == 1 && log.ranks > profile.gpus_per_node)
+    throw ConfigError(fmt::format("{}: {} ranks on one node, but the profile {} has {} GPUs per node", log.file,
+                                  log.ranks, profile.name, profile.gpus_per_node));
+}
+
+namespace {
 
 struct Point {
   const config::NcclTestsLog* log;
@@ -51,18 +66,8 @@ CollectiveFitResult fit_collectives(const std::vector<config::NcclTestsLog>& log
     if (std::find(m.reached.begin(), m.reached.end(), r) == m.reached.end()) m.reached.push_back(r);
   };
   for (const auto& log : logs) {
-    if (log.ranks < 2) throw ConfigError(fmt::format("{}: one rank communicates with nobody", log.file));
-    // nccl-tests fills nodes in order, as ptsim's ranks do: the log's nodes
-    // must hold as many GPUs as the profile's (a log that does not list its
-    // ranks is taken to fill them).
-    if (log.nodes > 1 && (log.ranks % log.nodes != 0 || log.ranks / log.nodes != profile.gpus_per_node))
-      throw ConfigError(fmt::format("{}: {} ranks on {} nodes, but the profile {} has {} GPUs per node; give a "
-                                    "profile of the machines the log ran on",
-                                    log.file, log.ranks, log.nodes, profile.name, profile.gpus_per_node));
-    if (log.nodes == 1 && log.ranks > profile.gpus_per_node)
-      throw ConfigError(fmt::format("{}: {} ranks on one node, but the profile {} has {} GPUs per node", log.file,
-                                    log.ranks, profile.name, profile.gpus_per_node));
-    const auto kind = kind_of(log.op);
+    check_log_on_profile(log, profile);
+    const auto kind = collective_kind(log.op);
     const bool crosses = log.ranks > profile.nvlink.domain_gpus;
     reach(crosses ? Reach::NetworkTier : Reach::NvlinkTier);
     if (crosses && profile.gpus_per_node > 1) reach(Reach::NvlinkTier);  // the ranks of a node talk over NVLink too

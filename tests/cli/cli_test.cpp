@@ -299,6 +299,61 @@ TEST_CASE("ptsim collective reports nccl-tests' figures as a table and JSON", "[
   CHECK_THAT(size.err, Catch::Contains("--sizes: '1X' is not a size"));
 }
 
+TEST_CASE("ptsim collective takes nccl-tests' size ranges and columns, and compares with a measured log", "[cli]") {
+  const std::string hw = ptsim::test::source_path("hw_profiles/h100-sxm5-80gb.json");
+  SECTION("-b 1M -e 64M -f 4 is 1, 4, 16 and 64 MiB; the count column is nccl-tests'") {
+    const std::string json = ptsim::test::scratch_path("range.json");
+    const auto r = run("collective --hw " + hw + " --op all_reduce,all_gather --ranks 16 -b 1M -e 64M -f 4 -d bfloat16"
+                       " --format nccl-tests --json " + json);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(slurp(json));
+    REQUIRE(j.at("results").size() == 8);
+    const std::uint64_t sizes[] = {1ull << 20, 4ull << 20, 16ull << 20, 64ull << 20};
+    for (std::size_t i = 0; i < 4; ++i) {
+      const auto& ar = j.at("results")[i];
+      const auto& ag = j.at("results")[4 + i];
+      CHECK(ar.at("bytes").get<std::uint64_t>() == sizes[i]);
+      CHECK(ar.at("count").get<std::uint64_t>() == sizes[i] / 2);       // all-reduce: the buffer's elements
+      CHECK(ag.at("count").get<std::uint64_t>() == sizes[i] / 2 / 16);  // all-gather: per rank
+    }
+    // nccl-tests' row: size, count, type, redop, root, then time, algbw, busbw, #wrong twice.
+    CHECK_THAT(r.out, Catch::Contains("     1048576        524288  bfloat16     sum      -1"));
+    CHECK_THAT(r.out, Catch::Contains("    67108864       2097152  bfloat16    none      -1"));
+  }
+  SECTION("--compare: every row of the log beside its prediction") {
+    const std::string log = ptsim::test::source_path("tests/data/nccl-tests/h100-hgx-2x8-ib-ndr-allreduce.log");
+    const std::string json = ptsim::test::scratch_path("compare.json");
+    const auto r = run("collective --hw " + hw + " --compare " + log + " --op all_reduce --json " + json);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(slurp(json));
+    CHECK(j.at("logs")[0].at("ranks").get<int>() == 16);
+    CHECK(j.at("logs")[0].at("nodes").get<int>() == 2);
+    bool seen = false;
+    for (const auto& row : j.at("results")) {
+      CHECK(row.at("ranks").get<int>() == 16);
+      const double measured = row.at("measured_busbw_GBps").get<double>();
+      const double predicted = row.at("busbw_GBps").get<double>();
+      const double error = row.at("busbw_error_pct").get<double>();
+      CHECK(error == Approx((row.at("measured_time_s").get<double>() / row.at("time_s").get<double>() - 1) * 100));
+      if (measured > 10) CHECK(error == Approx((predicted / measured - 1) * 100).margin(0.5));
+      // The log's line for 1 GiB: "1073741824 268435456 float sum -1 4484.9 239.41 448.90 0 …".
+      if (row.at("bytes").get<std::uint64_t>() == (1ull << 30)) {
+        seen = true;
+        CHECK(measured == Approx(448.90));
+        CHECK(row.at("measured_time_s").get<double>() == Approx(4484.9e-6));
+      }
+    }
+    CHECK(seen);
+    CHECK_THAT(r.out, Catch::Contains("all_reduce on 16 ranks (2 nodes)"));
+  }
+  SECTION("--compare takes its ranks and sizes from the logs") {
+    const std::string log = ptsim::test::source_path("tests/data/nccl-tests/h100-hgx-2x8-ib-ndr-allreduce.log");
+    const auto r = run("collective --hw " + hw + " --compare " + log + " --op all_reduce --ranks 8");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("drop --ranks"));
+  }
+}
+
 TEST_CASE("ptsim simulate takes straggler and degraded-link what-ifs", "[cli]") {
   const auto ok = run(tiny_run() + " --gpus 16 --tp 2 --pp 2 --global-batch-size 16 --slow-gpu 3:1.5 "
                                    "--slow-link nic:5:4");

@@ -11,6 +11,7 @@
 #include "ptsim/config/load_nccl_tests.hpp"
 #include "ptsim/fit/fit_runs.hpp"
 #include "ptsim/hardware/hardware_profile.hpp"
+#include "ptsim/taskgraph/task.hpp"
 
 namespace ptsim::fit {
 
@@ -36,6 +37,14 @@ struct CollectiveFitResult {
   std::vector<CollectiveFitRow> rows;
   int evaluations = 0;
 };
+
+/// The collective a log's op names ("all_reduce", … as config::nccl_tests_ops()).
+taskgraph::CollectiveKind collective_kind(const std::string& op);
+
+/// Throws ConfigError when the log's ranks do not fill the profile's nodes
+/// as they ran (its ranks per node against the profile's GPUs per node, or
+/// fewer than two ranks): ptsim's ranks fill nodes in order, as nccl-tests'.
+void check_log_on_profile(const config::NcclTestsLog& log, const hardware::HardwareProfile& profile);
 
 /// Throws ConfigError when a log's ranks do not fill the profile's nodes as
 /// it ran (its ranks per node against the profile's GPUs per node), or a
