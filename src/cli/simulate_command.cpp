@@ -193,10 +193,11 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
   const auto& memory = outcome.result.memory;
   if (!memory.fits && !f.allow_oom) {
     fmt::print(stderr,
-               "ptsim simulate: the strategy does not fit in memory ({:.1f} GiB of {:.1f} GiB per GPU); exit 3 "
-               "(--allow-oom to exit 0)\n",
+               "ptsim simulate: the strategy does not fit in memory ({:.1f} GiB of {:.1f} GiB per GPU, {:.1f} GiB "
+               "of it headroom); exit 3 (--allow-oom to exit 0)\n",
                static_cast<double>(memory.peak_bytes) / (1ull << 30),
-               static_cast<double>(memory.capacity_bytes) / (1ull << 30));
+               static_cast<double>(memory.capacity_bytes) / (1ull << 30),
+               static_cast<double>(memory.headroom_bytes) / (1ull << 30));
     return 3;
   }
   return 0;

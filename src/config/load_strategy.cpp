@@ -109,6 +109,10 @@ const std::vector<StrategyField> kFields = {
      "Megatron-DeepSpeed; 0: the host keeps ahead of the GPU, as with CUDA graphs). Measured elsewhere: "
      "Megatron-Core's ColumnParallelLinear 74 µs, its Transformer Engine version 140 µs of CPU per forward "
      "(TE PR #1191, 2024)"},
+    {"memory_headroom_gib", "memory_headroom", "", &S::memory_headroom_gib, 0, 1, {}, "GIB",
+     "HBM per GPU a step cannot use, in GiB: the CUDA context, NCCL's buffers and what the caching allocator "
+     "holds back; a strategy fits when its peak plus this is within HBM (default 2.29: a 0.4 GB CUDA "
+     "context and three NCCL communicators of 0.688 GB, docs/formats.md; 0: the whole HBM)"},
     {"rank_order", "rank_order", "", &S::rank_order, 1, 1, {}, "ORDER",
      "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)"},
     {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn"}, "NAME",

@@ -179,7 +179,7 @@ PlanResult plan(const PlanRequest& r, const Progress& progress) {
       continue;
     }
     const internal::Estimate e = bounds.estimate(run.model, run.parallel);
-    if (e.memory_bytes > capacity) {
+    if (e.memory_bytes + run.parallel.memory_headroom_bytes > capacity) {
       ++result.pruned_memory;
       continue;
     }

@@ -130,9 +130,12 @@ void print_console(const StepResult& r, std::ostream& out) {
   const std::string verdict =
       m.fits ? "fits"
              : fmt::format("DOES NOT FIT — needs {} more",
-                           memory(static_cast<double>(m.peak_bytes - m.capacity_bytes)));
-  fmt::print(out, "memory per GPU     {} of {}  {}   (params {} · grads {} · optimizer {} · activations {} peak, stage {})\n",
-             memory(static_cast<double>(m.peak_bytes)), memory(static_cast<double>(m.capacity_bytes)), verdict,
+                           memory(static_cast<double>(m.peak_bytes + m.headroom_bytes - m.capacity_bytes)));
+  const std::string headroom =
+      m.headroom_bytes > 0 ? fmt::format(" − {} headroom", memory(static_cast<double>(m.headroom_bytes))) : "";
+  fmt::print(out, "memory per GPU     {} of {}{}  {}   (params {} · grads {} · optimizer {} · activations {} peak, stage {})\n",
+             memory(static_cast<double>(m.peak_bytes)), memory(static_cast<double>(m.capacity_bytes)), headroom,
+             verdict,
              memory(static_cast<double>(m.params_bytes)), memory(static_cast<double>(m.grads_bytes)),
              memory(static_cast<double>(m.optimizer_bytes)), memory(static_cast<double>(m.activations_peak_bytes)),
              m.peak_stage);

@@ -67,6 +67,7 @@ void write_json(const StepResult& r, std::ostream& out) {
   }
   j["memory"] = {{"peak_bytes", r.memory.peak_bytes},
                  {"capacity_bytes", r.memory.capacity_bytes},
+                 {"headroom_bytes", r.memory.headroom_bytes},
                  {"fits", r.memory.fits},
                  {"params_bytes", r.memory.params_bytes},
                  {"grads_bytes", r.memory.grads_bytes},

@@ -154,7 +154,9 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
   const auto& fixed = step.stage_static_memory[static_cast<std::size_t>(peak_stage)];
   out.memory.peak_bytes = peak->peak_memory_bytes;
   out.memory.capacity_bytes = static_cast<std::uint64_t>(hardware.gpu.memory_bytes);
-  out.memory.fits = out.memory.peak_bytes <= out.memory.capacity_bytes;
+  out.memory.headroom_bytes = static_cast<std::uint64_t>(config.memory_headroom_bytes);
+  // What the CUDA context, NCCL and the allocator hold is not the step's.
+  out.memory.fits = out.memory.peak_bytes + out.memory.headroom_bytes <= out.memory.capacity_bytes;
   out.memory.params_bytes = fixed.params_bytes;
   out.memory.grads_bytes = fixed.grads_bytes;
   out.memory.optimizer_bytes = fixed.optimizer_bytes;

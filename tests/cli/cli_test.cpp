@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -164,6 +165,25 @@ TEST_CASE("ptsim simulate exits 3 when the strategy does not fit, its JSON still
   CHECK_FALSE(j.at("memory").at("fits").get<bool>());
   CHECK(j.at("memory").at("peak_bytes").get<double>() > 175e9 * 16 / 8);
   CHECK(run(oom + " --allow-oom").code == 0);
+}
+
+TEST_CASE("ptsim simulate holds back the memory headroom: fits is peak + headroom within HBM", "[cli]") {
+  const std::string json = ptsim::test::scratch_path("headroom.json");
+  const std::string base = tiny_run() + " --gpus 8 --global-batch-size 8 --json " + json;
+  REQUIRE(run(base).code == 0);
+  auto j = nlohmann::json::parse(slurp(json));
+  // The default: a 0.4 GB CUDA context and three NCCL communicators of 0.688 GB.
+  CHECK(j.at("memory").at("headroom_bytes").get<double>() == Approx(0.4e9 + 3 * 0.688e9).epsilon(1e-9));
+  const double peak = j.at("memory").at("peak_bytes").get<double>();
+  const double hbm = j.at("memory").at("capacity_bytes").get<double>();
+  const double room_gib = (hbm - peak) / (1ull << 30);
+  const auto just_fits = run(base + fmt::format(" --memory-headroom {:.4f}", room_gib - 0.001));
+  CHECK(just_fits.code == 0);
+  const auto over = run(base + fmt::format(" --memory-headroom {:.4f}", room_gib + 0.001));
+  CHECK(over.code == 3);
+  j = nlohmann::json::parse(slurp(json));
+  CHECK_FALSE(j.at("memory").at("fits").get<bool>());
+  CHECK(j.at("memory").at("peak_bytes").get<double>() == peak);  // the step itself is the same
 }
 
 TEST_CASE("ptsim simulate checks its output paths before the work and writes them all or none", "[cli]") {

@@ -61,6 +61,10 @@ TEST_CASE("The planner's ranking equals brute-force simulation of every strategy
   // The bounds pruned something and nothing proposed exceeds the memory.
   CHECK(result.pruned_memory > 0);
   for (const auto& c : result.best) CHECK(c.result.memory.fits);
+  // Every ranked strategy leaves the default headroom (a 0.4 GB CUDA context,
+  // three 0.688 GB NCCL communicators) free of the 8 GiB.
+  for (const auto& c : result.best)
+    CHECK(static_cast<double>(c.result.memory.peak_bytes) + 0.4e9 + 3 * 0.688e9 <= 8.0 * (1ull << 30));
 }
 
 TEST_CASE("Pruning by bound keeps the exhaustive top K", "[plan]") {

@@ -93,6 +93,9 @@
 // Only the one run whose all-reduces had taken CollNet on the SHARP fabric
 // of the DGX A100 SuperPOD moved (Llama 3 8B, CP 2): makespan +0.0069%;
 // peak and tasks kept.
+// Report hashes only, re-recorded (2026-12-02) when the JSON report gained
+// `memory.headroom_bytes` (HBM the step cannot use, 2.29 GiB by default, in
+// `memory.fits`): every fingerprint, makespan, task count and peak stayed.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

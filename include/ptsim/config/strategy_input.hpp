@@ -56,6 +56,7 @@ struct StrategyInput {
   std::optional<bool> cross_entropy_loss_fusion;
   std::optional<double> moe_capacity_factor;
   std::optional<double> host_overhead_us;
+  std::optional<double> memory_headroom_gib;
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp
   std::optional<std::string> attention_backend;  // flash | unfused
   std::optional<std::string> precision;          // bf16 | fp8

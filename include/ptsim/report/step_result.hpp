@@ -34,6 +34,7 @@ struct Throughput {
 struct MemoryUse {
   std::uint64_t peak_bytes = 0;          // highest peak over ranks
   std::uint64_t capacity_bytes = 0;      // HBM per GPU
+  std::uint64_t headroom_bytes = 0;      // of it, what the step cannot use (CUDA context, NCCL, allocator)
   bool fits = false;
   std::uint64_t params_bytes = 0;        // of the rank with the highest peak
   std::uint64_t grads_bytes = 0;

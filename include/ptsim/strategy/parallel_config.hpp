@@ -56,6 +56,15 @@ std::string_view to_string(Fp8Recipe r);
 /// Megatron-Core linear layer.
 inline constexpr double kDefaultHostOverheadS = 65e-6;
 
+/// HBM per GPU a step cannot use when the strategy does not say: the CUDA
+/// context, about 400 MB with CUDA ≥ 11.7's lazy module loading (PyTorch
+/// maintainer ptrblck, pytorch/pytorch#109888, 2023), and three NCCL
+/// communicators — tensor, data and pipeline parallel, the ones a 3D run
+/// uses — of 688 MB each, as measured for a communicator of more than two
+/// A100s after a 4 MB all-reduce (NVIDIA/nccl#964, 2023). The caching
+/// allocator's fragmentation is not in it: no figure was found.
+inline constexpr double kDefaultMemoryHeadroomBytes = 0.4e9 + 3 * 0.688e9;
+
 struct ParallelConfig {
   std::int64_t world_size = 1;  // GPUs = tp·cp·dp·pp
   std::int64_t tp = 1;          // tensor-model-parallel size
@@ -155,6 +164,9 @@ struct ParallelConfig {
   /// (seconds); zero: the host keeps ahead of the GPU. A property of the
   /// software stack and the host CPU, not of the GPU (cost::HostIssue).
   double host_overhead_s = kDefaultHostOverheadS;
+  /// HBM per GPU the step cannot use (CUDA context, NCCL, allocator): a
+  /// strategy fits when its peak plus this is within the GPU's memory.
+  double memory_headroom_bytes = kDefaultMemoryHeadroomBytes;
   /// MoE token capacity per expert as a multiple of an even share; empty: dropless.
   std::optional<double> moe_capacity_factor;
   AttentionBackend attention = AttentionBackend::Flash;
