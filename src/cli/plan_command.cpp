@@ -1,9 +1,11 @@
 // `ptsim plan` (strategy search) and `ptsim merge` (shard results into one).
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -16,6 +18,7 @@
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_model.hpp"
+#include "ptsim/config/strategy_input.hpp"
 #include "ptsim/plan/planner.hpp"
 #include "run_inputs.hpp"
 
@@ -36,11 +39,19 @@ schedule must hold; a lower bound on step time) and simulated in bound order
 on every core until no bound can beat the K-th best: the ranking equals
 exhaustive simulation's.
 
+Pipeline schedules: by default those Megatron-LM can run, 1F1B and
+interleaved 1F1B (its get_forward_backward_func has no other); --schedules
+widens or narrows the search (naive, gpipe, 1f1b, interleaved, zb-h1, zb-h2,
+dualpipe), and --schedule NAME pins one. A strategy that is another's run
+under another name (ZeRO 1 on one data-parallel rank) is searched once.
+
 Examples:
   ptsim plan --model configs/models/gpt3-175b.json --hw hw_profiles/dgx-a100-superpod.json \
       --gpus 1024 --global-batch-size 1536 --top 5
   ptsim plan --model configs/models/llama3-70b.json --hw hw_profiles/dgx-h100-superpod.json \
       --gpus 512 --global-batch-size 512 --seq-length 8192 --json plan.json --csv plan.csv
+  ptsim plan --model configs/models/llama3-70b.json --hw hw_profiles/dgx-h100-superpod.json \
+      --gpus 512 --global-batch-size 512 --schedules 1f1b,interleaved,zb-h1,dualpipe
   ptsim plan ... --shard 0/4 --json part0.json   # then: ptsim merge part*.json --json plan.json
 
 )";
@@ -95,11 +106,27 @@ class ProgressBar {
   bool on_;
 };
 
+// --schedules: names the strategy reader accepts for --schedule, each once.
+std::vector<std::string> parse_schedules(const std::string& text) {
+  const auto fields = config::strategy_fields();
+  const auto field = std::find_if(fields.begin(), fields.end(),
+                                  [](const config::StrategyField& f) { return std::string_view(f.field) == "schedule"; });
+  PTSIM_ASSERT(field != fields.end(), "the strategy table has a schedule field");
+  std::vector<std::string> out;
+  for (const auto& name : comma_list(text)) {
+    if (std::find(field->choices.begin(), field->choices.end(), name) == field->choices.end())
+      throw ConfigError(fmt::format("--schedules: '{}' is not a schedule; use {}", name, fmt::join(field->choices, ", ")));
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  if (out.empty()) throw ConfigError("--schedules: give at least one schedule, e.g. --schedules 1f1b,interleaved");
+  return out;
+}
+
 }  // namespace
 
 int run_plan(const std::vector<std::string>& args, std::ostream& out) {
   RunInputs inputs;
-  std::string json, csv, objective = "time", shard_text;
+  std::string json, csv, objective = "time", shard_text, schedules_text;
   std::size_t top = 10;
   unsigned threads = 0;
   double price = 0;
@@ -110,6 +137,8 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
       ("price-per-gpu-hour", po::value(&price)->value_name("USD"), "for --objective cost and the cost column")
       ("threads", po::value(&threads)->value_name("N"), "simulation threads (default: every core)")
       ("shard", po::value(&shard_text)->value_name("I/N"), "search only part I of N (merge the parts with ptsim merge)")
+      ("schedules", po::value(&schedules_text)->value_name("LIST"),
+       "pipeline schedules to search, comma-separated (default 1f1b,interleaved: Megatron-LM's)")
       ("json", po::value(&json)->value_name("FILE"), "write the ranking as JSON")
       ("csv", po::value(&csv)->value_name("FILE"), "write the ranking as CSV")
       ("quiet,q", "no progress bar")
@@ -150,6 +179,7 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
   request.price_per_gpu_hour = price;
   request.threads = threads;
   if (!shard_text.empty()) request.shard = parse_shard(shard_text);
+  if (vm.count("schedules")) request.schedules = parse_schedules(schedules_text);
 
   plan::PlanResult result;
   {

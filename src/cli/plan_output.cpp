@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "ptsim/common/error.hpp"
+#include "ptsim/plan/planner.hpp"
 #include "ptsim/report/json_report.hpp"
 
 namespace ptsim::cli {
@@ -45,6 +46,7 @@ nlohmann::ordered_json plan_json(const plan::PlanResult& result, const plan::Pla
   j["objective"] = request.objective == plan::Objective::Cost ? "cost" : "time";
   j["top"] = request.top;
   j["shard"] = {{"index", request.shard.index}, {"count", request.shard.count}};
+  j["schedules"] = plan::searched_schedules(request);
   j["searched"] = result.searched;
   j["invalid"] = result.invalid;
   j["pruned"] = result.pruned_memory + result.pruned_bound;
@@ -88,6 +90,12 @@ std::string plan_table(const nlohmann::ordered_json& plan) {
       plan.at("pruned_memory").get<std::size_t>(), plan.at("pruned_bound").get<std::size_t>(),
       plan.at("simulated").get<std::size_t>(), plan.at("did_not_fit").get<std::size_t>(),
       plan.contains("wall_s") ? fmt::format(" in {:.2f} s", plan.at("wall_s").get<double>()) : "");
+  if (plan.contains("schedules")) {
+    const auto schedules = plan.at("schedules").get<std::vector<std::string>>();
+    const bool megatron = schedules == plan::megatron_schedules();
+    out += fmt::format("pipeline schedules searched: {}{}\n", fmt::join(schedules, ", "),
+                       megatron ? " (what Megatron-LM runs; --schedules searches others)" : "");
+  }
   out += fmt::format("{:>4} {:>10} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}  {}\n", "rank", "step", "MFU",
                      "memory", "compute", "bubble", "host", "exposed", "optim", "strategy");
   for (const auto& c : plan.at("candidates")) {
@@ -243,7 +251,7 @@ nlohmann::ordered_json merge_plan_files(const std::vector<nlohmann::ordered_json
       merged["searched"] = merged["invalid"] = merged["pruned"] = merged["pruned_memory"] = merged["pruned_bound"] =
           merged["simulated"] = merged["did_not_fit"] = 0;
     } else {
-      for (const char* key : {"model", "hardware", "gpus", "global_batch_size", "seq_length", "objective"})
+      for (const char* key : {"model", "hardware", "gpus", "global_batch_size", "seq_length", "objective", "schedules"})
         if (j.at(key) != merged.at(key))
           throw ConfigError(fmt::format("{}: {} = {} differs from the first shard's {}; merge shards of one search",
                                         file, key, j.at(key).dump(), merged.at(key).dump()));

@@ -57,7 +57,21 @@ std::string describe(const config::StrategyInput& s) {
   return out;
 }
 
+const std::vector<std::string>& megatron_schedules() {
+  static const std::vector<std::string> schedules = {"1f1b", "interleaved"};
+  return schedules;
+}
+
+const std::vector<std::string>& searched_schedules(const PlanRequest& r) {
+  return r.schedules.empty() ? megatron_schedules() : r.schedules;
+}
+
 std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
+  const std::vector<std::string>& allowed = searched_schedules(r);
+  const auto searched = [&](const std::string& schedule) {
+    if (r.fixed.schedule) return *r.fixed.schedule == schedule;  // asked for by name
+    return std::find(allowed.begin(), allowed.end(), schedule) != allowed.end();
+  };
   const model::ModelSpec& m = r.model;
   const std::int64_t n = r.gpus;
   const std::int64_t seq = r.seq_length.value_or(m.seq_length);
@@ -97,16 +111,20 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
             if (per_replica % mbs != 0) continue;
             const std::int64_t micro = per_replica / mbs;
             // Schedules (and interleaving depths) this pipeline can run.
+            // Without a pipeline every schedule is the same run: 1F1B's name.
             std::vector<std::pair<std::string, std::int64_t>> schedules{{"1f1b", 1}};
             if (pp > 1) {
+              schedules.clear();
+              for (const char* name : {"naive", "gpipe", "1f1b"}) schedules.emplace_back(name, 1);
               if (m.num_layers % pp == 0 && micro % pp == 0)
                 for (std::int64_t v = 2; v <= 8; ++v)
                   if ((m.num_layers / pp) % v == 0) schedules.emplace_back("interleaved", v);
               schedules.emplace_back("zb-h1", 1);
+              schedules.emplace_back("zb-h2", 1);
               if (pp % 2 == 0 && micro % 2 == 0 && micro >= 2 * pp) schedules.emplace_back("dualpipe", 1);
             }
             for (const auto& [schedule, vpp] : schedules) {
-              if (r.fixed.schedule && *r.fixed.schedule != schedule) continue;
+              if (pp > 1 ? !searched(schedule) : (r.fixed.schedule && *r.fixed.schedule != schedule)) continue;
               for (const char* recompute : {"none", "selective", "full"}) {
                 // Under fused attention selective recomputation frees only the
                 // softmax statistics for a rerun attention forward: left out
@@ -119,6 +137,8 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
                   if (r.fixed.sequence_parallel && *r.fixed.sequence_parallel != sp) continue;
                   for (const std::int64_t zero : {0, 1, 2, 3}) {
                     if (zero >= 2 && pp > 1) continue;  // sharded gradients/parameters: every micro-batch
+                    // One data-parallel rank shards nothing: ZeRO 1 is ZeRO 0's run.
+                    if (zero > 0 && dp * cp == 1 && !r.fixed.zero) continue;
                     if (r.fixed.zero ? *r.fixed.zero != zero : zero >= 2) continue;
                     config::StrategyInput s = r.fixed;
                     s.gpus = n;

@@ -236,6 +236,12 @@ TEST_CASE("plan, report and kernels refuse a bad output path before their work",
     CHECK_THAT(r.err, Catch::Contains("--out /proc/ptsim-nope/report: cannot make the directory"));
     CHECK(r.out.empty());
   }
+  SECTION("plan --schedules with a name that is not a schedule") {
+    const auto r = run("plan --model " + model + " --hw " + hw + " --gpus 8 --global-batch-size 8 --quiet" +
+                       " --schedules 1f1b,zb-h3");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--schedules: 'zb-h3' is not a schedule; use naive, gpipe, 1f1b"));
+  }
   SECTION("kernels --microbench-list over its --json") {
     const std::string path = ptsim::test::scratch_path("kernels-both");
     const auto r = run("kernels --model " + model + " --hw " + hw + " --gpus 8 --global-batch-size 8 --json " + path +

@@ -1,6 +1,7 @@
 // The strategy planner against brute force, across shards and thread counts,
 // and against Megatron-LM's published choice for GPT-3 175B.
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/resolve_run.hpp"
@@ -143,4 +144,29 @@ TEST_CASE("For GPT-3 175B on 1024 A100s the plan beats Megatron-LM's published c
     megatron = std::min(megatron, out.result.step_time_s);
   }
   CHECK(best.best.front().result.step_time_s <= megatron);
+}
+
+TEST_CASE("The search runs Megatron-LM's schedules unless told otherwise, and each run once", "[plan]") {
+  auto request = small_request(10);
+  const auto schedules_of = [](const plan::PlanRequest& r) {
+    std::set<std::string> out;
+    for (const auto& s : plan::enumerate(r))
+      if (s.pp.value_or(1) > 1) out.insert(s.schedule.value_or("1f1b"));
+    return out;
+  };
+  // Megatron-LM's get_forward_backward_func: 1F1B, with or without interleaving.
+  CHECK(schedules_of(request) == std::set<std::string>{"1f1b", "interleaved"});
+  request.schedules = {"zb-h1", "dualpipe", "gpipe"};
+  CHECK(schedules_of(request) == std::set<std::string>{"zb-h1", "dualpipe", "gpipe"});
+  request.schedules.clear();
+  request.fixed.schedule = "zb-h2";  // pinned by name: searched whatever the list
+  CHECK(schedules_of(request) == std::set<std::string>{"zb-h2"});
+  request.fixed.schedule.reset();
+  // One data-parallel rank shards nothing: no ZeRO 1 twin of a ZeRO 0 run.
+  for (const auto& s : plan::enumerate(request))
+    if (s.dp.value_or(1) * s.cp.value_or(1) == 1) CHECK(s.zero.value_or(0) == 0);
+  std::size_t replicated = 0;
+  for (const auto& s : plan::enumerate(request))
+    if (s.dp.value_or(1) > 1 && s.zero.value_or(0) == 1) ++replicated;
+  CHECK(replicated > 0);  // where there are replicas, ZeRO 1 is still searched
 }

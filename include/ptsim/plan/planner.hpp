@@ -47,7 +47,19 @@ struct PlanRequest {
   double price_per_gpu_hour = 0;  // for Objective::Cost (ranking is the same at a fixed GPU count)
   unsigned threads = 0;           // 0: every core
   Shard shard;
+  /// Pipeline schedules searched; empty: the framework's, megatron_schedules().
+  /// A schedule fixed in `fixed` is searched whatever this says.
+  std::vector<std::string> schedules;
 };
+
+/// The pipeline schedules Megatron-LM can run: 1F1B and interleaved 1F1B
+/// (megatron/core/pipeline_parallel/schedules.py, get_forward_backward_func,
+/// at NVIDIA/Megatron-LM d98e8a6 of 2026-08-22: no pipelining, 1F1B without
+/// interleaving, or with it; no GPipe, zero-bubble or DualPipe schedule).
+const std::vector<std::string>& megatron_schedules();
+
+/// The schedules `r` searches: its own list, else megatron_schedules().
+const std::vector<std::string>& searched_schedules(const PlanRequest& r);
 
 struct PlannedStrategy {
   config::StrategyInput strategy;  // every searched field set
