@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include "ptsim/config/strategy_input.hpp"
 #include "ptsim/plan/planner.hpp"
 #include "run_inputs.hpp"
+#include "search_progress.hpp"
 
 namespace ptsim::cli {
 
@@ -86,25 +86,6 @@ plan::Shard parse_shard(const std::string& text) {
   return s;
 }
 
-// A progress bar on a terminal, nothing otherwise.
-class ProgressBar {
- public:
-  explicit ProgressBar(bool on) : on_(on && isatty(STDERR_FILENO) != 0) {}
-  void update(std::size_t done, std::size_t total, double elapsed) {
-    if (!on_ || total == 0) return;
-    const double f = static_cast<double>(done) / static_cast<double>(total);
-    const int width = 30, filled = static_cast<int>(f * width);
-    const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : 0;
-    fmt::print(stderr, "\r[{}{}] {}/{} simulated, {:.1f} s, at most {:.0f} s left ", std::string(filled, '='),
-               std::string(width - filled, ' '), done, total, elapsed, eta);
-  }
-  ~ProgressBar() {
-    if (on_) fmt::print(stderr, "\r{:80}\r", "");
-  }
-
- private:
-  bool on_;
-};
 
 // --schedules: names the strategy reader accepts for --schedule, each once.
 std::vector<std::string> parse_schedules(const std::string& text) {
@@ -141,7 +122,7 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
        "pipeline schedules to search, comma-separated (default 1f1b,interleaved: Megatron-LM's)")
       ("json", po::value(&json)->value_name("FILE"), "write the ranking as JSON")
       ("csv", po::value(&csv)->value_name("FILE"), "write the ranking as CSV")
-      ("quiet,q", "no progress bar")
+      ("quiet,q", "no progress on standard error (a bar on a terminal, else a line every 5 s)")
       ("timing", "also report how long the search took (console and --json wall_s); without it "
                  "every output is byte-identical from run to run and at any --threads")
       ("help,h", "show this help");
@@ -183,8 +164,8 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
 
   plan::PlanResult result;
   {
-    ProgressBar bar(vm.count("quiet") == 0);
-    result = plan::plan(request, [&](std::size_t d, std::size_t n, double t) { bar.update(d, n, t); });
+    SearchProgressReporter progress("ptsim plan", vm.count("quiet") == 0);
+    result = plan::plan(request, progress.callback());
   }
   if (vm.count("timing") == 0) result.wall_s.reset();
   print_plan(result, request, out);

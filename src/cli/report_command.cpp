@@ -18,6 +18,7 @@
 
 #include "commands.hpp"
 #include "parse_args.hpp"
+#include "search_progress.hpp"
 #include "shipped_files.hpp"
 #include "output_file.hpp"
 #include "plan_output.hpp"
@@ -101,7 +102,7 @@ struct Point {
 
 Point plan_point(const model::ModelSpec& model, const hardware::HardwareProfile& hw, std::int64_t gpus,
                  std::int64_t batch, std::optional<std::int64_t> seq, const config::StrategyInput& fixed,
-                 unsigned threads) {
+                 unsigned threads, bool quiet) {
   Point p;
   p.hardware_name = hw.name;
   p.gpu = hw.gpu.name;
@@ -115,7 +116,8 @@ Point plan_point(const model::ModelSpec& model, const hardware::HardwareProfile&
   r.fixed = fixed;
   r.top = 1;
   r.threads = threads;
-  const plan::PlanResult result = plan::plan(r);
+  SearchProgressReporter progress(fmt::format("{} × {}", gpus, hw.name), !quiet);
+  const plan::PlanResult result = plan::plan(r, progress.callback());
   p.searched = result.searched;
   p.simulated = result.simulated;
   if (result.best.empty()) {
@@ -240,7 +242,8 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   for (const auto& hw : profiles)
     for (const std::int64_t g : gpu_counts) {
       if (!quiet) fmt::print(stderr, "[{}/{}] {} × {}: searching strategies\n", ++n, profiles.size() * gpu_counts.size(), g, hw.name);
-      points.push_back(plan_point(model, hw, g, batch, seq > 0 ? std::optional(seq) : std::nullopt, {}, threads));
+      points.push_back(plan_point(model, hw, g, batch, seq > 0 ? std::optional(seq) : std::nullopt, {}, threads,
+                                  quiet));
     }
 
   const double tokens_per_step = static_cast<double>(batch * seq_length);
@@ -433,7 +436,7 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
   for (const auto& e : entries)
     for (const std::int64_t g : gpus) {
       if (!quiet) fmt::print(stderr, "[{}/{}] {} × {}\n", ++n, entries.size() * gpus.size(), g, e.name);
-      const Point p = plan_point(model, e.hw, g, batch, seq, {}, threads);
+      const Point p = plan_point(model, e.hw, g, batch, seq, {}, threads, quiet);
       if (!p.best) {
         points.push_back({{"hardware", e.name}, {"gpus", g}, {"fits", false}, {"reason", p.reason}});
         csv_text += fmt::format("\"{}\",{},false,,,,,\n", e.name, g);

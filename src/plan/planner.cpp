@@ -234,6 +234,28 @@ PlanResult plan(const PlanRequest& r, const Progress& progress) {
   std::condition_variable advanced;
   std::exception_ptr failure;  // the first candidate that threw, rethrown on this thread
   std::atomic<std::size_t> next{0};
+  // Under the lock: what is left at most — candidates started and not done,
+  // and those not started whose bound is within the K-th best so far (the
+  // bounds are sorted, so they are a prefix of the rest).
+  std::size_t reported_left = n;
+  const auto progress_at = [&](std::size_t finished) {
+    SearchProgress p;
+    p.simulated = finished;
+    p.elapsed_s = elapsed();
+    const std::size_t begun = std::min(next.load(), n);
+    const double kth = best.size() < r.top ? 1e300 : best.back().result.step_time_s;
+    const auto limit = static_cast<std::size_t>(
+        std::upper_bound(todo.begin(), todo.end(), kth,
+                         [](double t, const PlannedStrategy& c) { return t < c.lower_bound_s; }) -
+        todo.begin());
+    const std::size_t in_flight = begun - std::min(begun, finished + pruned);
+    // Judged by the K-th best of candidates kLag places ahead, a few beyond
+    // the current bound may still run; the count shown never grows.
+    reported_left = std::min(reported_left, in_flight + (limit > begun ? limit - begun : 0));
+    p.at_most_left = reported_left;
+    if (!best.empty()) p.best_step_s = best.front().result.step_time_s;
+    return p;
+  };
   // Under the lock: fold the finished candidates at the front of the order.
   const auto fold = [&] {
     for (; prefix < n && state[prefix] != State::Pending; ++prefix) {
@@ -280,7 +302,8 @@ PlanResult plan(const PlanRequest& r, const Progress& progress) {
         const std::lock_guard lock(mutex);
         state[i] = State::Done;
         fold();
-        if (progress) progress(++done, n - pruned, elapsed());
+        ++done;
+        if (progress) progress(progress_at(done));
       } catch (...) {
         const std::lock_guard lock(mutex);
         if (!failure) failure = std::current_exception();

@@ -170,3 +170,26 @@ TEST_CASE("The search runs Megatron-LM's schedules unless told otherwise, and ea
     if (s.dp.value_or(1) > 1 && s.zero.value_or(0) == 1) ++replicated;
   CHECK(replicated > 0);  // where there are replicas, ZeRO 1 is still searched
 }
+
+TEST_CASE("A search's progress: one more simulated each time, the best so far, a count left that never grows",
+          "[plan]") {
+  auto request = small_request(3);
+  request.threads = 1;
+  std::vector<plan::SearchProgress> seen;
+  const auto result = plan::plan(request, [&](const plan::SearchProgress& p) { seen.push_back(p); });
+  REQUIRE(seen.size() == result.simulated);
+  REQUIRE(result.pruned_bound > 0);  // pruning is what makes the count fall faster than one a step
+  double best = 1e300;
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    INFO(i);
+    CHECK(seen[i].simulated == i + 1);
+    if (i > 0) CHECK(seen[i].at_most_left <= seen[i - 1].at_most_left);
+    if (i > 0) CHECK(seen[i].elapsed_s >= seen[i - 1].elapsed_s);
+    if (seen[i].best_step_s) {
+      CHECK(*seen[i].best_step_s <= best);  // only improves
+      best = *seen[i].best_step_s;
+    }
+  }
+  CHECK(seen.back().at_most_left == 0);
+  CHECK(best == result.best.front().result.step_time_s);
+}

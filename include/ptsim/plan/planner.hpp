@@ -83,8 +83,16 @@ struct PlanResult {
   std::optional<double> wall_s;
 };
 
-/// Called as simulations finish: (done, to do at most, seconds elapsed).
-using Progress = std::function<void(std::size_t, std::size_t, double)>;
+/// Where a search stands, as simulations finish.
+struct SearchProgress {
+  std::size_t simulated = 0;     // candidates simulated so far
+  /// Candidates not yet decided whose lower bound can still beat the K-th
+  /// best found (in flight included): what is left at most. It only falls.
+  std::size_t at_most_left = 0;
+  double elapsed_s = 0;
+  std::optional<double> best_step_s;  // the fastest fitting step so far, if any
+};
+using Progress = std::function<void(const SearchProgress&)>;
 
 /// The search space for a request, in enumeration order (the shard's part).
 std::vector<config::StrategyInput> enumerate(const PlanRequest& request);
