@@ -153,6 +153,7 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
   request.gpus = *request.fixed.gpus;
   request.global_batch_size = *request.fixed.global_batch_size;
   request.seq_length = request.fixed.seq_length;
+  note_sequence_length(inputs.model, request.model, request.seq_length.has_value());
   request.top = top;
   request.objective = objective == "cost" ? plan::Objective::Cost : plan::Objective::Time;
   if (request.objective == plan::Objective::Cost && !(price > 0))

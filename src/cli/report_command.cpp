@@ -231,6 +231,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
     gpu_counts.push_back(v);
   }
   const model::ModelSpec model = config::load_model(model_path);
+  note_sequence_length(model_path, model, seq > 0);
   std::vector<hardware::HardwareProfile> profiles;
   for (const auto& path : split(hw_list, ',')) profiles.push_back(config::load_hardware(path));
   const std::int64_t seq_length = seq > 0 ? seq : model.seq_length;
@@ -387,6 +388,7 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
       throw ConfigError(fmt::format("{}: unknown key '{}'; accepted keys: model, global_batch_size, seq_length, gpus, hardware",
                                     spec_path, key));
   const model::ModelSpec model = config::load_model(model_path);
+  note_sequence_length(model_path, model, seq.has_value());
   struct Entry {
     std::string name;
     hardware::HardwareProfile hw;

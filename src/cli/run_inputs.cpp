@@ -102,12 +102,25 @@ config::StrategyInput strategy_input(const RunInputs& inputs, const po::variable
   return inputs.strategy.empty() ? flags : config::merge(config::load_strategy(inputs.strategy), flags);
 }
 
+void note_sequence_length(const std::string& model_path, const model::ModelSpec& m, bool seq_given) {
+  // Llama 3 pre-trained at 8,192 tokens and reached 128K in a later stage
+  // (Dubey et al. 2024, §3.4); configs of such models give the latter.
+  constexpr std::int64_t kLongest = 8192;
+  if (seq_given || m.seq_length <= kLongest || m.seq_length_from != "max_position_embeddings") return;
+  fmt::print(stderr,
+             "note: {}: sequence length {} is the config's max_position_embeddings, the longest context the model "
+             "accepts, not necessarily the one it trains at (Llama 3 pre-trained at 8192 and was extended to 128K "
+             "later); give --seq-length for the length you train at\n",
+             model_path, m.seq_length);
+}
+
 LoadedRun load_run(const RunInputs& inputs, const po::variables_map& vm, const std::string& command) {
   if (inputs.model.empty()) throw ConfigError(fmt::format("{}: --model FILE is required; see --help", command));
   if (inputs.hw.empty()) throw ConfigError(fmt::format("{}: --hw FILE is required; see --help", command));
   const config::StrategyInput input = strategy_input(inputs, vm);
   LoadedRun run;
   const model::ModelSpec model = config::load_model(inputs.model);
+  note_sequence_length(inputs.model, model, input.seq_length.has_value());
   run.hardware = config::load_hardware(inputs.hw);
   const config::ResolvedRun resolved = config::resolve_run(model, input);
   run.model = resolved.model;

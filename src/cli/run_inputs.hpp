@@ -32,6 +32,12 @@ struct LoadedRun {
 /// The strategy flags given (over the --strategy file's values), unchecked.
 config::StrategyInput strategy_input(const RunInputs& inputs, const boost::program_options::variables_map& vm);
 
+/// Warns on standard error when the model's sequence length is a Hugging
+/// Face config's max_position_embeddings above 8,192 tokens and no
+/// --seq-length was given: the longest context a model accepts is often a
+/// later context extension's, not the length it trains at.
+void note_sequence_length(const std::string& model_path, const model::ModelSpec& m, bool seq_given);
+
 /// Loads and cross-checks the inputs; `command` names the command in errors.
 LoadedRun load_run(const RunInputs& inputs, const boost::program_options::variables_map& vm,
                    const std::string& command);

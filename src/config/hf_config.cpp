@@ -1,7 +1,7 @@
 // Hugging Face config.json import (see internal/hf_config.hpp). A published
 // config carries many keys that do not shape training (token ids, dtype,
 // generation settings, routing details); only the ones below are read, by
-// model family: dense (Llama, Mistral, Qwen2/3, GPT-2, GPT-NeoX, BERT) and
+// model family: dense (Llama, Mistral, Qwen2/3, Phi-3, GPT-2, GPT-NeoX, BERT) and
 // mixture-of-experts (Mixtral, Qwen3-MoE, DeepSeek-V3, gpt-oss).
 #include "internal/hf_config.hpp"
 
@@ -50,15 +50,20 @@ model::ModelSpec rmsnorm_swiglu_rope(ObjectReader& in) {
   m.hidden_size = in.integer("hidden_size", 1, kMaxDim);
   m.num_attention_heads = in.integer("num_attention_heads", 1, kMaxDim);
   m.vocab_size = in.integer("vocab_size", 1, kMaxVocab);
-  // Long-context variants stretch RoPE beyond the pre-training length, which
-  // rope_scaling records (Llama 3.1; YaRN in DeepSeek-V3 and gpt-oss); the
-  // pre-training length is the one a step trains at.
+  // The sequence length rule (docs/formats.md): long-context variants
+  // stretch RoPE beyond the pre-training length, which rope_scaling records
+  // (Llama 3.1; YaRN in DeepSeek-V3 and gpt-oss), and that pre-training
+  // length is the one a step trains at; without it, max_position_embeddings,
+  // the longest context the model takes (the CLI warns when it is long).
   m.seq_length = in.integer("max_position_embeddings", 1, kMaxSeq);
-  if (in.has("rope_scaling")) {
+  m.seq_length_from = "max_position_embeddings";
+  if (in.has("rope_scaling")) {  // null (Llama 2) counts as absent
     ObjectReader scaling = in.object("rope_scaling");
     if (const auto original =
-            scaling.optional_integer("original_max_position_embeddings", 1, kMaxSeq))
+            scaling.optional_integer("original_max_position_embeddings", 1, kMaxSeq)) {
       m.seq_length = *original;
+      m.seq_length_from = "rope_scaling.original_max_position_embeddings";
+    }
   }
   in.choice("hidden_act", {"silu", "swish"});  // SwiGLU's gate activation
   m.activation = model::Activation::SwiGlu;
@@ -97,6 +102,34 @@ void read_experts(ObjectReader& in, model::ModelSpec& m, const std::string& expe
     in.fail("num_experts_per_tok", fmt::format("must be in [1, {} = {}]: a token is routed to at "
                                                "most every expert",
                                                experts_key, m.num_moe_experts));
+}
+
+// Qwen2 (Qwen2, Qwen2.5): Llama's decoder with biases on the query, key and
+// value projections (transformers' Qwen2Attention: q_proj, k_proj, v_proj
+// with bias=True, o_proj without; no attention_bias key), as Megatron's
+// --add-qkv-bias gives them.
+model::ModelSpec qwen2(ObjectReader& in) {
+  model::ModelSpec m = llama_like(in);
+  m.add_qkv_bias = true;
+  return m;
+}
+
+// Phi-3: Llama's decoder (its fused qkv_proj and gate_up_proj hold the same
+// weights as Llama's separate ones), sliding-window attention in every layer
+// when the config gives a window, and the pre-training length of its
+// long-context variants at the top level (original_max_position_embeddings).
+model::ModelSpec phi3(ObjectReader& in) {
+  reject_attention_bias(in);
+  model::ModelSpec m = llama_like(in);
+  if (const auto original = in.optional_integer("original_max_position_embeddings", 1, kMaxSeq)) {
+    m.seq_length = std::min(m.seq_length, *original);
+    m.seq_length_from = "original_max_position_embeddings";
+  }
+  if (const auto window = in.optional_integer("sliding_window", 1, kMaxSeq)) {
+    m.sliding_window = *window;
+    m.sliding_window_layers.assign(static_cast<std::size_t>(m.num_layers), 1);
+  }
+  return m;
 }
 
 // Mixtral: Mistral's decoder with every MLP an MoE of num_local_experts
@@ -228,6 +261,7 @@ model::ModelSpec gpt2(ObjectReader& in) {
   m.ffn_hidden_size = in.optional_integer("n_inner", 1, kMaxDim * 8).value_or(4 * m.hidden_size);
   m.vocab_size = in.integer("vocab_size", 1, kMaxVocab);
   m.seq_length = in.integer("n_positions", 1, kMaxSeq);
+  m.seq_length_from = "n_positions";
   set_heads(m, in, "n_head", std::nullopt);
   in.optional_choice("activation_function", {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh"});
   m.activation = model::Activation::Gelu;
@@ -250,6 +284,7 @@ model::ModelSpec gpt_neox(ObjectReader& in) {
   m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
   m.vocab_size = in.integer("vocab_size", 1, kMaxVocab);
   m.seq_length = in.integer("max_position_embeddings", 1, kMaxSeq);
+  m.seq_length_from = "max_position_embeddings";
   set_heads(m, in, "num_attention_heads", std::nullopt);
   in.optional_choice("hidden_act", {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh"});
   m.activation = model::Activation::Gelu;
@@ -269,6 +304,7 @@ model::ModelSpec bert(ObjectReader& in) {
   m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
   m.vocab_size = in.integer("vocab_size", 1, kMaxVocab);
   m.seq_length = in.integer("max_position_embeddings", 1, kMaxSeq);
+  m.seq_length_from = "max_position_embeddings";
   set_heads(m, in, "num_attention_heads", std::nullopt);
   in.optional_choice("hidden_act", {"gelu", "gelu_new"});
   m.activation = model::Activation::Gelu;
@@ -291,10 +327,10 @@ model::ModelSpec parse_hf_config(const nlohmann::json& object, const std::string
   ObjectReader in(object, where);
   if (!in.has("model_type"))
     in.fail("model_type", "is missing: a Hugging Face config names its model_type "
-                          "(llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, deepseek_v3, "
+                          "(llama, mistral, qwen2, qwen3, phi3, mixtral, qwen3_moe, deepseek_v3, "
                           "gpt_oss, gpt2, gpt_neox or bert)");
   const std::string type =
-      in.choice("model_type", {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe",
+      in.choice("model_type", {"llama", "mistral", "qwen2", "qwen3", "phi3", "mixtral", "qwen3_moe",
                                "deepseek_v3", "gpt_oss", "gpt2", "gpt_neox", "bert"});
   model::ModelSpec m;
   if (type == "mixtral") {
@@ -315,7 +351,14 @@ model::ModelSpec parse_hf_config(const nlohmann::json& object, const std::string
       m = bert(in);
     } else if (type == "qwen3") {
       m = qwen3(in);
+    } else if (type == "qwen2") {
+      m = qwen2(in);
+    } else if (type == "phi3") {
+      m = phi3(in);
     } else {
+      // Llama's attention_bias puts biases on q, k, v and o alike, which no
+      // published Llama or Mistral config sets.
+      reject_attention_bias(in);
       m = llama_like(in);
     }
   }

@@ -193,12 +193,13 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
                                                    : model::PositionEmbedding::None;
   m.tie_embeddings = in.optional_boolean("tie_embeddings").value_or(true);
   m.add_bias_linear = in.optional_boolean("add_bias_linear").value_or(true);
+  m.add_qkv_bias = in.optional_boolean("add_qkv_bias").value_or(false);
   m.dropout = in.optional_number("dropout", 0.0, 0.99).value_or(0.1);
   m.causal = in.optional_boolean("causal").value_or(true);
   in.reject_unknown_keys(
       "accepted keys: name, source, num_layers, hidden_size, num_attention_heads, "
       "num_query_groups, ffn_hidden_size, kv_channels, vocab_size, seq_length, activation, "
-      "normalization, position_embedding_type, tie_embeddings, add_bias_linear, dropout, causal, "
+      "normalization, position_embedding_type, tie_embeddings, add_bias_linear, add_qkv_bias, dropout, causal, "
       "qk_layernorm, sliding_window, sliding_window_layers, multi_latent_attention, q_lora_rank, "
       "kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim, num_moe_experts, "
       "moe_router_topk, moe_ffn_hidden_size, moe_shared_expert_intermediate_size, "

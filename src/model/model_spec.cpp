@@ -63,7 +63,8 @@ std::int64_t attention_parameters(const ModelSpec& m) {
   if (m.multi_latent_attention) return latent_attention_parameters(m);
   const std::int64_t q_width = m.num_attention_heads * m.kv_channels;
   const std::int64_t kv_width = m.num_query_groups * m.kv_channels;
-  std::int64_t p = linear(m, m.hidden_size, q_width + 2 * kv_width) + linear(m, q_width, m.hidden_size);
+  const std::int64_t qkv = q_width + 2 * kv_width;
+  std::int64_t p = m.hidden_size * qkv + (m.qkv_bias() ? qkv : 0) + linear(m, q_width, m.hidden_size);
   if (m.qk_layernorm) p += 2 * norm_parameters(m, m.kv_channels);
   return p;
 }

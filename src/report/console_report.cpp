@@ -78,9 +78,9 @@ void print_console(const StepResult& r, std::ostream& out) {
   if (r.zero_stage > 0) layout += fmt::format(" · ZeRO-{}", r.zero_stage);
   if (r.precision != "bf16") layout += " · " + upper(r.precision);
   if (r.fp8_recipe == "tensorwise") layout += " tensorwise";
-  fmt::print(out, "{} on {} × {} ({} node{}) · {} · {} micro-batch{} of {} · {}{}{}\n", r.model_name, r.gpus,
-             r.gpu_name, r.nodes, r.nodes == 1 ? "" : "s", layout, r.num_microbatches,
-             r.num_microbatches == 1 ? "" : "es", r.micro_batch_size, upper(r.schedule),
+  fmt::print(out, "{} on {} × {} ({} node{}) · {} · {} micro-batch{} of {} · seq {} · {}{}{}\n", r.model_name,
+             r.gpus, r.gpu_name, r.nodes, r.nodes == 1 ? "" : "s", layout, r.num_microbatches,
+             r.num_microbatches == 1 ? "" : "es", r.micro_batch_size, r.seq_length, upper(r.schedule),
              r.recompute == "none" ? "" : fmt::format(" · recompute {}", r.recompute),
              host_note(r.host_overhead_s));
   const double t = r.step_time_s;

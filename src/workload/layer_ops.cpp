@@ -156,8 +156,10 @@ class LayerBuilder {
   // Under SP a gathered input was quantized before the gather, fused norm or
   // not (enter_tp_region), and the transpose follows the backward's
   // regather, which moves fp8 too.
+  // `biased`: the linear carries a bias (add_bias_linear; the QKV
+  // projection also with add_qkv_bias), whose gradient is reduced in backward.
   void column(const std::string& name, double rows, double in, double out_total, double saved,
-              bool reduce_input_grad, bool gathered_input, bool norm_fused = false) {
+              bool reduce_input_grad, bool gathered_input, bool norm_fused, bool biased) {
     const double out = out_total / t_;
     const double saved_bytes = saved_input(saved);
     const bool fp8_input = fp8_ && (norm_fused || (sp_ && gathered_input));
@@ -192,7 +194,7 @@ class LayerBuilder {
       bw.push_back(reduce);
     }
     bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), saved_bytes)));
-    if (m_.add_bias_linear) bw.push_back(weight_grad(bias_grad(name, rows, out)));
+    if (biased) bw.push_back(weight_grad(bias_grad(name, rows, out)));
     backward(std::move(bw));
   }
 
@@ -242,7 +244,7 @@ class LayerBuilder {
       const double q = static_cast<double>(m_.num_attention_heads) * d;
       const double kv = static_cast<double>(m_.num_query_groups) * d;
       enter_tp_region("attn.input", true, true);
-      column("attn.qkv", N_, h_, q + 2 * kv, Nsp_ * h_, true, true, true);
+      column("attn.qkv", N_, h_, q + 2 * kv, Nsp_ * h_, true, true, true, m_.qkv_bias());
       if (m_.qk_layernorm) {
         fw_.push_back(saving(memory_op("attn.qk_norm", 2 * N_ * (q + kv) / t_ * 2, KernelClass::Norm),
                              2 * N_ * (q + kv) / t_));
@@ -350,7 +352,7 @@ class LayerBuilder {
     const auto up = [&](const std::string& latent, const std::string& name, double width, double out_total) {
       norm(latent, true, width);
       enter_tp_region(name + ".input", true, true, width);
-      column(name, N_, width, out_total, Nsp_ * width, true, true, true);
+      column(name, N_, width, out_total, Nsp_ * width, true, true, true, m_.add_bias_linear);
     };
     // Both down projections read the same bf16 input, kept once; under FP8
     // each keeps its own quantized copy.
@@ -359,7 +361,7 @@ class LayerBuilder {
       up("attn.q_norm", "attn.q_up", ql, heads * (dn + dr));
     } else {
       enter_tp_region("attn.q_proj.input", true, false);
-      column("attn.q_proj", N_, h_, heads * (dn + dr), Nsp_ * h_, true, true, false);
+      column("attn.q_proj", N_, h_, heads * (dn + dr), Nsp_ * h_, true, true, false, m_.add_bias_linear);
     }
     down("attn.kv_down", kl + dr, fp8_ ? saved_input(Nsp_ * h_) : 0);
     up("attn.kv_norm", "attn.kv_up", kl, heads * (dn + dv));
@@ -498,7 +500,7 @@ class LayerBuilder {
   void dense_mlp(const std::string& prefix, double width, bool norm_fused) {
     const bool swiglu = m_.activation == model::Activation::SwiGlu;
     enter_tp_region(prefix + ".input", true, norm_fused);
-    column(prefix + ".fc1", N_, h_, (swiglu ? 2 : 1) * width, Nsp_ * h_, true, true, norm_fused);
+    column(prefix + ".fc1", N_, h_, (swiglu ? 2 : 1) * width, Nsp_ * h_, true, true, norm_fused, m_.add_bias_linear);
     activation(prefix, N_, (swiglu ? 2 : 1) * width / t_, width / t_);
     row(prefix + ".fc2", N_, width, h_);
   }

@@ -42,7 +42,7 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
   } else {
     const std::int64_t q = m.num_attention_heads * m.kv_channels;
     const std::int64_t kv = m.num_query_groups * m.kv_channels;
-    const std::int64_t split = h * (q + 2 * kv) + q * h + (m.add_bias_linear ? q + 2 * kv : 0);
+    const std::int64_t split = h * (q + 2 * kv) + q * h + (m.qkv_bias() ? q + 2 * kv : 0);
     p.dense += split / tp + (m.add_bias_linear ? h : 0) + (m.qk_layernorm ? 2 * m.kv_channels : 0);
   }
   // MLP.
@@ -79,7 +79,8 @@ std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, con
   };
   const std::int64_t q = m.num_attention_heads * m.kv_channels, kv = m.num_query_groups * m.kv_channels;
   norm();
-  linear(h * (q + 2 * kv) / tp, (q + 2 * kv) / tp);  // QKV, column-parallel
+  t.push_back(h * (q + 2 * kv) / tp);  // QKV, column-parallel
+  if (m.qkv_bias()) t.push_back((q + 2 * kv) / tp);
   if (m.qk_layernorm) {
     t.push_back(m.kv_channels);
     t.push_back(m.kv_channels);

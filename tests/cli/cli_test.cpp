@@ -186,6 +186,28 @@ TEST_CASE("ptsim simulate holds back the memory headroom: fits is peak + headroo
   CHECK(j.at("memory").at("peak_bytes").get<double>() == peak);  // the step itself is the same
 }
 
+TEST_CASE("A Hugging Face config's long max_position_embeddings is used with a note, and seq is in the header",
+          "[cli]") {
+  const std::string config = ptsim::test::scratch_path("qwen-like.json");
+  {
+    std::ofstream out(config);
+    out << R"({"model_type": "qwen2", "hidden_act": "silu", "hidden_size": 256, "intermediate_size": 512,
+               "max_position_embeddings": 32768, "num_attention_heads": 4, "num_hidden_layers": 2,
+               "num_key_value_heads": 2, "tie_word_embeddings": false, "vocab_size": 1024})";
+  }
+  const std::string base = "simulate --model " + config + " --hw " +
+                           ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json") +
+                           " --gpus 1 --global-batch-size 1 --allow-oom";
+  const auto r = run(base);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.err, Catch::Contains("sequence length 32768 is the config's max_position_embeddings"));
+  CHECK_THAT(r.out, Catch::Contains("· seq 32768 ·"));
+  const auto given = run(base + " --seq-length 4096");
+  CHECK(given.code == 0);
+  CHECK(given.err.find("max_position_embeddings") == std::string::npos);
+  CHECK_THAT(given.out, Catch::Contains("· seq 4096 ·"));
+}
+
 TEST_CASE("ptsim simulate checks its output paths before the work and writes them all or none", "[cli]") {
   const std::string json = ptsim::test::scratch_path("paths.json");
   std::remove(json.c_str());

@@ -59,6 +59,44 @@ TEST_CASE("Hugging Face configs are read as published", "[config]") {
   CHECK(bert.vocab_size == 30522);
 }
 
+TEST_CASE("Qwen2 and Phi-3 configs give their model cards' parameter counts", "[config]") {
+  // The keys of Qwen/Qwen2.5-7B's config.json that shape training. Its model
+  // card: 7.61B parameters; by hand, 2·152064·3584 embeddings + 28 layers of
+  // (3584·(3584+2·512) + (3584+2·512) QKV with biases + 3584² output
+  // + 3·3584·18944 SwiGLU MLP + 2·3584 norms) + 3584 = 7,615,616,512.
+  const json qwen = {{"architectures", {"Qwen2ForCausalLM"}}, {"model_type", "qwen2"}, {"hidden_act", "silu"},
+                     {"hidden_size", 3584}, {"intermediate_size", 18944}, {"max_position_embeddings", 131072},
+                     {"num_attention_heads", 28}, {"num_hidden_layers", 28}, {"num_key_value_heads", 4},
+                     {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0}, {"sliding_window", 131072},
+                     {"tie_word_embeddings", false}, {"use_sliding_window", false}, {"vocab_size", 152064}};
+  const auto q = parse(qwen);
+  CHECK(q.add_qkv_bias);
+  CHECK_FALSE(q.add_bias_linear);
+  CHECK(model::total_parameters(q) == 7'615'616'512);
+  // No rope_scaling: the sequence is max_position_embeddings, and says so.
+  CHECK(q.seq_length == 131072);
+  CHECK(q.seq_length_from == "max_position_embeddings");
+  // microsoft/Phi-3-mini-4k-instruct: 3.8B; by hand 2·32064·3072 + 32 ·
+  // (3072·9216 + 3072² + 3072·16384 + 8192·3072 + 2·3072) + 3072 = 3,821,079,552.
+  const json phi = {{"architectures", {"Phi3ForCausalLM"}}, {"model_type", "phi3"}, {"hidden_act", "silu"},
+                    {"hidden_size", 3072}, {"intermediate_size", 8192}, {"max_position_embeddings", 4096},
+                    {"num_attention_heads", 32}, {"num_hidden_layers", 32}, {"num_key_value_heads", 32},
+                    {"original_max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"sliding_window", 2047},
+                    {"tie_word_embeddings", false}, {"vocab_size", 32064}};
+  const auto p = parse(phi);
+  CHECK(model::total_parameters(p) == 3'821'079'552);
+  CHECK(p.sliding_window == 2047);
+  CHECK(p.sliding_window_layers == std::vector<std::uint8_t>(32, 1));
+  // Phi-3-mini-128k: a 131072 window over a 4096-token pre-training length.
+  json phi_long = phi;
+  phi_long["max_position_embeddings"] = 131072;
+  phi_long["rope_scaling"] = {{"type", "longrope"}, {"long_factor", {1.0, 1.1}}, {"short_factor", {1.0, 1.0}}};
+  CHECK(parse(phi_long).seq_length == 4096);
+  // Llama 3.1: the pre-training length from rope_scaling; Llama 2's null rope_scaling is none.
+  CHECK(test::shipped_model("llama3-405b").seq_length_from == "rope_scaling.original_max_position_embeddings");
+  CHECK(test::shipped_model("llama2-7b").seq_length == 4096);
+}
+
 TEST_CASE("Model files are rejected with the key, the value and the fix", "[config]") {
   json j = tiny();
   SECTION("unknown key") {

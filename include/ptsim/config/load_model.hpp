@@ -1,6 +1,6 @@
 // Model files → ModelSpec. Two formats, told apart by their keys: ptsim's own
 // object with Megatron-LM names (strict: unknown keys are errors), and a
-// Hugging Face config.json as published (Llama, Mistral, Mixtral, Qwen2,
+// Hugging Face config.json as published (Llama, Mistral, Mixtral, Qwen2, Phi-3,
 // Qwen3, Qwen3-MoE, DeepSeek-V3, gpt-oss, GPT-2, GPT-NeoX, BERT), of which
 // only the keys that shape training are read.
 #pragma once

@@ -27,6 +27,13 @@ struct ModelSpec {
   PositionEmbedding position_embedding = PositionEmbedding::LearnedAbsolute;
   bool tie_embeddings = true;       // LM head shares the input embedding matrix
   bool add_bias_linear = true;      // linear layers carry biases (GPT yes, Llama no)
+  /// Biases on the query, key and value projections only (Qwen2; Megatron's
+  /// --add-qkv-bias); add_bias_linear puts them there too.
+  bool add_qkv_bias = false;
+  bool qkv_bias() const { return add_bias_linear || add_qkv_bias; }
+  /// Where seq_length came from when a Hugging Face config gave it (e.g.
+  /// "max_position_embeddings"); empty for ptsim's own files.
+  std::string seq_length_from;
   double dropout = 0.1;             // hidden and attention dropout probability
   bool causal = true;               // decoder (causal) attention; false for encoders (BERT)
 
