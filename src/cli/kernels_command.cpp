@@ -74,7 +74,7 @@ int run_kernels(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description options;
   options.add(input_options(inputs)).add(strategy_options()).add(outputs);
   po::variables_map vm;
-  parse_args(args, options, nullptr, vm, "kernels");
+  parse_args(split_megatron_args(args, inputs), options, nullptr, vm, "kernels");
   if (vm.count("help")) {
     std::ostringstream text;
     text << options;

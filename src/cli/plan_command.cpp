@@ -29,6 +29,13 @@ namespace po = boost::program_options;
 namespace {
 
 constexpr const char* kPlanUsage = R"(Usage: ptsim plan --model FILE --hw FILE --gpus N --global-batch-size B [options]
+       ptsim plan --hw FILE --gpus N [options] -- MEGATRON-ARGS...
+
+After --, a Megatron-LM launch line's arguments give the model (as ptsim
+simulate --help describes), the global batch and the framework's settings
+(precision, overlaps, attention kernels); the parallel layout it names (TP,
+PP, CP, EP, interleaving, micro-batch, SP, recomputation, ZeRO) is what the
+search looks for, so it is left out of the fixed choices.
 
 Searches every valid strategy — tp, pp, dp, cp, ep, interleaving, micro-batch
 size, schedule, recomputation, sequence parallelism, ZeRO stage — keeps those
@@ -129,15 +136,14 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description options;
   options.add(input_options(inputs)).add(strategy_options()).add(search);
   po::variables_map vm;
-  parse_args(args, options, nullptr, vm, "plan");
+  parse_args(split_megatron_args(args, inputs), options, nullptr, vm, "plan");
   if (vm.count("help")) {
     std::ostringstream text;
     text << options;
     fmt::print(out, "{}{}", kPlanUsage, text.str());
     return 0;
   }
-  if (inputs.model.empty() || inputs.hw.empty())
-    throw ConfigError("ptsim plan: --model FILE and --hw FILE are required; see --help");
+  if (inputs.hw.empty()) throw ConfigError("ptsim plan: --hw FILE is required; see --help");
   if (objective != "time" && objective != "cost")
     throw ConfigError(fmt::format("--objective = {} is not an objective; use time or cost", objective));
   if (top < 1 || top > 100000) throw ConfigError(fmt::format("--top = {} must lie in [1, 100000]", top));
@@ -145,15 +151,14 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
   // Before the search: a bad output path fails now, not after minutes of it.
   check_output_paths({{"--json", json}, {"--csv", csv}}, read);
   plan::PlanRequest request;
-  request.model = config::load_model(inputs.model);
-  request.hardware = config::load_hardware(inputs.hw);
   request.fixed = strategy_input(inputs, vm);
+  request.model = load_model_input(inputs, request.fixed, "ptsim plan", LaunchLayout::Search);
+  request.hardware = config::load_hardware(inputs.hw);
   if (!request.fixed.gpus) throw ConfigError("ptsim plan: --gpus N is required; see --help");
   if (!request.fixed.global_batch_size) throw ConfigError("ptsim plan: --global-batch-size B is required; see --help");
   request.gpus = *request.fixed.gpus;
   request.global_batch_size = *request.fixed.global_batch_size;
   request.seq_length = request.fixed.seq_length;
-  note_sequence_length(inputs.model, request.model, request.seq_length.has_value());
   request.top = top;
   request.objective = objective == "cost" ? plan::Objective::Cost : plan::Objective::Time;
   if (request.objective == plan::Objective::Cost && !(price > 0))

@@ -2,6 +2,7 @@
 #include "run_inputs.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_model.hpp"
+#include "ptsim/config/megatron_args.hpp"
 #include "ptsim/config/resolve_run.hpp"
 #include "ptsim/config/strategy_input.hpp"
 
@@ -114,13 +116,74 @@ void note_sequence_length(const std::string& model_path, const model::ModelSpec&
              model_path, m.seq_length);
 }
 
+std::vector<std::string> split_megatron_args(const std::vector<std::string>& args, RunInputs& inputs) {
+  const auto dashes = std::find(args.begin(), args.end(), "--");
+  if (dashes == args.end()) return args;
+  inputs.has_megatron = true;
+  inputs.megatron.assign(dashes + 1, args.end());
+  return {args.begin(), dashes};
+}
+
+model::ModelSpec load_model_input(const RunInputs& inputs, config::StrategyInput& strategy,
+                                  const std::string& command, LaunchLayout layout) {
+  if (!inputs.has_megatron) {
+    if (inputs.model.empty())
+      throw ConfigError(fmt::format("{}: --model FILE (or a Megatron-LM launch line after --) is required; see "
+                                    "--help",
+                                    command));
+    model::ModelSpec m = config::load_model(inputs.model);
+    note_sequence_length(inputs.model, m, strategy.seq_length.has_value());
+    return m;
+  }
+  if (!inputs.model.empty())
+    throw ConfigError(fmt::format("{}: --model {} and a Megatron-LM launch line after -- both give the model; "
+                                  "give one of them",
+                                  command, inputs.model));
+  if (inputs.megatron.empty())
+    throw ConfigError(fmt::format("{}: nothing after --; put pretrain_gpt.py's arguments there", command));
+  config::MegatronLaunch launch = config::parse_megatron_args(inputs.megatron);
+  if (layout == LaunchLayout::Search) {
+    auto& s = launch.strategy;
+    for (auto* field : {&s.tp, &s.pp, &s.dp, &s.cp, &s.ep, &s.expert_tp, &s.vpp, &s.layers_per_virtual_stage,
+                        &s.first_stage_layers, &s.last_stage_layers, &s.micro_batch_size, &s.recompute_num_layers,
+                        &s.zero})
+      field->reset();
+    for (auto* field : {&s.sequence_parallel, &s.distributed_optimizer}) field->reset();
+    s.pipeline_layout.reset();
+    s.recompute.reset();
+    s.schedule.reset();
+  }
+  // ptsim's flags over Megatron's: the same value is fine, another one a conflict.
+  for (const auto& f : config::strategy_fields()) {
+    std::visit(
+        [&](auto member) {
+          const auto& ours = strategy.*member;
+          const auto& theirs = launch.strategy.*member;
+          if (ours && theirs && *ours != *theirs)
+            throw ConfigError(fmt::format("{}: {} disagrees with {}; drop one of them", command,
+                                          strategy.where(f.field), launch.strategy.where(f.field)));
+        },
+        f.member);
+  }
+  strategy = config::merge(launch.strategy, strategy);
+  for (const auto& note : launch.notes) fmt::print(stderr, "note: {}\n", note);
+  if (!launch.ignored.empty())
+    fmt::print(stderr, "note: Megatron-LM flags with no effect on a step, ignored: {}\n",
+               fmt::join(launch.ignored, " "));
+  if (!launch.not_modelled.empty())
+    fmt::print(stderr, "note: Megatron-LM flags that change a step in ways ptsim does not model, left out: {}\n",
+               fmt::join(launch.not_modelled, " "));
+  return launch.model;
+}
+
 LoadedRun load_run(const RunInputs& inputs, const po::variables_map& vm, const std::string& command) {
-  if (inputs.model.empty()) throw ConfigError(fmt::format("{}: --model FILE is required; see --help", command));
+  if (!inputs.has_megatron && inputs.model.empty())
+    throw ConfigError(fmt::format("{}: --model FILE (or a Megatron-LM launch line after --) is required; see --help",
+                                  command));
   if (inputs.hw.empty()) throw ConfigError(fmt::format("{}: --hw FILE is required; see --help", command));
-  const config::StrategyInput input = strategy_input(inputs, vm);
+  config::StrategyInput input = strategy_input(inputs, vm);
   LoadedRun run;
-  const model::ModelSpec model = config::load_model(inputs.model);
-  note_sequence_length(inputs.model, model, input.seq_length.has_value());
+  const model::ModelSpec model = load_model_input(inputs, input, command);
   run.hardware = config::load_hardware(inputs.hw);
   const config::ResolvedRun resolved = config::resolve_run(model, input);
   run.model = resolved.model;

@@ -4,6 +4,7 @@
 
 #include <boost/program_options.hpp>
 #include <string>
+#include <vector>
 
 #include "ptsim/config/strategy_input.hpp"
 #include "ptsim/hardware/hardware_profile.hpp"
@@ -16,7 +17,25 @@ struct RunInputs {
   std::string model;
   std::string hw;
   std::string strategy;
+  /// A Megatron-LM launch line: what follows "--" on ptsim's command line,
+  /// the arguments pretrain_gpt.py receives (in place of --model).
+  std::vector<std::string> megatron;
+  bool has_megatron = false;
 };
+
+/// Splits a command's arguments at the first "--": ptsim's own before it,
+/// Megatron-LM's after it (into inputs.megatron).
+std::vector<std::string> split_megatron_args(const std::vector<std::string>& args, RunInputs& inputs);
+
+/// The model of the run — from --model FILE, or from the Megatron launch
+/// line, whose strategy flags then come under `strategy` (ptsim's flags
+/// win where they agree and are an error where they disagree). Prints once,
+/// on standard error, which Megatron flags were ignored and why.
+/// Keep: the launch line's parallel layout is the run's (simulate, kernels).
+/// Search: it is dropped for a search to choose (plan).
+enum class LaunchLayout { Keep, Search };
+model::ModelSpec load_model_input(const RunInputs& inputs, config::StrategyInput& strategy,
+                                  const std::string& command, LaunchLayout layout = LaunchLayout::Keep);
 
 /// --model, --hw, --strategy.
 boost::program_options::options_description input_options(RunInputs& inputs);

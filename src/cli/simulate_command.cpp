@@ -23,10 +23,22 @@ namespace po = boost::program_options;
 namespace {
 
 constexpr const char* kUsage = R"(Usage: ptsim simulate --model FILE --hw FILE [strategy] [outputs]
+       ptsim simulate --hw FILE --gpus N [strategy] [outputs] -- MEGATRON-ARGS...
 
 Simulates one training step of a model on a cluster under a parallel strategy,
 event by event on every GPU rank, and reports step time, its breakdown, memory
 per GPU and communication.
+
+After --, the arguments a Megatron-LM launch line hands pretrain_gpt.py, as
+pasted: the model comes from its architecture flags (--num-layers,
+--hidden-size, --num-attention-heads, --seq-length, --max-position-embeddings,
+--swiglu, --num-query-groups, ...; GPT-2's BPE vocabulary of 50,257, else
+--vocab-size, padded as Megatron pads it), the strategy from its parallelism,
+batch, precision, recomputation and overlap flags. Flags that do not change a
+step (data, logging, checkpoints, learning rate, seeds) are listed as ignored;
+a flag Megatron-LM does not have is refused. The world size is --gpus, as
+torchrun's --nproc_per_node × --nnodes; ptsim flags given before -- win where
+they agree with Megatron's and are an error where they do not.
 
 Examples:
   ptsim simulate --model configs/models/gpt3-175b.json --hw hw_profiles/a100-sxm4-80gb.json \
@@ -37,6 +49,11 @@ Examples:
       --strategy my-strategy.json --trace step.trace.json
   ptsim simulate --model configs/models/gpt3-175b.json --hw hw_profiles/dgx-a100-superpod.json \
       --gpus 1024 --tp 8 --pp 8 --global-batch-size 1536 --slow-gpu 17:1.2 --slow-link nic:300:4
+  ptsim simulate --hw hw_profiles/h100-sxm5-80gb.json --gpus 8 -- --num-layers 32 --hidden-size 4096 \
+      --num-attention-heads 32 --group-query-attention --num-query-groups 8 --ffn-hidden-size 14336 \
+      --swiglu --normalization RMSNorm --position-embedding-type rope --seq-length 8192 \
+      --max-position-embeddings 8192 --untie-embeddings-and-output-weights --disable-bias-linear \
+      --vocab-size 128256 --micro-batch-size 1 --global-batch-size 128 --bf16 --use-distributed-optimizer
 
 Exit codes: 0 the step was simulated and fits in memory · 2 invalid input ·
 3 the strategy does not fit in HBM (the report and its JSON, memory.fits
@@ -151,7 +168,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
   Flags f;
   const po::options_description options = describe(f);
   po::variables_map vm;
-  parse_args(args, options, nullptr, vm, "simulate");
+  parse_args(split_megatron_args(args, f.inputs), options, nullptr, vm, "simulate");
   if (vm.count("help")) {
     fmt::print(out, "{}", kUsage);
     std::ostringstream text;

@@ -114,7 +114,7 @@ TEST_CASE("ptsim rejects bad input with exit code 2 and one clear line", "[cli]"
   SECTION("missing required flag") {
     const auto r = run("simulate --gpus 1");
     CHECK(r.code == 2);
-    CHECK_THAT(r.err, Catch::Contains("--model FILE is required"));
+    CHECK_THAT(r.err, Catch::Contains("--model FILE (or a Megatron-LM launch line after --) is required"));
   }
   SECTION("an output over an input") {
     const auto r = run(tiny_run() + " --gpus 1 --global-batch-size 1 --json " +
@@ -206,6 +206,30 @@ TEST_CASE("A Hugging Face config's long max_position_embeddings is used with a n
   CHECK(given.code == 0);
   CHECK(given.err.find("max_position_embeddings") == std::string::npos);
   CHECK_THAT(given.out, Catch::Contains("· seq 4096 ·"));
+}
+
+TEST_CASE("ptsim simulate and plan take a Megatron-LM launch line after --", "[cli][megatron]") {
+  const std::string hw = ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json");
+  const std::string line = " -- --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+                           "--max-position-embeddings 1024 --vocab-size 32000 --tensor-model-parallel-size 2 "
+                           "--micro-batch-size 1 --global-batch-size 8 --bf16 --lr 1e-4";
+  const auto r = run("simulate --hw " + hw + " --gpus 8" + line);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("TP 2 · PP 1 · DP 4") && Catch::Contains("seq 1024"));
+  CHECK_THAT(r.err, Catch::Contains("ignored: --lr"));
+  // ptsim's flag agreeing with Megatron's is fine; disagreeing is an error naming both.
+  CHECK(run("simulate --hw " + hw + " --gpus 8 --tp 2" + line).code == 0);
+  const auto conflict = run("simulate --hw " + hw + " --gpus 8 --tp 4" + line);
+  CHECK(conflict.code == 2);
+  CHECK_THAT(conflict.err, Catch::Contains("disagrees with") && Catch::Contains("tensor_model_parallel_size"));
+  const auto both = run("simulate --hw " + hw + " --gpus 8 --model " +
+                        ptsim::test::source_path("configs/models/tiny.json") + line);
+  CHECK(both.code == 2);
+  CHECK_THAT(both.err, Catch::Contains("both give the model"));
+  // plan searches the layout: the launch line's TP 2 is not pinned.
+  const auto plan = run("plan --hw " + hw + " --gpus 8 --quiet --top 50" + line);
+  CHECK(plan.code == 0);
+  CHECK_THAT(plan.out, Catch::Contains("tp=1 ") && Catch::Contains("tp=2 "));
 }
 
 TEST_CASE("ptsim simulate checks its output paths before the work and writes them all or none", "[cli]") {

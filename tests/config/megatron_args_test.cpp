@@ -1,0 +1,122 @@
+// A Megatron-LM launch line read into ptsim's model and strategy, against
+// Megatron's own defaults and checks (megatron/training/arguments.py at
+// NVIDIA/Megatron-LM d98e8a6) worked out by hand.
+#include "ptsim/config/megatron_args.hpp"
+
+#include <sstream>
+
+#include "ptsim/common/error.hpp"
+#include "ptsim/model/model_spec.hpp"
+#include "test_support.hpp"
+
+using namespace ptsim;
+
+namespace {
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+const std::string kGpt = "--num-layers 24 --hidden-size 4096 --num-attention-heads 32 --seq-length 2048 "
+                         "--max-position-embeddings 2048 ";
+
+config::MegatronLaunch read(const std::string& line) { return config::parse_megatron_args(words(line)); }
+
+}  // namespace
+
+TEST_CASE("A Megatron launch line takes Megatron's defaults where a flag is absent", "[config][megatron]") {
+  const auto gpt = read(kGpt + "--tokenizer-type GPT2BPETokenizer --tensor-model-parallel-size 4");
+  CHECK(gpt.model.ffn_hidden_size == 4 * 4096);  // 4h
+  CHECK(gpt.model.kv_channels == 4096 / 32);
+  CHECK(gpt.model.num_query_groups == 32);  // no --group-query-attention
+  CHECK(gpt.model.normalization == model::Normalization::LayerNorm);
+  CHECK(gpt.model.position_embedding == model::PositionEmbedding::LearnedAbsolute);
+  CHECK(gpt.model.tie_embeddings);
+  CHECK(gpt.model.add_bias_linear);
+  CHECK(gpt.model.dropout == 0.1);
+  // GPT-2's 50,257 tokens up to a multiple of 128 × TP 4 = 512: 50,688.
+  CHECK(gpt.model.vocab_size == 50688);
+  CHECK(gpt.strategy.tp == 4);
+  // SwiGLU: 8h/3 rounded down to a multiple of 64: 10,922.67 → 10,880.
+  const auto llama = read(kGpt + "--swiglu --normalization RMSNorm --position-embedding-type rope "
+                                 "--group-query-attention --num-query-groups 8 --untie-embeddings-and-output-weights "
+                                 "--disable-bias-linear --vocab-size 32000 --make-vocab-size-divisible-by 64 "
+                                 "--attention-dropout 0.0 --hidden-dropout 0.0");
+  CHECK(llama.model.ffn_hidden_size == 10880);
+  CHECK(llama.model.activation == model::Activation::SwiGlu);
+  CHECK(llama.model.normalization == model::Normalization::RmsNorm);
+  CHECK(llama.model.num_query_groups == 8);
+  CHECK_FALSE(llama.model.tie_embeddings);
+  CHECK_FALSE(llama.model.add_bias_linear);
+  CHECK(llama.model.vocab_size == 32000);  // already a multiple of 64 × TP 1
+  CHECK(llama.model.dropout == 0.0);
+}
+
+TEST_CASE("A Megatron launch line's strategy flags, as ptsim reads the same settings", "[config][megatron]") {
+  const auto l = read(kGpt + "--vocab-size 50000 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 "
+                             "--num-layers-per-virtual-pipeline-stage 3 --sequence-parallel --micro-batch-size 2 "
+                             "--global-batch-size 256 --use-distributed-optimizer --overlap-grad-reduce "
+                             "--overlap-param-gather --bf16 --recompute-activations");
+  CHECK(l.strategy.tp == 2);
+  CHECK(l.strategy.pp == 4);
+  CHECK(l.strategy.layers_per_virtual_stage == 3);
+  CHECK(l.strategy.sequence_parallel == true);
+  CHECK(l.strategy.micro_batch_size == 2);
+  CHECK(l.strategy.global_batch_size == 256);
+  CHECK(l.strategy.distributed_optimizer == true);
+  CHECK(l.strategy.recompute == "selective");
+  CHECK(l.strategy.batch_p2p_sync == true);  // Megatron-Core's default
+  CHECK(l.strategy.overlap_p2p_comm == true);
+  CHECK(read(kGpt + "--vocab-size 50000 --no-overlap-p2p-communication").strategy.overlap_p2p_comm == false);
+  // Full recomputation: uniform with one layer a chunk is every layer; block is the first N.
+  const auto uniform = read(kGpt + "--vocab-size 50000 --recompute-granularity full --recompute-method uniform "
+                                   "--recompute-num-layers 1");
+  CHECK(uniform.strategy.recompute == "full");
+  CHECK_FALSE(uniform.strategy.recompute_num_layers);
+  const auto block = read(kGpt + "--vocab-size 50000 --recompute-granularity full --recompute-method block "
+                                 "--recompute-num-layers 3");
+  CHECK(block.strategy.recompute_num_layers == 3);
+  // FP8: e4m3 or hybrid, the recipes ptsim models.
+  const auto fp8 = read(kGpt + "--vocab-size 50000 --fp8-format hybrid --fp8-recipe tensorwise --fp8-param-gather");
+  CHECK(fp8.strategy.precision == "fp8");
+  CHECK(fp8.strategy.fp8_recipe == "tensorwise");
+  CHECK(fp8.strategy.fp8_param_gather == true);
+  CHECK(read(kGpt + "--vocab-size 50000 --attention-backend fused").strategy.attention_backend == "cudnn");
+}
+
+TEST_CASE("A Megatron launch line's other flags: listed as ignored, listed as not modelled, or refused",
+          "[config][megatron]") {
+  const auto l = read(kGpt + "--vocab-size 50000 --lr 3e-4 --lr-decay-style cosine --save /ckpt --save-interval 100 "
+                             "--data-path 1.0 /data/a 0.5 /data/b --seed 7 --lr 1e-4 --manual-gc");
+  CHECK(l.ignored == std::vector<std::string>{"--lr", "--lr-decay-style", "--save", "--save-interval", "--data-path",
+                                              "--seed", "--manual-gc"});
+  CHECK(l.not_modelled.empty());
+  // A Megatron flag that changes a step and that ptsim does not model.
+  CHECK(read(kGpt + "--vocab-size 50000 --moe-token-dispatcher-type alltoall").not_modelled ==
+        std::vector<std::string>{"--moe-token-dispatcher-type"});
+  CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --num-layer 24"),
+                    Catch::Contains("--num-layer is not a flag of Megatron-LM's pretrain_gpt.py") &&
+                        Catch::Contains("did you mean --num-layers?"));
+  CHECK_THROWS_WITH(read(kGpt + "--vocab-size"), Catch::Contains("--vocab-size needs a value"));
+  CHECK_THROWS_WITH(read("--hidden-size 4096 --num-attention-heads 32 --seq-length 2048 --max-position-embeddings 2048 "
+                         "--vocab-size 50000"),
+                    Catch::Contains("--num-layers is missing"));
+  CHECK_THROWS_WITH(read(kGpt + "--tokenizer-type HuggingFaceTokenizer --tokenizer-model meta-llama/Llama-3.1-8B"),
+                    Catch::Contains("give --vocab-size N"));
+  CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --recompute-granularity full --recompute-method uniform "
+                                "--recompute-num-layers 2"),
+                    Catch::Contains("chunks of several layers are not modelled"));
+  CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --fp8-format e4m3 --fp8-recipe mxfp8"),
+                    Catch::Contains("--fp8-recipe mxfp8: ptsim simulates delayed, tensorwise"));
+  CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --squared-relu"), Catch::Contains("--squared-relu"));
+  CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --step-batch-size-schedule 0:16 2.4B:320"),
+                    Catch::Contains("'2.4B:320' is not a flag") &&
+                        Catch::Contains("follows --step-batch-size-schedule 0:16"));
+  // The model's own checks apply: heads must divide the hidden size.
+  CHECK_THROWS_AS(read("--num-layers 2 --hidden-size 100 --num-attention-heads 3 --seq-length 64 "
+                       "--max-position-embeddings 64 --vocab-size 512"),
+                  ConfigError);
+}
