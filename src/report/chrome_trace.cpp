@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "ptsim/common/dtype.hpp"
 #include "ptsim/common/units.hpp"
+#include "ptsim/taskgraph/task.hpp"
 
 namespace ptsim::report {
 
@@ -33,12 +35,18 @@ void write_chrome_trace(const engine::RunResult& run, const taskgraph::Workload&
     if (!first) fmt::print(out, ",\n");
     first = false;
   };
+  // Only the streams a rank runs something on get a track: a rank of a
+  // pipeline's middle stage has no embedding stream, a run without EP no ep.
+  std::set<std::pair<Rank, std::size_t>> used;
+  for (const auto& rec : run.timeline)
+    used.emplace(rec.rank, w.programs[w.program_of_rank[static_cast<std::size_t>(rec.rank)]].task(rec.task).stream);
   for (const Rank r : ranks) {
     sep();
     fmt::print(out, R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"rank {}"}}}})", r, r);
     sep();
     fmt::print(out, R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})", r, r);
     for (std::size_t s = 0; s < w.stream_names.size(); ++s) {
+      if (!used.count({r, s})) continue;
       sep();
       fmt::print(out, R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", r, s,
                  quoted(w.stream_names[s]));
@@ -47,11 +55,23 @@ void write_chrome_trace(const engine::RunResult& run, const taskgraph::Workload&
   for (const auto& rec : run.timeline) {
     const auto task = w.programs[w.program_of_rank[static_cast<std::size_t>(rec.rank)]].task(rec.task);
     sep();
+    // The slice's kernel as ptsim costed it: its class and dtype, its shape
+    // (GEMM m, n, k, batch; attention batch·heads, query, key, head width)
+    // and FLOPs, or the collective and its bytes.
+    std::string detail;
+    if (task.kind == taskgraph::TaskKind::Compute) {
+      detail = fmt::format(R"(,"kernel":{},"dtype":{},"flops":{:.0f})", quoted(std::string(taskgraph::to_string(task.kernel))),
+                           quoted(std::string(to_string(task.dtype))), task.flops);
+      if (task.shape[0] > 0)
+        detail += fmt::format(R"(,"shape":[{},{},{},{}])", task.shape[0], task.shape[1], task.shape[2], task.shape[3]);
+    } else if (task.collective != taskgraph::CollectiveKind::None) {
+      detail = fmt::format(R"(,"collective":{})", quoted(std::string(taskgraph::to_string(task.collective))));
+    }
     fmt::print(out,
-               R"({{"ph":"X","name":{},"cat":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"microbatch":{},"layer":{},"bytes":{}}}}})",
+               R"({{"ph":"X","name":{},"cat":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"microbatch":{},"layer":{},"bytes":{}{}}}}})",
                quoted(w.op_names[task.name]), quoted(w.category_names[task.category]), rec.rank,
                task.stream, us(rec.start), us(rec.end - rec.start), task.microbatch, task.layer,
-               task.bytes);
+               task.bytes, detail);
   }
   for (const auto& m : run.memory_samples) {
     sep();

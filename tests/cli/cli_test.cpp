@@ -63,6 +63,24 @@ TEST_CASE("ptsim simulate writes the summary, the JSON report and a trace", "[cl
   CHECK(pids.size() == 8);
   CHECK(memory_counter);
   CHECK(complete == j.at("simulation").at("tasks").get<std::size_t>());
+  // No empty tracks: every named thread runs something; and a GEMM's slice
+  // carries its shape and FLOPs, 2·m·n·k·batch.
+  std::set<std::pair<int, int>> named, busy;
+  std::size_t gemms = 0;
+  for (const auto& e : t.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") named.emplace(e.at("pid").get<int>(), e.at("tid").get<int>());
+    if (e.at("ph") != "X") continue;
+    busy.emplace(e.at("pid").get<int>(), e.at("tid").get<int>());
+    const auto& a = e.at("args");
+    if (a.value("kernel", "") != "gemm") continue;
+    ++gemms;
+    const auto& shape = a.at("shape");
+    const double expected = 2.0 * shape[0].get<double>() * shape[1].get<double>() * shape[2].get<double>() *
+                            shape[3].get<double>();
+    CHECK(a.at("flops").get<double>() == Approx(expected));
+  }
+  CHECK(gemms > 0);
+  CHECK(named == busy);
 }
 
 TEST_CASE("ptsim rejects bad input with exit code 2 and one clear line", "[cli]") {
