@@ -6,6 +6,8 @@
 #include <fmt/ostream.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "ptsim/common/dtype.hpp"
@@ -72,6 +74,47 @@ void write_chrome_trace(const engine::RunResult& run, const taskgraph::Workload&
                quoted(w.op_names[task.name]), quoted(w.category_names[task.category]), rec.rank,
                task.stream, us(rec.start), us(rec.end - rec.start), task.microbatch, task.layer,
                task.bytes, detail);
+  }
+  // Flow arrows: a communicator's k-th operation is the same collective on
+  // every member (NCCL's rule, as the engine matches them), so the recorded
+  // members of each are chained in start order — a send to its receive, a
+  // collective through its ranks.
+  std::map<std::pair<Rank, taskgraph::TaskId>, std::pair<taskgraph::CommunicatorId, std::uint64_t>> occurrence;
+  for (const Rank r : ranks) {
+    const auto& program = w.programs[w.program_of_rank[static_cast<std::size_t>(r)]];
+    std::map<taskgraph::CommunicatorId, std::uint64_t> seen;
+    for (taskgraph::TaskId id = 0; id < program.num_tasks(); ++id) {
+      const auto task = program.task(id);
+      if (task.kind == taskgraph::TaskKind::Compute || task.collective == taskgraph::CollectiveKind::None) continue;
+      const auto comm = w.communicator(r, task.comm_slot);
+      if (comm == taskgraph::kNoCommunicator) continue;
+      occurrence[{r, id}] = {comm, seen[comm]++};
+    }
+  }
+  std::map<std::pair<taskgraph::CommunicatorId, std::uint64_t>, std::vector<const engine::TaskRecord*>> members;
+  for (const auto& rec : run.timeline)
+    if (const auto it = occurrence.find({rec.rank, rec.task}); it != occurrence.end())
+      members[it->second].push_back(&rec);
+  std::uint64_t flow = 0;
+  for (auto& [key, recs] : members) {
+    if (recs.size() < 2) continue;
+    std::sort(recs.begin(), recs.end(), [](const engine::TaskRecord* a, const engine::TaskRecord* b) {
+      return a->start != b->start ? a->start < b->start : a->rank < b->rank;
+    });
+    ++flow;
+    // One name for the chain (its first member's), as viewers bind a flow's events by id, name and category.
+    const auto& head = *recs.front();
+    const std::string name =
+        quoted(w.op_names[w.programs[w.program_of_rank[static_cast<std::size_t>(head.rank)]].task(head.task).name]);
+    for (std::size_t i = 0; i < recs.size(); ++i) {
+      const auto& rec = *recs[i];
+      const auto task = w.programs[w.program_of_rank[static_cast<std::size_t>(rec.rank)]].task(rec.task);
+      const char* phase = i == 0 ? "s" : i + 1 == recs.size() ? "f" : "t";
+      sep();
+      fmt::print(out, R"({{"ph":"{}","id":{},"name":{},"cat":"flow","pid":{},"tid":{},"ts":{}{}}})", phase, flow,
+                 name, rec.rank, task.stream, us(rec.start),
+                 i == 0 ? "" : R"(,"bp":"e")");
+    }
   }
   for (const auto& m : run.memory_samples) {
     sep();

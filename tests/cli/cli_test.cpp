@@ -4,6 +4,7 @@
 #include <fstream>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -81,6 +82,28 @@ TEST_CASE("ptsim simulate writes the summary, the JSON report and a trace", "[cl
   }
   CHECK(gemms > 0);
   CHECK(named == busy);
+  // Flow arrows: each chain starts with "s", ends with "f", visits distinct
+  // ranks; a pipeline send's chain ends on the next stage's receive stream.
+  std::map<std::uint64_t, std::vector<nlohmann::json>> chains;
+  for (const auto& e : t.at("traceEvents"))
+    if (e.value("cat", "") == "flow") chains[e.at("id").get<std::uint64_t>()].push_back(e);
+  REQUIRE_FALSE(chains.empty());
+  std::size_t sends = 0;
+  for (const auto& [id, chain] : chains) {
+    INFO(id);
+    REQUIRE(chain.size() >= 2);
+    CHECK(chain.front().at("ph") == "s");
+    CHECK(chain.back().at("ph") == "f");
+    std::set<int> members;
+    for (const auto& e : chain) members.insert(e.at("pid").get<int>());
+    CHECK(members.size() == chain.size());
+    if (chain.front().at("name") == "pp.send_activation") {
+      ++sends;
+      // TP 2 · DP 2 · PP 2, Megatron's order: a stage is 4 ranks; the receiver is 4 further on.
+      CHECK(chain.back().at("pid").get<int>() == chain.front().at("pid").get<int>() + 4);
+    }
+  }
+  CHECK(sends > 0);
 }
 
 TEST_CASE("ptsim rejects bad input with exit code 2 and one clear line", "[cli]") {
