@@ -137,15 +137,20 @@ nlohmann::ordered_json timeline_json(const model::ModelSpec& model, const hardwa
   request.record_ranks = simulate::default_trace_ranks(best.parallel);
   const simulate::Outcome out = simulate::simulate_step(request);
   const double step = out.result.step_time_s;
-  // The start of the step: pipeline fill and the first micro-batches.
-  double window = std::min(step, 4.0 * step / static_cast<double>(std::max<std::int64_t>(1, out.step.num_microbatches)) +
-                                     0.02 * step);
+  // About four micro-batches' worth of the step, from its middle: the steady
+  // state (1F1B's alternating forwards and backwards on every stage), not
+  // the warm-up a window from time 0 would show.
+  const double width =
+      std::min(step, 4.0 * step / static_cast<double>(std::max<std::int64_t>(1, out.step.num_microbatches)) +
+                         0.02 * step);
+  const double begin = std::max(0.0, step / 2 - width / 2);
+  double window = begin + width;  // the end
   // Keep the excerpt drawable: shrink the window so no rank shows more than
   // kMaxEvents events, rather than cutting one rank's events off mid-window.
   constexpr std::size_t kMaxEvents = 3000;
   std::map<Rank, std::vector<double>> starts;
   for (const auto& rec : out.run.timeline)
-    if (rec.start.seconds() <= window) starts[rec.rank].push_back(rec.start.seconds());
+    if (rec.start.seconds() >= begin && rec.start.seconds() <= window) starts[rec.rank].push_back(rec.start.seconds());
   for (auto& [rank, list] : starts)
     if (list.size() > kMaxEvents) {
       std::nth_element(list.begin(), list.begin() + kMaxEvents, list.end());
@@ -154,7 +159,7 @@ nlohmann::ordered_json timeline_json(const model::ModelSpec& model, const hardwa
   const auto& w = out.step.workload;
   std::map<Rank, nlohmann::ordered_json> events;
   for (const auto& rec : out.run.timeline) {
-    if (rec.start.seconds() >= window) continue;
+    if (rec.start.seconds() < begin || rec.start.seconds() >= window) continue;
     const auto& program = w.programs[w.program_of_rank[static_cast<std::size_t>(rec.rank)]];
     const auto task = program.task(rec.task);
     events[rec.rank].push_back({{"stream", w.stream_names[task.stream]},
@@ -168,7 +173,7 @@ nlohmann::ordered_json timeline_json(const model::ModelSpec& model, const hardwa
                      {"stage", out.step.layout.coordinate(rank, strategy::Axis::Pp)},
                      {"events", std::move(list)}});
   return {{"hardware", hw.name}, {"gpus", best.parallel.world_size}, {"label", best.label},
-          {"window_s", {0.0, window}}, {"ranks", ranks}};
+          {"window_s", {begin, window}}, {"ranks", ranks}};
 }
 
 std::filesystem::path renderer_path(const std::string& given) {

@@ -30,6 +30,42 @@ double plan_best(const std::string& hw, int gpus, int batch) {
 
 }  // namespace
 
+namespace {
+
+// The timeline's window against its closed form for the fastest point: about
+// four micro-batches (4/m of the step, plus 2%) centred on the middle of the
+// step, m = global batch / (micro-batch · dp); every event starts inside it.
+// Returns the window's start.
+double check_timeline_window(const nlohmann::json& j) {
+  const nlohmann::json* fastest = nullptr;
+  for (const auto& p : j.at("points"))
+    if (p.at("fits").get<bool>() &&
+        (fastest == nullptr || p.at("step_time_s").get<double>() < fastest->at("step_time_s").get<double>()))
+      fastest = &p;
+  REQUIRE(fastest != nullptr);
+  const auto& s = fastest->at("strategy");
+  const double step = fastest->at("step_time_s").get<double>();
+  const double m = s.at("global_batch_size").get<double>() /
+                   (s.at("micro_batch_size").get<double>() * s.at("data_parallel_size").get<double>());
+  const double width = std::min(step, 4 * step / m + 0.02 * step);
+  const auto& t = j.at("timeline");
+  const double begin = t.at("window_s").at(0).get<double>();
+  const double end = t.at("window_s").at(1).get<double>();
+  CHECK(begin == Approx(std::max(0.0, step / 2 - width / 2)).margin(1e-12));
+  CHECK(end <= begin + width + 1e-12);
+  CHECK(end > begin);
+  REQUIRE_FALSE(t.at("ranks").empty());
+  for (const auto& rank : t.at("ranks"))
+    for (const auto& e : rank.at("events")) {
+      CHECK(e.at("start_s").get<double>() >= begin);
+      CHECK(e.at("start_s").get<double>() < end);
+      CHECK(e.at("end_s").get<double>() >= e.at("start_s").get<double>());
+    }
+  return begin;
+}
+
+}  // namespace
+
 TEST_CASE("ptsim report turns each scale's best step into days, GPU-hours, cost and energy", "[cli][report]") {
   const std::string dir = scratch_path("report-arith");
   std::filesystem::remove_all(dir);
@@ -70,16 +106,19 @@ TEST_CASE("ptsim report turns each scale's best step into days, GPU-hours, cost 
     const auto pp = p.at("strategy").at("pipeline_model_parallel_size").get<std::size_t>();
     CHECK(p.at("stages").size() == pp);
   }
-  // The timeline excerpt: the fastest point's step from time 0, within its window.
-  const auto& t = j.at("timeline");
-  const double end = t.at("window_s").at(1).get<double>();
-  CHECK(end > 0);
-  REQUIRE_FALSE(t.at("ranks").empty());
-  for (const auto& rank : t.at("ranks"))
-    for (const auto& e : rank.at("events")) {
-      CHECK(e.at("start_s").get<double>() < end);
-      CHECK(e.at("end_s").get<double>() >= e.at("start_s").get<double>());
-    }
+  check_timeline_window(j);
+}
+
+TEST_CASE("ptsim report's timeline is a step's steady state, not its warm-up", "[cli][report]") {
+  // 2048 sequences on 4 GPUs: 32 micro-batches of 16, so the window (about four
+  // of them) sits inside the step, about its middle.
+  const std::string dir = scratch_path("report-window");
+  std::filesystem::remove_all(dir);
+  const auto r = run_ptsim("report -q --no-render --model " + kTiny + " --hw " + kA100 +
+                           " --tokens 1e9 --gpus 4 --global-batch-size 2048 --out " + dir);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(dir + "/report.json"));
+  CHECK(check_timeline_window(j) > 0);
 }
 
 TEST_CASE("ptsim report renders report.md and a self-contained report.html", "[cli][report]") {
