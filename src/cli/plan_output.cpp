@@ -251,10 +251,14 @@ nlohmann::ordered_json merge_plan_files(const std::vector<nlohmann::ordered_json
       merged["searched"] = merged["invalid"] = merged["pruned"] = merged["pruned_memory"] = merged["pruned_bound"] =
           merged["simulated"] = merged["did_not_fit"] = 0;
     } else {
+      // A key a shard may lack (schedules, before plans wrote it) is null there.
+      const auto value = [](const nlohmann::ordered_json& o, const char* key) {
+        return o.contains(key) ? o.at(key) : nlohmann::ordered_json();
+      };
       for (const char* key : {"model", "hardware", "gpus", "global_batch_size", "seq_length", "objective", "schedules"})
-        if (j.at(key) != merged.at(key))
+        if (value(j, key) != value(merged, key))
           throw ConfigError(fmt::format("{}: {} = {} differs from the first shard's {}; merge shards of one search",
-                                        file, key, j.at(key).dump(), merged.at(key).dump()));
+                                        file, key, value(j, key).dump(), value(merged, key).dump()));
     }
     for (const char* key : {"searched", "invalid", "pruned", "pruned_memory", "pruned_bound", "simulated", "did_not_fit"})
       merged[key] = merged[key].get<std::size_t>() + j.at(key).get<std::size_t>();

@@ -358,6 +358,14 @@ TEST_CASE("ptsim merge takes each shard of one search once, all of them", "[cli]
   const auto one = run("merge " + parts[0]);
   CHECK(one.code == 2);
   CHECK_THAT(one.err, Catch::Contains("shards 1/3, 2/3 of the search are missing"));
+  // A part written before plans recorded their schedules: a usage error, not a crash.
+  auto old = nlohmann::json::parse(slurp(parts[2]));
+  old.erase("schedules");
+  const std::string old_part = ptsim::test::scratch_path("merge-part2-old.json");
+  std::ofstream(old_part) << old.dump();
+  const auto mixed = run("merge " + parts[0] + " " + parts[1] + " " + old_part);
+  CHECK(mixed.code == 2);
+  CHECK_THAT(mixed.err, Catch::Contains("schedules = null differs from the first shard's"));
 }
 
 TEST_CASE("ptsim check-kernels says which flag brings in the kernels it skipped", "[cli]") {
