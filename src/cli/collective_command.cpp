@@ -16,6 +16,7 @@
 #include "sizes.hpp"
 #include "output_file.hpp"
 #include "ptsim/common/error.hpp"
+#include "ptsim/common/parse_number.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_nccl_tests.hpp"
 #include "ptsim/fit/fit_collectives.hpp"
@@ -232,16 +233,10 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
   for (const auto& name : split(f.ops_text)) ops.push_back(op_named(name));
   std::vector<std::int64_t> group_sizes;
   for (const auto& item : split(f.ranks_text)) {
-    std::size_t used = 0;
-    long long n = 0;
-    try {
-      n = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || n < 2 || n > (1 << 24))
+    const auto n = whole_number(item);
+    if (!n || *n < 2 || *n > (1 << 24))
       throw ConfigError(fmt::format("--ranks: '{}' is not a group size in [2, 16777216]", item));
-    group_sizes.push_back(n);
+    group_sizes.push_back(*n);
   }
   std::vector<std::uint64_t> sizes;
   if (!f.sizes_text.empty()) {

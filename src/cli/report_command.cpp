@@ -23,6 +23,7 @@
 #include "output_file.hpp"
 #include "plan_output.hpp"
 #include "ptsim/common/error.hpp"
+#include "ptsim/common/parse_number.hpp"
 #include "ptsim/config/json_file.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_model.hpp"
@@ -224,16 +225,10 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("gpu-power-watts") && !(watts > 0)) throw ConfigError(fmt::format("--gpu-power-watts = {} must be positive", watts));
   std::vector<std::int64_t> gpu_counts;
   for (const auto& g : split(gpus_list, ',')) {
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(g, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != g.size() || v < 1 || v > (1 << 24))
+    const auto v = whole_number(g);
+    if (!v || *v < 1 || *v > (1 << 24))
       throw ConfigError(fmt::format("--gpus: '{}' is not a GPU count in [1, 16777216]; give counts separated by commas", g));
-    gpu_counts.push_back(v);
+    gpu_counts.push_back(*v);
   }
   const model::ModelSpec model = config::load_model(model_path);
   note_sequence_length(model_path, model, seq > 0);

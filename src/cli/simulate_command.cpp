@@ -11,6 +11,7 @@
 #include "output_file.hpp"
 #include "run_inputs.hpp"
 #include "ptsim/common/error.hpp"
+#include "ptsim/common/parse_number.hpp"
 #include "ptsim/report/chrome_trace.hpp"
 #include "ptsim/report/console_report.hpp"
 #include "ptsim/report/json_report.hpp"
@@ -123,15 +124,11 @@ simulate::Degradation parse_degradation(const std::string& text, bool link) {
   } else if (parts.size() != 2) {
     throw ConfigError(fmt::format("{} {}: expected {}", flag, text, form));
   }
-  try {
-    std::size_t used = 0;
-    d.index = std::stoll(parts[next], &used);
-    if (used != parts[next].size()) throw std::invalid_argument("trailing characters");
-    d.factor = std::stod(parts[next + 1], &used);
-    if (used != parts[next + 1].size()) throw std::invalid_argument("trailing characters");
-  } catch (const std::exception&) {
-    throw ConfigError(fmt::format("{} {}: not numbers; expected {}", flag, text, form));
-  }
+  const auto index = whole_number(parts[next]);
+  const auto factor = decimal_number(parts[next + 1]);
+  if (!index || !factor) throw ConfigError(fmt::format("{} {}: not numbers; expected {}", flag, text, form));
+  d.index = *index;
+  d.factor = *factor;
   return d;
 }
 
@@ -144,18 +141,12 @@ std::vector<Rank> parse_ranks(const std::string& text, std::int64_t world) {
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
-    std::size_t used = 0;
-    long long r = -1;
-    try {
-      r = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || item.empty() || r < 0 || r >= world)
+    const auto r = whole_number(item);
+    if (!r || *r < 0 || *r >= world)
       throw ConfigError(fmt::format("--trace-ranks: '{}' is not a rank in [0, {}); give ranks "
                                     "separated by commas, or 'all'",
                                     item, world));
-    ranks.push_back(static_cast<Rank>(r));
+    ranks.push_back(static_cast<Rank>(*r));
   }
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());

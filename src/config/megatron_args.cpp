@@ -22,6 +22,7 @@
 #include "internal/megatron_flags.hpp"
 #include "ptsim/common/edit_distance.hpp"
 #include "ptsim/common/error.hpp"
+#include "ptsim/common/parse_number.hpp"
 #include "ptsim/config/load_model.hpp"
 
 namespace ptsim::config {
@@ -113,30 +114,16 @@ std::vector<Given> tokenize(const std::vector<std::string>& args) {
 
 std::int64_t integer_of(const Given& g) {
   const std::string& v = g.values.at(0);
-  std::size_t used = 0;
-  long long n = 0;
-  try {
-    n = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != v.size())
-    throw ConfigError(fmt::format("{}: {} {}: not a whole number", kWhere, g.name, v));
-  return n;
+  const auto n = whole_number(v);
+  if (!n) throw ConfigError(fmt::format("{}: {} {}: not a whole number", kWhere, g.name, v));
+  return *n;
 }
 
 double number_of(const Given& g) {
   const std::string& v = g.values.at(0);
-  std::size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != v.size() || !std::isfinite(x))
-    throw ConfigError(fmt::format("{}: {} {}: not a number", kWhere, g.name, v));
-  return x;
+  const auto x = decimal_number(v);
+  if (!x || !std::isfinite(*x)) throw ConfigError(fmt::format("{}: {} {}: not a number", kWhere, g.name, v));
+  return *x;
 }
 
 std::string choice_of(const Given& g, std::initializer_list<std::string_view> accepted, const std::string& why = "") {
