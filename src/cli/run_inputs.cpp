@@ -124,13 +124,20 @@ std::vector<std::string> split_megatron_args(const std::vector<std::string>& arg
   return {args.begin(), dashes};
 }
 
+namespace {
+
+void require_model_input(const RunInputs& inputs, const std::string& command) {
+  if (!inputs.has_megatron && inputs.model.empty())
+    throw ConfigError(fmt::format("{}: --model FILE (or a Megatron-LM launch line after --) is required; see --help",
+                                  command));
+}
+
+}  // namespace
+
 model::ModelSpec load_model_input(const RunInputs& inputs, config::StrategyInput& strategy,
                                   const std::string& command, LaunchLayout layout) {
+  require_model_input(inputs, command);
   if (!inputs.has_megatron) {
-    if (inputs.model.empty())
-      throw ConfigError(fmt::format("{}: --model FILE (or a Megatron-LM launch line after --) is required; see "
-                                    "--help",
-                                    command));
     model::ModelSpec m = config::load_model(inputs.model);
     note_sequence_length(inputs.model, m, strategy.seq_length.has_value());
     return m;
@@ -177,9 +184,7 @@ model::ModelSpec load_model_input(const RunInputs& inputs, config::StrategyInput
 }
 
 LoadedRun load_run(const RunInputs& inputs, const po::variables_map& vm, const std::string& command) {
-  if (!inputs.has_megatron && inputs.model.empty())
-    throw ConfigError(fmt::format("{}: --model FILE (or a Megatron-LM launch line after --) is required; see --help",
-                                  command));
+  require_model_input(inputs, command);  // before --hw, as --help lists them
   if (inputs.hw.empty()) throw ConfigError(fmt::format("{}: --hw FILE is required; see --help", command));
   config::StrategyInput input = strategy_input(inputs, vm);
   LoadedRun run;

@@ -37,11 +37,14 @@ void write_chrome_trace(const engine::RunResult& run, const taskgraph::Workload&
     if (!first) fmt::print(out, ",\n");
     first = false;
   };
+  const auto program_of = [&](Rank r) -> const taskgraph::Program& {
+    return w.programs[w.program_of_rank[static_cast<std::size_t>(r)]];
+  };
+  const auto task_of = [&](const engine::TaskRecord& rec) { return program_of(rec.rank).task(rec.task); };
   // Only the streams a rank runs something on get a track: a rank of a
   // pipeline's middle stage has no embedding stream, a run without EP no ep.
   std::set<std::pair<Rank, std::size_t>> used;
-  for (const auto& rec : run.timeline)
-    used.emplace(rec.rank, w.programs[w.program_of_rank[static_cast<std::size_t>(rec.rank)]].task(rec.task).stream);
+  for (const auto& rec : run.timeline) used.emplace(rec.rank, task_of(rec).stream);
   for (const Rank r : ranks) {
     sep();
     fmt::print(out, R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"rank {}"}}}})", r, r);
@@ -55,7 +58,7 @@ void write_chrome_trace(const engine::RunResult& run, const taskgraph::Workload&
     }
   }
   for (const auto& rec : run.timeline) {
-    const auto task = w.programs[w.program_of_rank[static_cast<std::size_t>(rec.rank)]].task(rec.task);
+    const auto task = task_of(rec);
     sep();
     // The slice's kernel as ptsim costed it: its class and dtype, its shape
     // (GEMM m, n, k, batch; attention batch·heads, query, key, head width)
@@ -79,19 +82,19 @@ void write_chrome_trace(const engine::RunResult& run, const taskgraph::Workload&
   // every member (NCCL's rule, as the engine matches them), so the recorded
   // members of each are chained in start order — a send to its receive, a
   // collective through its ranks.
-  std::map<std::pair<Rank, taskgraph::TaskId>, std::pair<taskgraph::CommunicatorId, std::uint64_t>> occurrence;
+  using Occurrence = std::pair<taskgraph::CommunicatorId, std::uint64_t>;  // (communicator, k)
+  std::map<std::pair<Rank, taskgraph::TaskId>, Occurrence> occurrence;  // communication tasks only
   for (const Rank r : ranks) {
-    const auto& program = w.programs[w.program_of_rank[static_cast<std::size_t>(r)]];
+    const auto& program = program_of(r);
     std::map<taskgraph::CommunicatorId, std::uint64_t> seen;
     for (taskgraph::TaskId id = 0; id < program.num_tasks(); ++id) {
       const auto task = program.task(id);
       if (task.kind == taskgraph::TaskKind::Compute || task.collective == taskgraph::CollectiveKind::None) continue;
       const auto comm = w.communicator(r, task.comm_slot);
-      if (comm == taskgraph::kNoCommunicator) continue;
-      occurrence[{r, id}] = {comm, seen[comm]++};
+      if (comm != taskgraph::kNoCommunicator) occurrence[{r, id}] = {comm, seen[comm]++};
     }
   }
-  std::map<std::pair<taskgraph::CommunicatorId, std::uint64_t>, std::vector<const engine::TaskRecord*>> members;
+  std::map<Occurrence, std::vector<const engine::TaskRecord*>> members;
   for (const auto& rec : run.timeline)
     if (const auto it = occurrence.find({rec.rank, rec.task}); it != occurrence.end())
       members[it->second].push_back(&rec);
@@ -103,12 +106,10 @@ void write_chrome_trace(const engine::RunResult& run, const taskgraph::Workload&
     });
     ++flow;
     // One name for the chain (its first member's), as viewers bind a flow's events by id, name and category.
-    const auto& head = *recs.front();
-    const std::string name =
-        quoted(w.op_names[w.programs[w.program_of_rank[static_cast<std::size_t>(head.rank)]].task(head.task).name]);
+    const std::string name = quoted(w.op_names[task_of(*recs.front()).name]);
     for (std::size_t i = 0; i < recs.size(); ++i) {
       const auto& rec = *recs[i];
-      const auto task = w.programs[w.program_of_rank[static_cast<std::size_t>(rec.rank)]].task(rec.task);
+      const auto task = task_of(rec);
       const char* phase = i == 0 ? "s" : i + 1 == recs.size() ? "f" : "t";
       sep();
       fmt::print(out, R"({{"ph":"{}","id":{},"name":{},"cat":"flow","pid":{},"tid":{},"ts":{}{}}})", phase, flow,
