@@ -1,7 +1,7 @@
 // Hugging Face config.json import (see internal/hf_config.hpp). A published
 // config carries many keys that do not shape training (token ids, dtype,
 // generation settings, routing details); only the ones below are read, by
-// model family: dense (Llama, Mistral, Qwen2/3, Phi-3, GPT-2, GPT-NeoX, BERT) and
+// model family: dense (Llama, Mistral, Qwen2/3, Phi-3, Gemma 1/2, GPT-2, GPT-NeoX, BERT) and
 // mixture-of-experts (Mixtral, Qwen3-MoE, DeepSeek-V3, gpt-oss).
 #include "internal/hf_config.hpp"
 
@@ -104,6 +104,36 @@ void read_experts(ObjectReader& in, model::ModelSpec& m, const std::string& expe
                                                experts_key, m.num_moe_experts));
 }
 
+// Sliding-window and full-attention layers as layer_types lists them, or as
+// Hugging Face's default alternates them without it (gpt-oss, Gemma 2): even
+// layers slide, odd layers attend fully.
+void read_alternating_windows(ObjectReader& in, model::ModelSpec& m) {
+  m.sliding_window = in.optional_integer("sliding_window", 1, kMaxSeq).value_or(0);
+  std::vector<std::uint8_t> sliding;
+  if (in.has("layer_types")) {
+    const nlohmann::json& types = in.array("layer_types");
+    if (static_cast<std::int64_t>(types.size()) != m.num_layers)
+      in.fail("layer_types", fmt::format("has {} entries; it needs one per layer, "
+                                         "num_hidden_layers = {}",
+                                         types.size(), m.num_layers));
+    for (const nlohmann::json& type : types) {
+      if (type != "sliding_attention" && type != "full_attention")
+        in.fail("layer_types", fmt::format("has the entry {}; each entry must be "
+                                           "\"sliding_attention\" or \"full_attention\"",
+                                           show(type)));
+      sliding.push_back(type == "sliding_attention" ? 1 : 0);
+    }
+  } else {
+    // Hugging Face's default: even layers slide, odd layers attend fully.
+    for (std::int64_t l = 0; l < m.num_layers; ++l) sliding.push_back(l % 2 == 0 ? 1 : 0);
+  }
+  const bool any_sliding = std::find(sliding.begin(), sliding.end(), 1) != sliding.end();
+  if (any_sliding && m.sliding_window == 0)
+    in.fail("sliding_window", "is missing; layer_types has sliding_attention layers, which need "
+                              "the window in tokens");
+  if (any_sliding) m.sliding_window_layers = std::move(sliding);
+}
+
 // Qwen2 (Qwen2, Qwen2.5): Llama's decoder with biases on the query, key and
 // value projections (transformers' Qwen2Attention: q_proj, k_proj, v_proj
 // with bias=True, o_proj without; no attention_bias key), as Megatron's
@@ -129,6 +159,48 @@ model::ModelSpec phi3(ObjectReader& in) {
     m.sliding_window = *window;
     m.sliding_window_layers.assign(static_cast<std::size_t>(m.num_layers), 1);
   }
+  return m;
+}
+
+// Gemma (1 and 2): Llama's attention with an explicit head_dim, GeGLU MLPs
+// (a tanh-approximated GeLU gate; transformers reads hidden_activation and
+// falls back to hidden_act), RMSNorm, rotary positions and tied embeddings.
+// Its RMSNorm scales by 1 + weight, the same parameters; the embedding's
+// √h scaling is a scalar multiply.
+model::ModelSpec gemma(ObjectReader& in) {
+  reject_attention_bias(in);
+  model::ModelSpec m;
+  m.num_layers = in.integer("num_hidden_layers", 1, kMaxLayers);
+  m.hidden_size = in.integer("hidden_size", 1, kMaxDim);
+  m.num_attention_heads = in.integer("num_attention_heads", 1, kMaxDim);
+  m.num_query_groups =
+      in.optional_integer("num_key_value_heads", 1, kMaxDim).value_or(m.num_attention_heads);
+  m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
+  m.vocab_size = in.integer("vocab_size", 1, kMaxVocab);
+  m.seq_length = in.integer("max_position_embeddings", 1, kMaxSeq);
+  m.seq_length_from = "max_position_embeddings";
+  set_heads(m, in, "num_attention_heads", in.optional_integer("head_dim", 1, kMaxDim));
+  const char* activation_key = in.has("hidden_activation") ? "hidden_activation" : "hidden_act";
+  in.choice(activation_key, {"gelu_pytorch_tanh", "gelu"});
+  m.activation = model::Activation::GeGlu;
+  m.normalization = model::Normalization::RmsNorm;
+  m.position_embedding = model::PositionEmbedding::Rope;
+  m.tie_embeddings = in.optional_boolean("tie_word_embeddings").value_or(true);
+  m.add_bias_linear = false;
+  m.dropout = in.optional_number("attention_dropout", 0.0, 0.99).value_or(0.0);
+  return m;
+}
+
+// Gemma 2: Gemma with a norm after each sublayer as well as before (four a
+// layer: input, post_attention, pre_feedforward and post_feedforward
+// layernorms), sliding-window attention alternating with full attention,
+// and soft-capping of the attention scores and the final logits.
+model::ModelSpec gemma2(ObjectReader& in) {
+  model::ModelSpec m = gemma(in);
+  m.post_sublayer_norms = true;
+  read_alternating_windows(in, m);
+  m.attn_logit_softcapping = in.optional_number("attn_logit_softcapping", 0.0, 1e6).value_or(0.0);
+  m.final_logit_softcapping = in.optional_number("final_logit_softcapping", 0.0, 1e6).value_or(0.0);
   return m;
 }
 
@@ -225,30 +297,7 @@ model::ModelSpec gpt_oss(ObjectReader& in) {
   // attention sinks (one learned logit per head) have no ModelSpec field and
   // are not counted: 64 · 36 = 2304 parameters in gpt-oss-120b.
   m.add_bias_linear = in.optional_boolean("attention_bias").value_or(false);
-  m.sliding_window = in.optional_integer("sliding_window", 1, kMaxSeq).value_or(0);
-  std::vector<std::uint8_t> sliding;
-  if (in.has("layer_types")) {
-    const nlohmann::json& types = in.array("layer_types");
-    if (static_cast<std::int64_t>(types.size()) != m.num_layers)
-      in.fail("layer_types", fmt::format("has {} entries; it needs one per layer, "
-                                         "num_hidden_layers = {}",
-                                         types.size(), m.num_layers));
-    for (const nlohmann::json& type : types) {
-      if (type != "sliding_attention" && type != "full_attention")
-        in.fail("layer_types", fmt::format("has the entry {}; each entry must be "
-                                           "\"sliding_attention\" or \"full_attention\"",
-                                           show(type)));
-      sliding.push_back(type == "sliding_attention" ? 1 : 0);
-    }
-  } else {
-    // Hugging Face's default: even layers slide, odd layers attend fully.
-    for (std::int64_t l = 0; l < m.num_layers; ++l) sliding.push_back(l % 2 == 0 ? 1 : 0);
-  }
-  const bool any_sliding = std::find(sliding.begin(), sliding.end(), 1) != sliding.end();
-  if (any_sliding && m.sliding_window == 0)
-    in.fail("sliding_window", "is missing; layer_types has sliding_attention layers, which need "
-                              "the window in tokens");
-  if (any_sliding) m.sliding_window_layers = std::move(sliding);
+  read_alternating_windows(in, m);
   return m;
 }
 
@@ -327,10 +376,10 @@ model::ModelSpec parse_hf_config(const nlohmann::json& object, const std::string
   ObjectReader in(object, where);
   if (!in.has("model_type"))
     in.fail("model_type", "is missing: a Hugging Face config names its model_type "
-                          "(llama, mistral, qwen2, qwen3, phi3, mixtral, qwen3_moe, deepseek_v3, "
-                          "gpt_oss, gpt2, gpt_neox or bert)");
+                          "(llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, mixtral, qwen3_moe, "
+                          "deepseek_v3, gpt_oss, gpt2, gpt_neox or bert)");
   const std::string type =
-      in.choice("model_type", {"llama", "mistral", "qwen2", "qwen3", "phi3", "mixtral", "qwen3_moe",
+      in.choice("model_type", {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "mixtral", "qwen3_moe",
                                "deepseek_v3", "gpt_oss", "gpt2", "gpt_neox", "bert"});
   model::ModelSpec m;
   if (type == "mixtral") {
@@ -355,6 +404,10 @@ model::ModelSpec parse_hf_config(const nlohmann::json& object, const std::string
       m = qwen2(in);
     } else if (type == "phi3") {
       m = phi3(in);
+    } else if (type == "gemma") {
+      m = gemma(in);
+    } else if (type == "gemma2") {
+      m = gemma2(in);
     } else {
       // Llama's attention_bias puts biases on q, k, v and o alike, which no
       // published Llama or Mistral config sets.

@@ -53,6 +53,8 @@ std::vector<std::uint8_t> read_layer_flags(internal::ObjectReader& in, const std
 // Sliding-window attention and query/key norms.
 void parse_attention_variants(internal::ObjectReader& in, model::ModelSpec& m) {
   m.qk_layernorm = in.optional_boolean("qk_layernorm").value_or(false);
+  m.attn_logit_softcapping = in.optional_number("attn_logit_softcapping", 0.0, 1e6).value_or(0.0);
+  m.final_logit_softcapping = in.optional_number("final_logit_softcapping", 0.0, 1e6).value_or(0.0);
   m.sliding_window = in.optional_integer("sliding_window", 0, kMaxSeq).value_or(0);
   in.skip("sliding_window_layers");  // null: as if absent
   if (in.has("sliding_window_layers")) {
@@ -177,9 +179,11 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
                                                  m.hidden_size));
     m.kv_channels = kv.value_or(m.hidden_size / m.num_attention_heads);
   }
-  m.activation = in.optional_choice("activation", {"gelu", "swiglu"}).value_or("gelu") == "gelu"
-                     ? model::Activation::Gelu
-                     : model::Activation::SwiGlu;
+  const std::string activation = in.optional_choice("activation", {"gelu", "swiglu", "geglu"}).value_or("gelu");
+  m.activation = activation == "gelu"     ? model::Activation::Gelu
+                 : activation == "swiglu" ? model::Activation::SwiGlu
+                                          : model::Activation::GeGlu;
+  m.post_sublayer_norms = in.optional_boolean("post_sublayer_norms").value_or(false);
   m.normalization =
       in.optional_choice("normalization", {"layernorm", "rmsnorm"}).value_or("layernorm") ==
               "layernorm"
@@ -199,8 +203,8 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
   in.reject_unknown_keys(
       "accepted keys: name, source, num_layers, hidden_size, num_attention_heads, "
       "num_query_groups, ffn_hidden_size, kv_channels, vocab_size, seq_length, activation, "
-      "normalization, position_embedding_type, tie_embeddings, add_bias_linear, add_qkv_bias, dropout, causal, "
-      "qk_layernorm, sliding_window, sliding_window_layers, multi_latent_attention, q_lora_rank, "
+      "normalization, post_sublayer_norms, position_embedding_type, tie_embeddings, add_bias_linear, "
+      "add_qkv_bias, dropout, causal, qk_layernorm, attn_logit_softcapping, final_logit_softcapping, sliding_window, sliding_window_layers, multi_latent_attention, q_lora_rank, "
       "kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim, num_moe_experts, "
       "moe_router_topk, moe_ffn_hidden_size, moe_shared_expert_intermediate_size, "
       "first_dense_layers");

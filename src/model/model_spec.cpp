@@ -4,7 +4,14 @@
 
 namespace ptsim::model {
 
-std::string to_string(Activation a) { return a == Activation::Gelu ? "gelu" : "swiglu"; }
+std::string to_string(Activation a) {
+  switch (a) {
+    case Activation::Gelu: return "gelu";
+    case Activation::SwiGlu: return "swiglu";
+    case Activation::GeGlu: return "geglu";
+  }
+  return "gelu";
+}
 
 std::string to_string(Normalization n) {
   return n == Normalization::LayerNorm ? "layernorm" : "rmsnorm";
@@ -69,20 +76,21 @@ std::int64_t attention_parameters(const ModelSpec& m) {
   return p;
 }
 
-// An MLP of width `ffn`: SwiGLU's first projection produces gate and up
-// halves, 2·ffn outputs (Megatron's fused fc1; HF's gate_proj and up_proj).
+// An MLP of width `ffn`: a gated MLP's first projection produces gate and
+// up halves, 2·ffn outputs (Megatron's fused fc1; HF's gate_proj and up_proj).
 std::int64_t mlp_parameters(const ModelSpec& m, std::int64_t ffn) {
-  const std::int64_t fc1_out = m.activation == Activation::SwiGlu ? 2 * ffn : ffn;
+  const std::int64_t fc1_out = m.gated_mlp() ? 2 * ffn : ffn;
   return linear(m, m.hidden_size, fc1_out) + linear(m, ffn, m.hidden_size);
 }
 
-// Layer `l` with `experts` of its routed experts: attention, the norms before
-// attention and before the MLP, and the MLP. An MoE MLP is the router (h → E
+// Layer `l` with `experts` of its routed experts: attention, the norms
+// (before attention and the MLP, and after each with post_sublayer_norms),
+// and the MLP. An MoE MLP is the router (h → E
 // logits; Megatron-Core gives it a bias with add_bias_linear, as gpt-oss
 // has), the routed experts and the shared experts, one MLP of their total
 // width (Megatron's SharedExpertMLP).
 std::int64_t layer_with_experts(const ModelSpec& m, std::int64_t l, std::int64_t experts) {
-  std::int64_t p = attention_parameters(m) + 2 * norm_parameters(m, m.hidden_size);
+  std::int64_t p = attention_parameters(m) + m.norms_per_layer() * norm_parameters(m, m.hidden_size);
   if (!m.is_moe_layer(l)) return p + mlp_parameters(m, m.ffn_hidden_size);
   p += linear(m, m.hidden_size, m.num_moe_experts);
   p += experts * mlp_parameters(m, m.moe_ffn_hidden_size);

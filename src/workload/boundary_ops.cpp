@@ -76,6 +76,12 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
   if (sp) fw.push_back(collective_op("lm_head.input_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
                                      2 * N * h));
   fw.push_back(with_saved(matmul("lm_head", N, v, h), 2 * Nsp * h));
+  // Final logit soft-capping (Gemma 2), cap·tanh(x/cap) over the bf16
+  // logits in one elementwise pass (read 2, write 2 bytes an element), the
+  // tanh kept for the backward's 1 − tanh² (read the gradient and the tanh,
+  // write the gradient).
+  const bool softcap = m.final_logit_softcapping > 0;
+  if (softcap) fw.push_back(with_saved(memory_op("lm_head.softcap", N * v * 4), 2 * N * v));
   if (shape.cross_entropy_fusion) {
     // Transformer Engine's parallel cross-entropy (transformer_engine/pytorch/
     // triton/cross_entropy.py before its commit 01bbe3eea of 2026-07-09): an
@@ -118,6 +124,7 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
     bw.push_back(memory_op("cross_entropy.bwd", N * v * (4 + 4)));
     bw.push_back(with_freed(memory_op("cross_entropy.bwd.cast", N * v * (4 + 2)), 4 * N * v));
   }
+  if (softcap) bw.push_back(with_freed(memory_op("lm_head.softcap.bwd", N * v * 6), 2 * N * v));
   if (sp) {
     OpSpec ag = collective_op("lm_head.input_allgather.bwd", CollectiveKind::AllGather, CommGroup::TensorParallel,
                               2 * N * h, true);

@@ -10,6 +10,10 @@
 //   FC2 input 8Nh/t · residual dropout mask N'h.
 // Flash attention replaces scores, softmax, dropout and context by one kernel
 // that saves Q, K, V (6Nh/t with MHA) and the fp32 log-sum-exp of each row.
+// Gemma 2's attention soft-capping is then a tanh per score inside the kernel
+// (FlashAttention 2.6's softcap), no memory traffic: it is priced at the
+// kernel's measured efficiency, which was measured without it (an unpriced
+// cost, docs/model-sources.md); the unfused path runs it as its own pass.
 //
 // Tensor parallelism (Megatron-LM): a column-parallel linear takes the whole
 // input (all-gathered from the SP shards under SP) and its input gradient is
@@ -415,6 +419,11 @@ class LayerBuilder {
     const double q_width = heads * d, k_width = heads * kv_ratio * d, v_width = heads * kv_ratio * v_d;
     const double qk_saved = 2 * N_ * (q_width + k_width);  // Q and K stay for the recomputation
     fw_.push_back(rerun_by_selective(saving(matmul("attn.scores", s, s, d, b * heads), qk_saved), qk_saved));
+    // Soft-capping, cap·tanh(x/cap), as one fused elementwise pass over the
+    // scores (read 2, write 2 bytes an element), its tanh kept for the
+    // backward's 1 − tanh² (read the gradient and the tanh, write 2).
+    const bool softcap = m_.attn_logit_softcapping > 0;
+    if (softcap) fw_.push_back(rerun_by_selective(saving(memory_op("attn.softcap", scores * 4), 2 * scores)));
     // Fused scale-mask-softmax: reads and writes the scores once; keeps its output.
     fw_.push_back(rerun_by_selective(saving(memory_op("attn.softmax", 2 * scores * 2, KernelClass::Softmax), 2 * scores)));
     if (dropout_)  // bf16 in, bf16 out, 1-byte mask kept with the output
@@ -429,6 +438,7 @@ class LayerBuilder {
     bw.push_back(freeing(matmul("attn.context.dv", s, v_d, s, b * heads), v_saved));
     if (dropout_) bw.push_back(freeing(memory_op("attn.dropout.bwd", scores * 5), 3 * scores));
     bw.push_back(freeing(memory_op("attn.softmax.bwd", scores * 2 * 3, KernelClass::Softmax), 2 * scores));
+    if (softcap) bw.push_back(freeing(memory_op("attn.softcap.bwd", scores * 6), 2 * scores));
     bw.push_back(matmul("attn.scores.dq", s, d, s, b * heads));
     bw.push_back(freeing(matmul("attn.scores.dk", s, d, s, b * heads), qk_saved));
     backward(std::move(bw));
@@ -487,21 +497,24 @@ class LayerBuilder {
     return prefix + ".step" + std::to_string(j);
   }
 
+  // The activation kernel's name: "<prefix>.swiglu", ".geglu" or ".gelu".
+  std::string activation_name(const std::string& prefix) const {
+    return prefix + "." + model::to_string(m_.activation);
+  }
+
   void activation(const std::string& prefix, double rows, double fc1_out, double f) {
-    const bool swiglu = m_.activation == model::Activation::SwiGlu;
-    fw_.push_back(saving(memory_op(prefix + (swiglu ? ".swiglu" : ".gelu"), 2 * rows * (fc1_out + f)),
-                         2 * rows * fc1_out));
-    backward({freeing(memory_op(prefix + (swiglu ? ".swiglu.bwd" : ".gelu.bwd"), 2 * rows * (2 * fc1_out + f)),
-                      2 * rows * fc1_out)});
+    const std::string name = activation_name(prefix);
+    fw_.push_back(saving(memory_op(name, 2 * rows * (fc1_out + f)), 2 * rows * fc1_out));
+    backward({freeing(memory_op(name + ".bwd", 2 * rows * (2 * fc1_out + f)), 2 * rows * fc1_out)});
   }
 
   // `norm_fused`: the layer's MLP, whose FC1 takes the pre-MLP norm in (the
   // shared experts of an MoE layer follow a norm of their own).
   void dense_mlp(const std::string& prefix, double width, bool norm_fused) {
-    const bool swiglu = m_.activation == model::Activation::SwiGlu;
+    const double gated = m_.gated_mlp() ? 2 : 1;
     enter_tp_region(prefix + ".input", true, norm_fused);
-    column(prefix + ".fc1", N_, h_, (swiglu ? 2 : 1) * width, Nsp_ * h_, true, true, norm_fused, m_.add_bias_linear);
-    activation(prefix, N_, (swiglu ? 2 : 1) * width / t_, width / t_);
+    column(prefix + ".fc1", N_, h_, gated * width, Nsp_ * h_, true, true, norm_fused, m_.add_bias_linear);
+    activation(prefix, N_, gated * width / t_, width / t_);
     row(prefix + ".fc2", N_, width, h_);
   }
 
@@ -509,7 +522,6 @@ class LayerBuilder {
     const double E = static_cast<double>(m_.num_moe_experts), k = static_cast<double>(m_.moe_router_topk);
     const double ep = static_cast<double>(shape_.ep), etp = static_cast<double>(shape_.expert_tp);
     const double fe = static_cast<double>(m_.moe_ffn_hidden_size);
-    const bool swiglu = m_.activation == model::Activation::SwiGlu;
     const double T = Nsp_;                        // tokens entering this rank's router
     const double local_experts = E / ep;
     const double routed = T * k * etp;            // routed tokens this rank's experts process
@@ -523,7 +535,8 @@ class LayerBuilder {
       op.flops *= useful;
       return op;
     };
-    const double fc1_out = (swiglu ? 2 : 1) * fe / etp;
+    const double fc1_out = (m_.gated_mlp() ? 2 : 1) * fe / etp;
+    const std::string act = activation_name("moe.experts");
     const Dtype dt = shape_.gemm_dtype;
 
     // Router: logits over the experts, fp32 softmax and top-k.
@@ -541,7 +554,7 @@ class LayerBuilder {
     if (fp8_) fw_.push_back(memory_op("moe.experts.fc1.fp8_cast", rows * h_ * cast_bytes()));
     fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc1", per_expert, fc1_out, h_, local_experts, dt)),
                          saved_input(rows * h_)));
-    fw_.push_back(saving(memory_op(swiglu ? "moe.experts.swiglu" : "moe.experts.gelu", 2 * rows * (fc1_out + fe / etp)),
+    fw_.push_back(saving(memory_op(act, 2 * rows * (fc1_out + fe / etp)),
                          2 * rows * fc1_out));
     if (fp8_) fw_.push_back(memory_op("moe.experts.fc2.fp8_cast", rows * fe / etp * cast_bytes()));
     fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc2", per_expert, h_, fe / etp, local_experts, dt)),
@@ -564,7 +577,7 @@ class LayerBuilder {
     bw.push_back(expert_gemm(matmul("moe.experts.fc2.dgrad", per_expert, fe / etp, h_, local_experts, dt)));
     bw.push_back(weight_grad(freeing(expert_gemm(matmul("moe.experts.fc2.wgrad", fe / etp, h_, per_expert, local_experts, dt)),
                                      saved_input(rows * fe / etp))));
-    bw.push_back(freeing(memory_op(swiglu ? "moe.experts.swiglu.bwd" : "moe.experts.gelu.bwd",
+    bw.push_back(freeing(memory_op(act + ".bwd",
                                    2 * rows * (2 * fc1_out + fe / etp)),
                          2 * rows * fc1_out));
     if (fp8_) bw.push_back(memory_op("moe.experts.fc1.grad_fp8_cast", rows * fc1_out * cast_bytes()));
@@ -635,9 +648,11 @@ BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shap
   LayerBuilder b(m, shape, layer);
   b.norm("ln1", !m.multi_latent_attention);
   b.attention();
+  if (m.post_sublayer_norms) b.norm("attn.post_norm");
   b.residual("attn");
   b.norm("ln2", !m.is_moe_layer(layer));
   b.mlp(layer);
+  if (m.post_sublayer_norms) b.norm("mlp.post_norm");
   b.residual("mlp");
   BlockOps ops = b.take();
   if (!shape.gradient_accumulation_fusion) accumulate_after_weight_gradients(ops.backward, shape.main_grad_bytes);

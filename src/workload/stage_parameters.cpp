@@ -15,10 +15,10 @@ std::int64_t norm_parameters(const model::ModelSpec& m, std::int64_t width) {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// A TP-split MLP of `width`: fc1 (2·width for SwiGLU) column-parallel, fc2 row-parallel.
+// A TP-split MLP of `width`: fc1 (2·width when gated) column-parallel, fc2 row-parallel.
 RankParameters dense_mlp(const model::ModelSpec& m, std::int64_t width, std::int64_t tp) {
   const std::int64_t h = m.hidden_size;
-  const std::int64_t fc1 = m.activation == model::Activation::SwiGlu ? 2 * width : width;
+  const std::int64_t fc1 = m.gated_mlp() ? 2 * width : width;
   std::int64_t split = h * fc1 + width * h + (m.add_bias_linear ? fc1 : 0);
   return {split / tp + (m.add_bias_linear ? h : 0), 0};
 }
@@ -30,7 +30,7 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
   const std::int64_t h = m.hidden_size;
   const std::int64_t tp = c.tp;
   RankParameters p;
-  p.dense = 2 * norm_parameters(m, h);
+  p.dense = m.norms_per_layer() * norm_parameters(m, h);
   // Attention.
   if (m.multi_latent_attention) {
     const std::int64_t a = m.num_attention_heads, qk = m.qk_head_dim + m.qk_pos_emb_head_dim;
@@ -51,7 +51,7 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
     return p;
   }
   const std::int64_t fe = m.moe_ffn_hidden_size;
-  const std::int64_t fc1 = m.activation == model::Activation::SwiGlu ? 2 * fe : fe;
+  const std::int64_t fc1 = m.gated_mlp() ? 2 * fe : fe;
   const std::int64_t per_expert = (h * fc1 + fe * h) / c.expert_tp + (m.add_bias_linear ? fc1 / c.expert_tp + h : 0);
   p.expert = m.num_moe_experts / c.ep * per_expert;
   p.dense += h * m.num_moe_experts + (m.add_bias_linear ? m.num_moe_experts : 0);  // router
@@ -86,11 +86,13 @@ std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, con
     t.push_back(m.kv_channels);
   }
   linear(q * h / tp, h);  // output projection, row-parallel: its bias whole
+  if (m.post_sublayer_norms) norm();
   norm();
   const std::int64_t width = m.ffn_hidden_size;
-  const std::int64_t fc1 = m.activation == model::Activation::SwiGlu ? 2 * width : width;
+  const std::int64_t fc1 = m.gated_mlp() ? 2 * width : width;
   linear(h * fc1 / tp, fc1 / tp);
   linear(width * h / tp, h);
+  if (m.post_sublayer_norms) norm();
   return t;
 }
 
@@ -100,7 +102,7 @@ std::int64_t layer_tp_replicated_parameters(const model::ModelSpec& m, const str
   const std::int64_t h = m.hidden_size;
   std::int64_t n = m.qk_layernorm && !m.multi_latent_attention ? 2 * m.kv_channels : 0;
   if (!c.sequence_parallel) return n;
-  n += 2 * norm_parameters(m, h);
+  n += m.norms_per_layer() * norm_parameters(m, h);
   const bool moe = m.is_moe_layer(layer);
   const bool mlp_fc2 = !moe || m.moe_shared_expert_intermediate_size > 0;
   if (m.add_bias_linear) n += h + (mlp_fc2 ? h : 0);  // output projection's and FC2's biases

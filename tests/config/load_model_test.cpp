@@ -97,6 +97,61 @@ TEST_CASE("Qwen2 and Phi-3 configs give their model cards' parameter counts", "[
   CHECK(test::shipped_model("llama2-7b").seq_length == 4096);
 }
 
+TEST_CASE("Gemma and Gemma 2 configs give their model cards' parameter counts", "[config]") {
+  // The Gemma 2 report (arXiv 2408.00118, Table 1) gives non-embedding
+  // parameters, 2,024,517,888 for 2B, 8,324,201,984 for 9B and
+  // 26,047,480,320 for 27B: the layers and the final norm. Its embedding
+  // counts are of a 256,128-row table; the configs' vocab_size is 256,000.
+  // google/gemma-2-2b-it as shipped: 26 layers of (2304·(8 + 2·4)·256 QKV
+  // + 8·256·2304 output + 3·2304·9216 GeGLU + 4·2304 norms) + 2304, and
+  // 256000·2304 tied embeddings.
+  const auto g2b = test::shipped_model("gemma2-2b-it");
+  CHECK(g2b.activation == model::Activation::GeGlu);
+  CHECK(g2b.post_sublayer_norms);
+  CHECK(g2b.kv_channels == 256);  // head_dim, not 2304 / 8
+  CHECK(g2b.tie_embeddings);
+  CHECK(model::total_parameters(g2b) - model::embedding_parameters(g2b) == 2'024'517'888);
+  CHECK(model::total_parameters(g2b) == 2'024'517'888 + 256000LL * 2304);
+  CHECK(g2b.seq_length == 8192);
+  // transformers' Gemma 2: layer i slides when i is even; the others attend fully.
+  CHECK(g2b.sliding_window == 4096);
+  REQUIRE(g2b.sliding_window_layers.size() == 26);
+  CHECK(g2b.is_sliding_window_layer(0));
+  CHECK_FALSE(g2b.is_sliding_window_layer(1));
+  CHECK(g2b.is_sliding_window_layer(24));
+  CHECK_FALSE(g2b.is_sliding_window_layer(25));
+  CHECK(g2b.attn_logit_softcapping == 50.0);
+  CHECK(g2b.final_logit_softcapping == 30.0);
+  // gemma-2-9b and gemma-2-27b: the keys that shape training, with 27B's
+  // 128-wide heads.
+  json g9 = {{"model_type", "gemma2"}, {"hidden_activation", "gelu_pytorch_tanh"}, {"head_dim", 256},
+             {"hidden_size", 3584}, {"intermediate_size", 14336}, {"max_position_embeddings", 8192},
+             {"num_attention_heads", 16}, {"num_hidden_layers", 42}, {"num_key_value_heads", 8},
+             {"sliding_window", 4096}, {"vocab_size", 256000}};
+  CHECK(model::total_parameters(parse(g9)) == 8'324'201'984 + 256000LL * 3584);
+  json g27 = g9;
+  g27["head_dim"] = 128;
+  g27["hidden_size"] = 4608;
+  g27["intermediate_size"] = 36864;
+  g27["num_attention_heads"] = 32;
+  g27["num_hidden_layers"] = 46;
+  g27["num_key_value_heads"] = 16;
+  CHECK(model::total_parameters(parse(g27)) == 26'047'480'320 + 256000LL * 4608);
+  // google/gemma-7b: two norms a layer, full attention; the Gemma report
+  // (arXiv 2403.08295, Table 2): 7,751,248,896 non-embedding parameters.
+  const json g7 = {{"model_type", "gemma"}, {"hidden_act", "gelu"}, {"head_dim", 256}, {"hidden_size", 3072},
+                   {"intermediate_size", 24576}, {"max_position_embeddings", 8192}, {"num_attention_heads", 16},
+                   {"num_hidden_layers", 28}, {"num_key_value_heads", 16}, {"vocab_size", 256000}};
+  const auto gemma = parse(g7);
+  CHECK_FALSE(gemma.post_sublayer_norms);
+  CHECK(gemma.sliding_window == 0);
+  CHECK(model::total_parameters(gemma) == 7'751'248'896 + 256000LL * 3072);
+  // A gate activation Gemma does not use is refused, not taken for GeGLU.
+  json relu = g7;
+  relu["hidden_act"] = "relu";
+  CHECK_THROWS_WITH(parse(relu), Catch::Contains("/hidden_act = \"relu\" is not one of the accepted values"));
+}
+
 TEST_CASE("Model files are rejected with the key, the value and the fix", "[config]") {
   json j = tiny();
   SECTION("unknown key") {
@@ -127,7 +182,7 @@ TEST_CASE("Model files are rejected with the key, the value and the fix", "[conf
   SECTION("bad enum") {
     j["activation"] = "relu";
     CHECK_THROWS_WITH(parse(j), Catch::Contains("/activation = \"relu\" is not one of the "
-                                                "accepted values: gelu, swiglu"));
+                                                "accepted values: gelu, swiglu, geglu"));
   }
   SECTION("heads not dividing hidden") {
     j["num_attention_heads"] = 3;

@@ -20,14 +20,17 @@ namespace {
 
 constexpr double s = 512, b = 2, h = 1024, a = 16;
 
-model::ModelSpec gpt(std::int64_t layers) {
-  const nlohmann::json j = {{"num_layers", layers}, {"hidden_size", 1024}, {"num_attention_heads", 16},
-                            {"vocab_size", 1024},   {"seq_length", 512},   {"dropout", 0.1}};
+// `extra`: model keys added to the GPT layer's (Gemma 2's variants).
+model::ModelSpec gpt(std::int64_t layers, const nlohmann::json& extra = nlohmann::json::object()) {
+  nlohmann::json j = {{"num_layers", layers}, {"hidden_size", 1024}, {"num_attention_heads", 16},
+                      {"vocab_size", 1024},   {"seq_length", 512},   {"dropout", 0.1}};
+  j.update(extra);
   return config::parse_model(j, "test-gpt", "test-gpt");
 }
 
 double activation_peak(std::int64_t layers, std::int64_t tp, const std::string& recompute,
-                       const std::string& attention = "unfused", bool sp = false) {
+                       const std::string& attention = "unfused", bool sp = false,
+                       const nlohmann::json& extra = nlohmann::json::object()) {
   config::StrategyInput st;
   st.gpus = tp;
   st.tp = tp;
@@ -36,13 +39,14 @@ double activation_peak(std::int64_t layers, std::int64_t tp, const std::string& 
   st.micro_batch_size = 2;
   st.recompute = recompute;
   st.attention_backend = attention;  // unfused: the attention Korthikanti et al. analyse
-  const auto out = test::simulate(gpt(layers), test::shipped_hardware("a100-sxm4-80gb"), st);
+  const auto out = test::simulate(gpt(layers, extra), test::shipped_hardware("a100-sxm4-80gb"), st);
   return static_cast<double>(out.result.memory.activations_peak_bytes);
 }
 
 double per_layer(std::int64_t tp, const std::string& recompute, const std::string& attention = "unfused",
-                 bool sp = false) {
-  return activation_peak(5, tp, recompute, attention, sp) - activation_peak(4, tp, recompute, attention, sp);
+                 bool sp = false, const nlohmann::json& extra = nlohmann::json::object()) {
+  return activation_peak(5, tp, recompute, attention, sp, extra) -
+         activation_peak(4, tp, recompute, attention, sp, extra);
 }
 
 // One layer's activations on H100 in bf16 or FP8 (no recomputation).
@@ -120,6 +124,38 @@ TEST_CASE("Under FP8 the linears keep their inputs in fp8: 1 byte an element ins
     CHECK(per_layer_h100(tp, "unfused", "fp8") - per_layer_h100(tp, "unfused", "bf16") ==
           Approx(-s * b * h * (2 + 4 / t + 1 / t)).epsilon(1e-9));
   }
+}
+
+TEST_CASE("Gemma 2's post-sublayer norms keep their inputs: 4·s·b·h more a layer, /t under SP", "[workload][memory]") {
+  // Two more norms a layer, each keeping its 16-bit input (s·b·h values,
+  // replicated over TP without SP, sharded with it) for its backward.
+  const nlohmann::json post = {{"post_sublayer_norms", true}};
+  for (const double t : {1.0, 4.0}) {
+    const auto tp = static_cast<std::int64_t>(t);
+    CHECK(per_layer(tp, "none", "flash", false, post) - per_layer(tp, "none", "flash") ==
+          Approx(4 * s * b * h).epsilon(1e-9));
+    if (tp > 1)
+      CHECK(per_layer(tp, "none", "flash", true, post) - per_layer(tp, "none", "flash", true) ==
+            Approx(4 * s * b * h / t).epsilon(1e-9));
+  }
+  // GeGLU keeps what SwiGLU keeps: a gated MLP's shapes, whatever its gate.
+  CHECK(per_layer(1, "none", "flash", false, {{"activation", "geglu"}}) ==
+        Approx(per_layer(1, "none", "flash", false, {{"activation", "swiglu"}})).epsilon(1e-12));
+}
+
+TEST_CASE("Unfused attention soft-capping keeps a tanh per score: 2·a·s²·b/t more a layer", "[workload][memory]") {
+  // cap·tanh(x/cap) over the b·(a/t)·s² scores, its 16-bit tanh kept for the
+  // backward's 1 − tanh²; selective recomputation reruns it with the rest of
+  // core attention.
+  const nlohmann::json capped = {{"attn_logit_softcapping", 50.0}};
+  for (const double t : {1.0, 4.0}) {
+    const auto tp = static_cast<std::int64_t>(t);
+    CHECK(per_layer(tp, "none", "unfused", false, capped) - per_layer(tp, "none") ==
+          Approx(2 * a * s * s * b / t).epsilon(1e-9));
+    CHECK(per_layer(tp, "selective", "unfused", false, capped) == Approx(per_layer(tp, "selective")).epsilon(1e-12));
+  }
+  // Fused attention applies it inside the kernel: nothing more is kept.
+  CHECK(per_layer(1, "none", "flash", false, capped) == Approx(per_layer(1, "none", "flash")).epsilon(1e-12));
 }
 
 TEST_CASE("Tensors beyond 2^53 bytes are refused, not rounded or wrapped", "[workload]") {

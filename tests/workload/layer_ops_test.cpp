@@ -252,6 +252,38 @@ TEST_CASE("The fused cross-entropy reads the bf16 logits twice and rewrites them
     if (op.name == "cross_entropy.fused.bwd") CHECK(static_cast<double>(op.freed_bytes) == Approx(2 * E));
 }
 
+TEST_CASE("Final logit soft-capping is one pass over the bf16 logits each way, its tanh kept", "[workload]") {
+  // Gemma 2 2B: 256,000 logits a token over TP 2, one sequence of 8192
+  // tokens, E = N·V/t. Forward: read and write each logit (2 + 2 bytes),
+  // keeping the tanh (2); backward: read the gradient and the tanh, write the
+  // gradient (2 + 2 + 2), after the loss's backward and before the LM head's.
+  const auto m = test::shipped_model("gemma2-2b-it");
+  workload::MicroShape s;
+  s.seq_length = 8192;
+  s.tp = 2;
+  const double E = 8192 * 256000 / 2.0;
+  const auto ops = workload::output_ops(m, s);
+  const auto position = [](const std::vector<workload::OpSpec>& list, const std::string& name) {
+    for (std::size_t i = 0; i < list.size(); ++i)
+      if (list[i].name == name) return static_cast<int>(i);
+    return -1;
+  };
+  const int fw = position(ops.forward, "lm_head.softcap");
+  REQUIRE(fw >= 0);
+  const auto& cap = ops.forward[static_cast<std::size_t>(fw)];
+  CHECK(static_cast<double>(cap.bytes) == Approx(4 * E));
+  CHECK(static_cast<double>(cap.saved_bytes) == Approx(2 * E));
+  CHECK(fw == position(ops.forward, "lm_head") + 1);
+  const int bw = position(ops.backward, "lm_head.softcap.bwd");
+  REQUIRE(bw >= 0);
+  CHECK(static_cast<double>(ops.backward[static_cast<std::size_t>(bw)].bytes) == Approx(6 * E));
+  CHECK(static_cast<double>(ops.backward[static_cast<std::size_t>(bw)].freed_bytes) == Approx(2 * E));
+  CHECK(bw > position(ops.backward, "cross_entropy.bwd.cast"));
+  CHECK(bw < position(ops.backward, "lm_head.dgrad"));
+  // Llama 3 8B has no cap: no such pass.
+  CHECK(position(workload::output_ops(test::shipped_model("llama3-8b"), s).forward, "lm_head.softcap") == -1);
+}
+
 TEST_CASE("FP8 casts, gathers and amax passes follow Transformer Engine's two per-tensor recipes", "[workload][fp8]") {
   // Llama 3 8B (h 4096, 32 query and 8 key/value heads of 128: QKV width
   // 6144; SwiGLU FC1 width 2·14336; no biases), one sequence of 4096 tokens,

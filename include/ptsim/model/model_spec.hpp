@@ -8,7 +8,10 @@
 
 namespace ptsim::model {
 
-enum class Activation { Gelu, SwiGlu };
+/// The MLP's activation: GeLU on one projection, or a gated linear unit whose
+/// first projection makes a gate and an up half (SwiGLU: SiLU gate, Llama;
+/// GeGLU: tanh-approximated GeLU gate, Gemma).
+enum class Activation { Gelu, SwiGlu, GeGlu };
 enum class Normalization { LayerNorm, RmsNorm };
 enum class PositionEmbedding { LearnedAbsolute, Rope, None };
 
@@ -34,6 +37,9 @@ struct ModelSpec {
   /// Where seq_length came from when a Hugging Face config gave it (e.g.
   /// "max_position_embeddings"); empty for ptsim's own files.
   std::string seq_length_from;
+  /// Gemma 2: a norm on each sublayer's output before its residual add
+  /// (post_attention_layernorm, post_feedforward_layernorm), four per layer.
+  bool post_sublayer_norms = false;
   double dropout = 0.1;             // hidden and attention dropout probability
   bool causal = true;               // decoder (causal) attention; false for encoders (BERT)
 
@@ -45,6 +51,10 @@ struct ModelSpec {
   /// (one entry per layer; empty: no sliding-window layer). gpt-oss alternates.
   std::int64_t sliding_window = 0;
   std::vector<std::uint8_t> sliding_window_layers;
+  /// Soft-capping, cap·tanh(x/cap) (Gemma 2; 0: none): of the attention
+  /// scores before the softmax, and of the LM head's logits before the loss.
+  double attn_logit_softcapping = 0;
+  double final_logit_softcapping = 0;
 
   // ---- Multi-head latent attention (DeepSeek-V2/V3; Megatron-Core's MLA names) ----
   bool multi_latent_attention = false;
@@ -66,6 +76,11 @@ struct ModelSpec {
   std::int64_t first_dense_layers = 0;
 
   bool is_moe() const { return num_moe_experts > 0; }
+  /// A gated MLP: fc1 makes 2·width outputs, gate and up halves.
+  bool gated_mlp() const { return activation != Activation::Gelu; }
+  /// Norms in each layer: before attention and before the MLP, and with
+  /// post_sublayer_norms after each too.
+  std::int64_t norms_per_layer() const { return post_sublayer_norms ? 4 : 2; }
   /// Whether layer `l` (0-based, global) has an MoE MLP.
   bool is_moe_layer(std::int64_t l) const { return is_moe() && l >= first_dense_layers; }
   /// Whether layer `l` uses sliding-window attention.
@@ -90,8 +105,8 @@ std::int64_t output_parameters(const ModelSpec& m);
 std::int64_t total_parameters(const ModelSpec& m);
 
 /// Parameters of layer `l` (0-based, global): attention (with MLA's
-/// projections and latent norms, or qk_layernorm's per-head norms), the two
-/// norms, and a dense MLP or, in an MoE layer, the router, every routed
+/// projections and latent norms, or qk_layernorm's per-head norms), the
+/// norms (norms_per_layer), and a dense MLP or, in an MoE layer, the router, every routed
 /// expert and the shared experts; biases when add_bias_linear, as Megatron-LM
 /// builds them.
 std::int64_t layer_parameters(const ModelSpec& m, std::int64_t layer);
