@@ -180,6 +180,22 @@ def validate(report):
             for key in ("peak_bytes", "static_bytes", "activations_peak_bytes"):
                 _require(s, key, sw, "number")
 
+    validated = _require(report, "validated_error", "report", "object", optional=True)
+    if validated is not None:
+        _require(validated, "source", "validated_error", "string")
+        for i, g in enumerate(_require(validated, "gpus", "validated_error", "array")):
+            gw = f"validated_error.gpus[{i}]"
+            if not isinstance(g, dict):
+                raise ReportError(f"{gw}: expected an object, got {_type_name(g)}")
+            _require(g, "gpu", gw, "string")
+            runs = _require(g, "runs", gw, "int")
+            if runs < 0:
+                raise ReportError(f"{gw}.runs: must not be negative")
+            if runs > 0:
+                for key in ("median_abs_error_pct", "min_error_pct", "max_error_pct"):
+                    _require(g, key, gw, "number")
+                _require(g, "runs_predicted_short", gw, "int")
+
     timeline = _require(report, "timeline", "report", "object", nullable=True, optional=True)
     if timeline is not None:
         where = "timeline"
@@ -298,6 +314,30 @@ def table_rows(report):
             rows.append([fmt_count(p["gpus"]), p["hardware"], f"does not fit: {p['reason']}",
                          DASH, DASH, DASH, DASH, DASH, DASH, DASH])
     return rows
+
+
+def error_band_lines(report):
+    """How far to trust the figures: (GPU, sentence) for each GPU the report shows, from
+    docs/accuracy.md's validated error bands, which ptsim report copies into the report."""
+    validated = report.get("validated_error")
+    if validated is None:
+        return [("every GPU", "this report.json carries no validated error band (written by a ptsim "
+                              "without one); see docs/accuracy.md")]
+    lines = []
+    for g in validated["gpus"]:
+        if g["runs"] == 0:
+            lines.append((g["gpu"], "no published run on this GPU validates ptsim: its error is unknown"))
+        else:
+            lines.append((g["gpu"], f"step times within a median {g['median_abs_error_pct']:.1f}% of "
+                                    f"{g['runs']} published runs on this GPU, from "
+                                    f"{g['min_error_pct']:+.1f}% to {g['max_error_pct']:+.1f}%; too short on "
+                                    f"{g['runs_predicted_short']} of {g['runs']}"))
+    return lines
+
+
+ERROR_BAND_NOTE = ("Error is predicted against measured step time, negative when ptsim is too short. The runs "
+                   "include ptsim's calibration set; on published runs outside it ptsim has predicted shorter "
+                   "steps still. Source: ")
 
 
 TABLE_HEADER = ["GPUs", "hardware", "best strategy", "step time", "MFU", "days to train", "GPU-hours",
@@ -684,7 +724,11 @@ def write_markdown(report, out_dir):
     lines = [f"# Capacity report: {md_cell(report['model'])}", ""]
     for key, value in summary_lines(report):
         lines.append(f"- **{key}**: {md_cell(value)}")
-    lines += ["", "## Points", ""]
+    lines += ["", "## Validated error", ""]
+    for gpu, text in error_band_lines(report):
+        lines.append(f"- **{md_cell(gpu)}**: {md_cell(text)}")
+    source = (report.get("validated_error") or {}).get("source", "docs/accuracy.md")
+    lines += ["", md_cell(ERROR_BAND_NOTE + source + "."), "", "## Points", ""]
     lines.append("| " + " | ".join(TABLE_HEADER) + " |")
     lines.append("|" + "|".join("---:" if i in NUMERIC_COLUMNS else "---" for i in range(len(TABLE_HEADER))) + "|")
     for row in table_rows(report):
@@ -725,7 +769,12 @@ def write_html(report, out_dir, images):
            f"<h1>{esc(title)}</h1>", '<dl class="summary">']
     for key, value in summary_lines(report):
         out.append(f"<dt>{esc(key)}</dt><dd>{esc(value)}</dd>")
-    out += ["</dl>", "<h2>Points</h2>", '<table id="points">', "<thead><tr>"]
+    out += ["</dl>", "<h2>Validated error</h2>", '<dl class="summary" id="validated-error">']
+    for gpu, text in error_band_lines(report):
+        out.append(f"<dt>{esc(gpu)}</dt><dd>{esc(text)}</dd>")
+    source = (report.get("validated_error") or {}).get("source", "docs/accuracy.md")
+    out += ["</dl>", f"<p>{esc(ERROR_BAND_NOTE + source)}.</p>",
+            "<h2>Points</h2>", '<table id="points">', "<thead><tr>"]
     out.append("".join(f"<th>{esc(h)}</th>" for h in TABLE_HEADER))
     out += ["</tr></thead>", "<tbody>"]
     for p, row in zip(report["points"], table_rows(report)):

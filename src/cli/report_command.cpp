@@ -25,6 +25,7 @@
 #include "ptsim/common/error.hpp"
 #include "ptsim/common/parse_number.hpp"
 #include "ptsim/config/json_file.hpp"
+#include "ptsim/config/load_error_bands.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_model.hpp"
 #include "ptsim/plan/planner.hpp"
@@ -46,6 +47,9 @@ energy. Writes DIR/report.json and renders DIR/report.md and a self-contained
 DIR/report.html with plots (scaling curve, step breakdown per scale, memory
 per pipeline stage, a timeline excerpt of the fastest point's step) through
 scripts/render_report.py run by Debian's /usr/bin/python3 with matplotlib.
+Every page states, for each GPU it shows, how far ptsim's step times were
+from published runs on that GPU (docs/accuracy.md, --error-bands), or that
+none validates it.
 
 Defaults: GPU counts 64, 128, …, 8192; global batch the largest power of two
 of sequences within 4M tokens (Llama 3's main-stage batch); sequence length
@@ -177,6 +181,51 @@ nlohmann::ordered_json timeline_json(const model::ModelSpec& model, const hardwa
           {"window_s", {begin, window}}, {"ranks", ranks}};
 }
 
+// The validated error band of each GPU the report shows, in the order the
+// profiles name them: what docs/accuracy.md measured on published runs, or
+// that no published run validates the GPU.
+nlohmann::ordered_json validated_error_json(const std::vector<hardware::HardwareProfile>& profiles,
+                                            const std::map<std::string, config::ErrorBand>& bands,
+                                            const std::string& bands_path) {
+  nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
+  std::vector<std::string> seen;
+  for (const auto& hw : profiles) {
+    if (std::find(seen.begin(), seen.end(), hw.gpu.name) != seen.end()) continue;
+    seen.push_back(hw.gpu.name);
+    const auto it = bands.find(hw.gpu.name);
+    if (it == bands.end()) {
+      gpus.push_back({{"gpu", hw.gpu.name}, {"runs", 0}});
+      continue;
+    }
+    const config::ErrorBand& b = it->second;
+    gpus.push_back({{"gpu", hw.gpu.name},
+                    {"runs", b.runs},
+                    {"median_abs_error_pct", b.median_abs_error_pct},
+                    {"min_error_pct", b.min_error_pct},
+                    {"max_error_pct", b.max_error_pct},
+                    {"runs_predicted_short", b.runs_predicted_short},
+                    {"profiles", b.profiles}});
+  }
+  return {{"source", "docs/accuracy.md, Error band per GPU"}, {"bands_file", bands_path}, {"gpus", gpus}};
+}
+
+// One console line per GPU of validated_error_json.
+void print_validated_error(std::ostream& out, const nlohmann::ordered_json& validated) {
+  fmt::print(out, "validated error of ptsim's step times on published runs ({}):\n",
+             validated["source"].get<std::string>());
+  for (const auto& g : validated["gpus"]) {
+    const std::string gpu = g["gpu"].get<std::string>();
+    if (g["runs"].get<std::int64_t>() == 0) {
+      fmt::print(out, "  {:<22} no published run on this GPU validates ptsim: its error is unknown\n", gpu);
+      continue;
+    }
+    fmt::print(out, "  {:<22} median |error| {:.1f}% over {} runs, {:+.1f}% … {:+.1f}%, too short on {}\n", gpu,
+               g["median_abs_error_pct"].get<double>(), g["runs"].get<std::int64_t>(),
+               g["min_error_pct"].get<double>(), g["max_error_pct"].get<double>(),
+               g["runs_predicted_short"].get<std::int64_t>());
+  }
+}
+
 std::filesystem::path renderer_path(const std::string& given) {
   if (!given.empty()) return given;
   if (const char* env = std::getenv("PTSIM_RENDERER")) return env;
@@ -186,7 +235,8 @@ std::filesystem::path renderer_path(const std::string& given) {
 }  // namespace
 
 int run_report(const std::vector<std::string>& args, std::ostream& out) {
-  std::string model_path, hw_list, gpus_list = "64,128,256,512,1024,2048,4096,8192", out_dir, renderer;
+  std::string model_path, hw_list, gpus_list = "64,128,256,512,1024,2048,4096,8192", out_dir, renderer,
+      bands_path = shipped_file("validation/error_bands.json");
   double tokens = 0, days = 0, price = 0, watts = 0;
   std::int64_t batch = 0, seq = 0;
   unsigned threads = 0;
@@ -203,6 +253,8 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
       ("seq-length", po::value(&seq)->value_name("S"), "sequence length (default: the model's)")
       ("out", po::value(&out_dir)->value_name("DIR"), "where report.json, report.md and report.html go")
       ("renderer", po::value(&renderer)->value_name("SCRIPT"), "the plotting script (default scripts/render_report.py)")
+      ("error-bands", po::value(&bands_path)->value_name("FILE"),
+       "validated error per GPU stated on every page (default: the shipped validation/error_bands.json)")
       ("no-render", "write report.json only")
       ("threads", po::value(&threads)->value_name("N"), "simulation threads (default: every core)")
       ("quiet,q", "no progress on standard error")
@@ -234,6 +286,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   note_sequence_length(model_path, model, seq > 0);
   std::vector<hardware::HardwareProfile> profiles;
   for (const auto& path : split(hw_list, ',')) profiles.push_back(config::load_hardware(path));
+  const nlohmann::ordered_json validated = validated_error_json(profiles, config::load_error_bands(bands_path), bands_path);
   const std::int64_t seq_length = seq > 0 ? seq : model.seq_length;
   if (batch <= 0) batch = default_batch(seq_length);
   const bool quiet = vm.count("quiet") > 0;
@@ -315,12 +368,15 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
     }
   }
   j["points"] = list;
+  j["validated_error"] = validated;
+  print_validated_error(out, validated);
   j["timeline"] = fastest != nullptr ? timeline_json(model, *fastest_hw, *fastest->best) : nlohmann::ordered_json(nullptr);
 
   make_output_directory("--out", out_dir);
   const std::string json_path = (std::filesystem::path(out_dir) / "report.json").string();
   std::vector<std::string> read = split(hw_list, ',');
   read.push_back(model_path);
+  read.push_back(bands_path);
   write_output_file(json_path, read, [&](std::ostream& o) { o << j.dump(1) << '\n'; });
   fmt::print(out, "wrote {}\n", json_path);
   if (vm.count("no-render")) return fastest == nullptr ? 3 : 0;

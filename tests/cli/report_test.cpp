@@ -135,6 +135,62 @@ TEST_CASE("ptsim report renders report.md and a self-contained report.html", "[c
   CHECK_THAT(slurp(dir + "/report.md"), Catch::Contains("tiny-gpt"));
 }
 
+TEST_CASE("ptsim report states each GPU's validated error band on every page", "[cli][report]") {
+  // A bands file of its own: the A100's band as written, and the H100 (a
+  // second profile of the report) absent from it, so not validated.
+  const std::string bands = scratch_path("bands.json");
+  {
+    std::ofstream f(bands);
+    f << R"({"schema": "ptsim-error-bands/1", "gpus": {"A100-SXM4-80GB": {"runs": 3,
+          "median_abs_error_pct": 7.5, "min_error_pct": -9.25, "max_error_pct": 1.5,
+          "runs_predicted_short": 2, "profiles": ["a100-sxm4-80gb"]}}})";
+  }
+  const std::string dir = scratch_path("report-bands");
+  std::filesystem::remove_all(dir);
+  const auto r = run_ptsim("report -q --model " + kTiny + " --hw " + kA100 + "," +
+                           source_path("hw_profiles/h100-sxm5-80gb.json") +
+                           " --tokens 1e9 --gpus 4 --global-batch-size 16 --error-bands " + bands + " --out " + dir);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(dir + "/report.json"));
+  const auto& gpus = j.at("validated_error").at("gpus");
+  REQUIRE(gpus.size() == 2);
+  CHECK(gpus[0].at("gpu").get<std::string>() == "A100-SXM4-80GB");
+  CHECK(gpus[0].at("runs").get<int>() == 3);
+  CHECK(gpus[0].at("min_error_pct").get<double>() == -9.25);
+  CHECK(gpus[1].at("gpu").get<std::string>() == "H100-SXM5-80GB");
+  CHECK(gpus[1].at("runs").get<int>() == 0);
+  const std::string a100 = "within a median 7.5% of 3 published runs on this GPU, from -9.2% to +1.5%; too short on 2 of 3";
+  const std::string h100 = "no published run on this GPU validates ptsim";
+  for (const char* page : {"/report.md", "/report.html"}) {
+    INFO(page);
+    CHECK_THAT(slurp(dir + page), Catch::Contains(a100) && Catch::Contains(h100));
+  }
+  CHECK_THAT(r.out, Catch::Contains("median |error| 7.5% over 3 runs"));
+  // By default, the shipped bands: the A100's as validation/error_bands.json has it.
+  const std::string shipped_dir = scratch_path("report-bands-shipped");
+  std::filesystem::remove_all(shipped_dir);
+  REQUIRE(run_ptsim("report -q --no-render --model " + kTiny + " --hw " + kA100 +
+                    " --tokens 1e9 --gpus 4 --global-batch-size 16 --out " + shipped_dir).code == 0);
+  const auto shipped = nlohmann::json::parse(slurp(source_path("validation/error_bands.json")));
+  const auto report = nlohmann::json::parse(slurp(shipped_dir + "/report.json"));
+  const auto& band = report.at("validated_error").at("gpus").at(0);
+  CHECK(band.at("median_abs_error_pct") == shipped.at("gpus").at("A100-SXM4-80GB").at("median_abs_error_pct"));
+  CHECK(band.at("runs") == shipped.at("gpus").at("A100-SXM4-80GB").at("runs"));
+  // A bands file that is not one: exit 2, the key named, nothing written.
+  {
+    std::ofstream f(bands);
+    f << R"({"schema": "ptsim-error-bands/1", "gpus": {"A100-SXM4-80GB": {"runs": 3}}})";
+  }
+  const std::string bad_dir = scratch_path("report-bands-bad");
+  std::filesystem::remove_all(bad_dir);
+  const auto bad = run_ptsim("report -q --no-render --model " + kTiny + " --hw " + kA100 +
+                             " --tokens 1e9 --gpus 4 --global-batch-size 16 --error-bands " + bands + " --out " + bad_dir);
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("/gpus/A100-SXM4-80GB/median_abs_error_pct is missing"));
+  CHECK_FALSE(std::filesystem::exists(bad_dir + "/report.json"));
+}
+
 TEST_CASE("ptsim report rejects bad input with exit code 2", "[cli][report]") {
   const std::string dir = scratch_path("report-bad");
   const std::string base = "report -q --no-render --model " + kTiny + " --hw " + kA100 + " --out " + dir;

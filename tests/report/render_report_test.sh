@@ -2,6 +2,7 @@
 # Renders tests/data/report-sample.json with scripts/render_report.py (as `ptsim report` does:
 # Debian's /usr/bin/python3 and python3-matplotlib) and opens report.html in headless Chromium:
 #   - the renderer writes the four plots, report.md and report.html, byte-identical on a rerun;
+#   - report.md states each GPU's validated error band as report.json gives it;
 #   - a bad report.json exits 2 and names the missing key;
 #   - report.html has no scripts and nothing to load from outside the page;
 #   - Chromium loads it without console messages, its DOM holds the points table and four <img>
@@ -83,6 +84,17 @@ nofit = sum(1 for p in report["points"] if not p["fits"])
 assert sum("does not fit" in r for r in rows) == nofit, "points that do not fit are not marked 'does not fit'"
 for f in ("scaling.png", "breakdown.png", "memory.png", "timeline.png"):
     assert f"]({f})" in md, f"report.md does not show {f}"
+# Every GPU's validated error band, as the sample gives it, or that none validates it.
+assert "## Validated error" in md, "report.md has no validated-error section"
+for g in report["validated_error"]["gpus"]:
+    line = next((l for l in md.splitlines() if l.startswith(f"- **{g['gpu']}**")), None)
+    assert line is not None, f"report.md states no error band for {g['gpu']}"
+    if g["runs"] == 0:
+        assert "no published run on this GPU validates ptsim" in line, line
+    else:
+        want = (f"within a median {g['median_abs_error_pct']:.1f}% of {g['runs']} published runs on this GPU, "
+                f"from {g['min_error_pct']:+.1f}% to {g['max_error_pct']:+.1f}%")
+        assert want in line, f"{line!r} lacks {want!r}"
 EOF
 
 # --- bad input ------------------------------------------------------------------------------------
