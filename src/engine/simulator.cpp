@@ -528,6 +528,18 @@ class Run {
     const std::uint32_t first_template = stream.first_template;  // advance() may enter the next instance
     const Template& tp = internal::RunState::head_template(r, stream);
     const Task& task = *tp.task;
+    // The host's issue of this task, for the recorded timeline: it ended at
+    // the task's release (the host's delay behind synchronizations changes
+    // only once this task is done) and took the task's share of its block's
+    // host prefix.
+    Time host_start, host_end;
+    if (r.record && p.host_issue) {
+      const std::int64_t before = tp.local > 0 ? p.templates[first_template + tp.local - 1].host_ns : 0;
+      if (tp.host_ns > before) {
+        host_end = host_release(r, stream, tp);
+        host_start = host_end - Time::nanoseconds(tp.host_ns - before);
+      }
+    }
     stream.running = false;
     r.mark_done(t);
     const std::uint32_t woken = t == r.undone && !p.host_syncs.empty() ? pass_host_syncs(r, now) : 0;
@@ -546,7 +558,7 @@ class Run {
     result_.fingerprint +=
         mix(0, (static_cast<std::uint64_t>(now.ns()) * 0x9e3779b97f4a7c15ULL) ^
                    (static_cast<std::uint64_t>(r.rank) << 32 | t));
-    if (r.record) result_.timeline.push_back({r.rank, t, stream.started, now});
+    if (r.record) result_.timeline.push_back({r.rank, t, stream.started, now, host_start, host_end});
     // The stream goes idle (set_busy) only when its next task does not
     // start at once as a kernel alone on the GPU; nothing above reads the
     // busy mask or pushes an event, so the order of events is unchanged.

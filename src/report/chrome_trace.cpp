@@ -45,6 +45,12 @@ void write_chrome_trace(const engine::RunResult& run, const taskgraph::Workload&
   // pipeline's middle stage has no embedding stream, a run without EP no ep.
   std::set<std::pair<Rank, std::size_t>> used;
   for (const auto& rec : run.timeline) used.emplace(rec.rank, task_of(rec).stream);
+  // The host's track, after the streams', on the ranks whose host issue
+  // costs time: when it issued each task, in program order.
+  const std::size_t host_tid = w.stream_names.size();
+  std::set<Rank> host_issued;
+  for (const auto& rec : run.timeline)
+    if (rec.host_end > rec.host_start) host_issued.insert(rec.rank);
   for (const Rank r : ranks) {
     sep();
     fmt::print(out, R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"rank {}"}}}})", r, r);
@@ -56,6 +62,18 @@ void write_chrome_trace(const engine::RunResult& run, const taskgraph::Workload&
       fmt::print(out, R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", r, s,
                  quoted(w.stream_names[s]));
     }
+    if (host_issued.count(r)) {
+      sep();
+      fmt::print(out, R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"host"}}}})", r,
+                 host_tid);
+    }
+  }
+  for (const auto& rec : run.timeline) {
+    if (!(rec.host_end > rec.host_start)) continue;
+    sep();
+    fmt::print(out, R"({{"ph":"X","name":{},"cat":"host issue","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"stream":{}}}}})",
+               quoted(w.op_names[task_of(rec).name]), rec.rank, host_tid, us(rec.host_start),
+               us(rec.host_end - rec.host_start), quoted(w.stream_names[task_of(rec).stream]));
   }
   for (const auto& rec : run.timeline) {
     const auto task = task_of(rec);

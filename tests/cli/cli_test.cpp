@@ -1,10 +1,12 @@
 // The ptsim binary end to end: exit codes, messages, output files.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -56,14 +58,32 @@ TEST_CASE("ptsim simulate writes the summary, the JSON report and a trace", "[cl
   std::set<int> pids;
   bool memory_counter = false;
   std::size_t complete = 0;
+  // The host track: at the default 65 µs of host time a task, one issue
+  // slice of 65 µs per task, back to back or apart, never overlapping.
+  std::map<int, std::vector<std::pair<double, double>>> host;
   for (const auto& e : t.at("traceEvents")) {
     pids.insert(e.at("pid").get<int>());
     if (e.at("ph") == "C" && e.at("name") == "memory") memory_counter = true;
-    if (e.at("ph") == "X") ++complete;
+    if (e.at("ph") != "X") continue;
+    if (e.at("cat") == "host issue") {
+      CHECK(e.at("dur").get<double>() == Approx(65.0));
+      host[e.at("pid").get<int>()].emplace_back(e.at("ts").get<double>(), e.at("dur").get<double>());
+    } else {
+      ++complete;
+    }
   }
   CHECK(pids.size() == 8);
   CHECK(memory_counter);
-  CHECK(complete == j.at("simulation").at("tasks").get<std::size_t>());
+  const auto tasks = j.at("simulation").at("tasks").get<std::size_t>();
+  CHECK(complete == tasks);
+  std::size_t issued = 0;
+  for (auto& [pid, slices] : host) {
+    std::sort(slices.begin(), slices.end());
+    for (std::size_t i = 1; i < slices.size(); ++i)
+      CHECK(slices[i].first >= slices[i - 1].first + slices[i - 1].second - 1e-3);
+    issued += slices.size();
+  }
+  CHECK(issued == tasks);
   // No empty tracks: every named thread runs something; and a GEMM's slice
   // carries its shape and FLOPs, 2·m·n·k·batch.
   std::set<std::pair<int, int>> named, busy;

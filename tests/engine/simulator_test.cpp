@@ -287,7 +287,12 @@ TEST_CASE("A host slower than its kernels sets the pace: task i starts when the 
   const auto r = run(make_workload({g}, {}), {{}, {0}, 1, {}}, 3);
   CHECK(ms(r.makespan) == Approx(16));
   REQUIRE(r.timeline.size() == 5);
-  for (std::size_t i = 0; i < 5; ++i) CHECK(ms(r.timeline[i].start) == Approx(3.0 * static_cast<double>(i + 1)));
+  for (std::size_t i = 0; i < 5; ++i) {
+    CHECK(ms(r.timeline[i].start) == Approx(3.0 * static_cast<double>(i + 1)));
+    // The recorded host issue: 3i to 3(i+1) ms, back to back, in program order.
+    CHECK(ms(r.timeline[i].host_start) == Approx(3.0 * static_cast<double>(i)));
+    CHECK(ms(r.timeline[i].host_end) == Approx(3.0 * static_cast<double>(i + 1)));
+  }
   // The GPU idles 16 − 5 = 11 ms, all of it waiting for the host.
   CHECK(ms(occupied(r.ranks[0], 0)) == Approx(11));
   CHECK(ms(r.ranks[0].host_wait) == Approx(11));
@@ -340,6 +345,17 @@ TEST_CASE("After a synchronizing task the host issues nothing until the GPU has 
   REQUIRE(r.timeline.size() == 4);
   CHECK(ms(r.timeline[2].start) == Approx(5.0));
   CHECK(ms(r.ranks[0].host_wait) == Approx(1.0));
+  // The recorded host issue: K1 0–0.5, K2 0.5–1.0, then, behind the
+  // synchronization, K3 4.5–5.0 and K4 5.0–5.5 (one stream: the timeline is
+  // in program order).
+  const double host[4][2] = {{0, 0.5}, {0.5, 1.0}, {4.5, 5.0}, {5.0, 5.5}};
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(ms(r.timeline[i].host_start) == Approx(host[i][0]));
+    CHECK(ms(r.timeline[i].host_end) == Approx(host[i][1]));
+  }
+  // Without host time nothing is recorded for the host.
+  const auto free_host = run(make_workload({synced}, {}), {{}, {0}, 1, {}});
+  for (const auto& rec : free_host.timeline) CHECK(rec.host_end == rec.host_start);
 }
 
 TEST_CASE("A synchronization waits for the whole device, not for what depends on it", "[engine][host]") {

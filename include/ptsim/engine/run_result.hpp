@@ -47,6 +47,10 @@ struct TaskRecord {
   taskgraph::TaskId task = 0;
   Time start;
   Time end;
+  /// When the rank's host spent its time issuing the task (host_end: it was
+  /// issued); both zero when issuing it costs the host nothing.
+  Time host_start;
+  Time host_end;
 };
 
 struct MemorySample {
