@@ -7,6 +7,7 @@
 #include "internal/object_reader.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_model.hpp"
+#include "ptsim/strategy/schedule.hpp"
 
 namespace ptsim::config {
 
@@ -62,7 +63,12 @@ PublishedRun parse_run(const nlohmann::json& object, const std::string& file, st
   } else {
     run.unpublished.push_back("recompute");
   }
-  s.schedule = p.optional_choice("schedule", {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "dualpipe"});
+  // Every registered schedule but naive model parallelism, which a published
+  // pipeline run does not use (it runs one micro-batch).
+  std::vector<std::string> schedules;
+  for (const std::string_view name : strategy::schedule_names())
+    if (name != strategy::to_string(strategy::ScheduleKind::Naive)) schedules.emplace_back(name);
+  s.schedule = p.optional_choice("schedule", schedules);
   if (s.schedule) {
     note("schedule", p, "schedule");
   } else {

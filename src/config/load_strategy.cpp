@@ -6,6 +6,7 @@
 #include "internal/object_reader.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/strategy_input.hpp"
+#include "ptsim/strategy/schedule.hpp"
 
 namespace ptsim::config {
 
@@ -47,9 +48,8 @@ const std::vector<StrategyField> kFields = {
      "sequences per step over all replicas (required)"},
     {"seq_length", "seq_length", "", &S::seq_length, 1, std::int64_t{1} << 24, {}, "S",
      "sequence length (default: the model's)"},
-    {"schedule", "schedule", "", &S::schedule, 1, 1,
-     {"naive", "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "dualpipe"}, "NAME",
-     "naive | gpipe | 1f1b (default) | interleaved (default when vpp > 1) | zb-h1 | zb-h2 | dualpipe"},
+    {"schedule", "schedule", "", &S::schedule, 1, 1, strategy::schedule_names(), "NAME",
+     strategy::schedule_choices_help()},
     {"recompute", "recompute", "", &S::recompute, 1, 1, {"none", "selective", "full"}, "MODE",
      "activation recomputation: none (default) | selective (core attention; under CP the ring attention is not rerun) | full (whole layers)"},
     {"recompute_num_layers", "recompute_num_layers", "", &S::recompute_num_layers, 1, 1 << 20, {}, "N",

@@ -2,6 +2,7 @@
 #include "ptsim/config/resolve_run.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <variant>
@@ -10,6 +11,7 @@
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/pipeline_layout.hpp"
 #include "ptsim/strategy/rank_layout.hpp"
+#include "ptsim/strategy/schedule.hpp"
 #include "ptsim/strategy/stage_partition.hpp"
 
 namespace ptsim::config {
@@ -68,14 +70,17 @@ class Checker {
   const model::ModelSpec& m_;
 };
 
-strategy::ScheduleKind schedule_of(const std::string& s) {
-  if (s == "naive") return strategy::ScheduleKind::Naive;
-  if (s == "gpipe") return strategy::ScheduleKind::GPipe;
-  if (s == "interleaved") return strategy::ScheduleKind::Interleaved;
-  if (s == "zb-h1") return strategy::ScheduleKind::ZbH1;
-  if (s == "zb-h2") return strategy::ScheduleKind::ZbH2;
-  if (s == "dualpipe") return strategy::ScheduleKind::DualPipe;
-  return strategy::ScheduleKind::OneFOneB;
+// The schedule a strategy names; the readers admit only the registered
+// names, so an unknown one here is ptsim's bug, not the user's.
+const strategy::ScheduleDescriptor& schedule_of(const std::string& s) {
+  const strategy::ScheduleDescriptor* d = strategy::find_schedule(s);
+  PTSIM_ASSERT(d != nullptr, "a schedule name the strategy readers did not check");
+  return *d;
+}
+
+// A schedule's rule broken: the field, its value, the rule and the fix.
+void enforce(const Checker& check, const std::optional<strategy::ScheduleViolation>& v) {
+  if (v) check.fail(v->field, v->value, v->rule, v->fix);
 }
 
 // Tensor, context and expert parallelism against the model's dimensions.
@@ -170,21 +175,20 @@ void check_pipeline(const Checker& check, const model::ModelSpec& m, strategy::P
     c.vpp = vpp;
   }
   const std::string schedule =
-      s.schedule.value_or(c.vpp > 1 ? "interleaved" : "1f1b");
-  c.schedule = schedule_of(schedule);
-  using strategy::ScheduleKind;
+      s.schedule.value_or(std::string(strategy::to_string(c.vpp > 1 ? strategy::ScheduleKind::Interleaved
+                                                                      : strategy::ScheduleKind::OneFOneB)));
+  const strategy::ScheduleDescriptor& described = schedule_of(schedule);
+  c.schedule = described.kind;
   if (c.vpp > 1 && c.pp == 1)
     check.fail("vpp", c.vpp, "needs pipeline parallelism (model chunks are spread over pipeline stages)",
                "set --pp > 1 or drop --vpp");
-  if (c.vpp > 1 && c.schedule != ScheduleKind::Interleaved)
+  if (c.vpp > 1 && !described.chunks_from_vpp)
     check.fail("schedule", schedule, fmt::format("cannot run vpp = {} model chunks per stage", c.vpp),
                "use --schedule interleaved or drop --vpp");
-  if (c.schedule == ScheduleKind::Interleaved && c.vpp == 1)
-    check.fail("schedule", schedule, "needs several model chunks per stage",
-               "give --virtual-pipeline-model-parallel-size V ≥ 2");
-  if (c.schedule == ScheduleKind::DualPipe && (c.pp < 2 || c.pp % 2 != 0))
-    check.fail("pp", c.pp, "must be even for --schedule dualpipe (ranks r and p−1−r pair up)",
-               "use an even pipeline size");
+  strategy::ScheduleShape shape;
+  shape.pp = c.pp;
+  shape.vpp = c.vpp;
+  enforce(check, described.check_pipeline(shape));
   if ((s.first_stage_layers || s.last_stage_layers) && c.pp == 1)
     check.fail(s.first_stage_layers ? "first_stage_layers" : "last_stage_layers",
                s.first_stage_layers.value_or(s.last_stage_layers.value_or(0)), "needs pipeline parallelism",
@@ -210,7 +214,7 @@ void check_pipeline(const Checker& check, const model::ModelSpec& m, strategy::P
                                          rest, L),
                  rest == 0 ? "make the first and last stages hold every layer" : "give the first/last stage fewer layers");
   }
-  if (!layout_layers.empty() && c.schedule == ScheduleKind::DualPipe)
+  if (!layout_layers.empty() && described.two_directions)
     check.fail("pipeline_layout", *s.pipeline_layout, "cannot place DualPipe's two chunks per stage",
                "drop it (ptsim splits DualPipe's layers evenly) or use another schedule");
   c.virtual_stage_layers = layout_layers.empty()
@@ -257,12 +261,16 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   c.host_overhead_s = s.host_overhead_us ? *s.host_overhead_us * 1e-6 : strategy::kDefaultHostOverheadS;
   c.memory_headroom_bytes = s.memory_headroom_gib ? *s.memory_headroom_gib * double(1ull << 30)
                                                   : strategy::kDefaultMemoryHeadroomBytes;
-  if (c.batch_p2p_sync && (c.schedule == strategy::ScheduleKind::ZbH1 ||
-                           c.schedule == strategy::ScheduleKind::ZbH2 ||
-                           c.schedule == strategy::ScheduleKind::DualPipe))
-    check.fail_flag("batch_p2p_sync", fmt::format("is Megatron-LM's, whose schedules are naive, gpipe, 1f1b and "
-                                                  "interleaved, not {}", strategy::to_string(c.schedule)),
+  if (c.batch_p2p_sync && !strategy::describe(c.schedule).megatron) {
+    std::vector<std::string_view> megatron;
+    for (const auto& d : strategy::schedules())
+      if (d.megatron) megatron.push_back(d.name);
+    const std::string listed =
+        fmt::format("{} and {}", fmt::join(megatron.begin(), megatron.end() - 1, ", "), megatron.back());
+    check.fail_flag("batch_p2p_sync", fmt::format("is Megatron-LM's, whose schedules are {}, not {}", listed,
+                                                  strategy::to_string(c.schedule)),
                     "drop --batch-p2p-sync or use one of those schedules");
+  }
   if (c.zero3_blocking && c.zero_stage != 3)
     check.fail_flag("zero3_blocking", "applies to ZeRO stage 3 only", "add --zero 3 or drop --zero3-blocking");
   if (c.overlap_param_gather && c.zero_stage == 0)
@@ -412,21 +420,13 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
                              c.micro_batch_size * c.dp),
                  fmt::format("use a multiple of {}", c.micro_batch_size * c.dp));
   }
-  const std::int64_t m_count = c.num_microbatches();
-  using strategy::ScheduleKind;
-  if (c.schedule == ScheduleKind::Interleaved && m_count % c.pp != 0)
-    check.fail("global_batch_size", c.global_batch_size,
-               fmt::format("gives {} micro-batches, not a multiple of pp = {}: the interleaved schedule runs "
-                           "micro-batches in groups of pp (Megatron-Core refuses a smaller last group, which "
-                           "deadlocks)",
-                           m_count, c.pp),
-               fmt::format("use a multiple of {}", c.pp * c.micro_batch_size * c.dp));
-  if (c.schedule == ScheduleKind::DualPipe && (m_count % 2 != 0 || m_count < 2 * c.pp))
-    check.fail("global_batch_size", c.global_batch_size,
-               fmt::format("gives {} micro-batches; DualPipe needs an even number, at least 2·pp = {} (half "
-                           "enter each end of the pipeline)",
-                           m_count, 2 * c.pp),
-               fmt::format("use a global batch that makes an even number ≥ {} of micro-batches", 2 * c.pp));
+  strategy::ScheduleShape batches;
+  batches.pp = c.pp;
+  batches.vpp = c.vpp;
+  batches.microbatches = c.num_microbatches();
+  batches.global_batch_size = c.global_batch_size;
+  batches.sequences_per_microbatch_step = c.micro_batch_size * c.dp;
+  enforce(check, strategy::describe(c.schedule).check_microbatches(batches));
   return run;
 }
 

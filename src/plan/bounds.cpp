@@ -8,6 +8,7 @@
 
 #include "ptsim/cost/compute_cost.hpp"
 #include "ptsim/strategy/pipeline_schedule.hpp"
+#include "ptsim/strategy/schedule.hpp"
 #include "ptsim/strategy/stage_partition.hpp"
 #include "ptsim/workload/boundary_ops.hpp"
 #include "ptsim/workload/layer_ops.hpp"
@@ -87,34 +88,34 @@ const Bounds::LayerCost& Bounds::boundary(const model::ModelSpec& m, const strat
   return memo_.emplace(key, cost).first->second;
 }
 
+const std::vector<std::int64_t>& Bounds::in_flight(const strategy::ParallelConfig& c) {
+  const std::int64_t micro = c.num_microbatches();
+  const std::int64_t chunks = strategy::chunks_per_stage(c);
+  const auto key = std::make_tuple(c.schedule, c.pp, micro, chunks);
+  {
+    const std::lock_guard lock(mutex_);
+    if (const auto it = in_flight_.find(key); it != in_flight_.end()) return it->second;
+  }
+  std::vector<std::int64_t> n;
+  for (std::int64_t stage = 0; stage < c.pp; ++stage)
+    n.push_back(strategy::forwards_before_first_backward(c.schedule, stage, c.pp, micro, chunks));
+  const std::lock_guard lock(mutex_);
+  return in_flight_.emplace(key, std::move(n)).first->second;
+}
+
 Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::ParallelConfig& c) {
   model::ModelSpec m = model;
   m.vocab_size = workload::padded_vocab_size(model.vocab_size, c.tp);
-  using strategy::ScheduleKind;
+  const strategy::ScheduleDescriptor& schedule = strategy::describe(c.schedule);
   const std::int64_t micro = c.num_microbatches();
   const std::int64_t chunks = strategy::chunks_per_stage(c);
-  const std::int64_t total_virtual = c.schedule == ScheduleKind::Interleaved ? c.pp * c.vpp : c.pp;
+  const std::int64_t total_virtual = strategy::path_stages(c.schedule, c.pp, chunks);
   const bool full = c.recompute == strategy::RecomputeKind::Full;
   const bool selective = c.recompute == strategy::RecomputeKind::Selective;
   // Chunk activations (one micro-batch through one model chunk) a stage
-  // holds at once, at least: the forwards each schedule runs on stage s
-  // before its first backward.
-  const auto in_flight = [&](std::int64_t stage) -> double {
-    const std::int64_t p = c.pp;
-    std::int64_t n = 1;
-    switch (c.schedule) {
-      case ScheduleKind::OneFOneB:
-      case ScheduleKind::ZbH1: n = std::min(p - stage, micro); break;
-      case ScheduleKind::ZbH2: n = std::min(2 * (p - 1 - stage) + 1, micro); break;
-      case ScheduleKind::GPipe:
-      case ScheduleKind::Naive: n = micro; break;
-      case ScheduleKind::Interleaved:  // Megatron's warm-up, plus the first steady forward
-        n = std::min((p - stage - 1) * 2 + (c.vpp - 1) * p + 1, micro * c.vpp);
-        break;
-      case ScheduleKind::DualPipe: n = std::min(p, micro); break;  // chunk forwards before the first backward
-    }
-    return static_cast<double>(n);
-  };
+  // holds at once, at least: the forwards its schedule runs before its
+  // first backward.
+  const std::vector<std::int64_t>& held = in_flight(c);
   // Per stage: kernel time of one micro-batch (forward, backward and
   // recomputation of all its chunks).
   std::vector<double> per_micro(static_cast<std::size_t>(c.pp), 0.0);
@@ -151,17 +152,17 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
     }
     per_micro[static_cast<std::size_t>(stage)] = work;
     kernels_per_micro[static_cast<std::size_t>(stage)] = kernels;
-    const double activations = saved / static_cast<double>(chunks) * in_flight(stage);
+    const double activations =
+        saved / static_cast<double>(chunks) * static_cast<double>(held[static_cast<std::size_t>(stage)]);
     memory = std::max(memory, static_cast<double>(workload::stage_static_memory(m, c, stage).total_bytes()) +
                                   activations);
   }
-  // DualPipe runs half the micro-batches through each of its two chunks.
-  const double runs = c.schedule == ScheduleKind::DualPipe ? static_cast<double>(micro) / 2 : static_cast<double>(micro);
+  // Two directions (DualPipe) run half the micro-batches through each chunk.
+  const double runs = schedule.two_directions ? static_cast<double>(micro) / 2 : static_cast<double>(micro);
   // A stage's first kernel waits for the first micro-batch's forward through
   // the stages before it, and the last micro-batch's backward must pass them
   // after its last kernel: step ≥ m·T_b + Σ_{s<b} T_s (one chunk per stage).
-  const bool chain = chunks == 1 && (c.schedule == ScheduleKind::OneFOneB || c.schedule == ScheduleKind::GPipe ||
-                                     c.schedule == ScheduleKind::Naive);
+  const bool chain = chunks == 1 && schedule.chained;
   double time = 0, before = 0;
   for (const double t : per_micro) {
     time = std::max(time, runs * t + (chain ? before : 0.0));

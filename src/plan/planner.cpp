@@ -15,6 +15,7 @@
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/resolve_run.hpp"
 #include "ptsim/simulate/simulate_step.hpp"
+#include "ptsim/strategy/schedule.hpp"
 
 namespace ptsim::plan {
 
@@ -58,7 +59,12 @@ std::string describe(const config::StrategyInput& s) {
 }
 
 const std::vector<std::string>& megatron_schedules() {
-  static const std::vector<std::string> schedules = {"1f1b", "interleaved"};
+  static const std::vector<std::string> schedules = [] {
+    std::vector<std::string> names;
+    for (const strategy::ScheduleDescriptor& d : strategy::schedules())
+      if (d.searched_by_default) names.emplace_back(d.name);
+    return names;
+  }();
   return schedules;
 }
 
@@ -112,16 +118,30 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
             const std::int64_t micro = per_replica / mbs;
             // Schedules (and interleaving depths) this pipeline can run.
             // Without a pipeline every schedule is the same run: 1F1B's name.
-            std::vector<std::pair<std::string, std::int64_t>> schedules{{"1f1b", 1}};
+            // Every registered schedule whose rules this pipeline and these
+            // micro-batches meet; interleaving at each v ≤ 8 that splits a
+            // stage's layers into equal chunks.
+            std::vector<std::pair<std::string, std::int64_t>> schedules{
+                {std::string(strategy::to_string(strategy::ScheduleKind::OneFOneB)), 1}};
             if (pp > 1) {
               schedules.clear();
-              for (const char* name : {"naive", "gpipe", "1f1b"}) schedules.emplace_back(name, 1);
-              if (m.num_layers % pp == 0 && micro % pp == 0)
-                for (std::int64_t v = 2; v <= 8; ++v)
-                  if ((m.num_layers / pp) % v == 0) schedules.emplace_back("interleaved", v);
-              schedules.emplace_back("zb-h1", 1);
-              schedules.emplace_back("zb-h2", 1);
-              if (pp % 2 == 0 && micro % 2 == 0 && micro >= 2 * pp) schedules.emplace_back("dualpipe", 1);
+              for (const strategy::ScheduleDescriptor& d : strategy::schedules()) {
+                std::vector<std::int64_t> vpps{1};
+                if (d.chunks_from_vpp) {
+                  vpps.clear();
+                  if (m.num_layers % pp == 0)
+                    for (std::int64_t v = 2; v <= 8; ++v)
+                      if ((m.num_layers / pp) % v == 0) vpps.push_back(v);
+                }
+                for (const std::int64_t v : vpps) {
+                  strategy::ScheduleShape shape;
+                  shape.pp = pp;
+                  shape.vpp = v;
+                  shape.microbatches = micro;
+                  if (d.check_pipeline(shape) || d.check_microbatches(shape)) continue;
+                  schedules.emplace_back(d.name, v);
+                }
+              }
             }
             for (const auto& [schedule, vpp] : schedules) {
               if (pp > 1 ? !searched(schedule) : (r.fixed.schedule && *r.fixed.schedule != schedule)) continue;

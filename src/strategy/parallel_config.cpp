@@ -1,20 +1,11 @@
 // Names of the strategy enums, as flags and files spell them.
 #include "ptsim/strategy/parallel_config.hpp"
 
+#include "ptsim/strategy/schedule.hpp"
+
 namespace ptsim::strategy {
 
-std::string_view to_string(ScheduleKind s) {
-  switch (s) {
-    case ScheduleKind::Naive: return "naive";
-    case ScheduleKind::GPipe: return "gpipe";
-    case ScheduleKind::OneFOneB: return "1f1b";
-    case ScheduleKind::Interleaved: return "interleaved";
-    case ScheduleKind::ZbH1: return "zb-h1";
-    case ScheduleKind::ZbH2: return "zb-h2";
-    case ScheduleKind::DualPipe: return "dualpipe";
-  }
-  return "?";
-}
+std::string_view to_string(ScheduleKind s) { return describe(s).name; }
 
 std::string_view to_string(RecomputeKind r) {
   switch (r) {

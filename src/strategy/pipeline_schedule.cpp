@@ -9,7 +9,9 @@
 #include <deque>
 #include <utility>
 
+#include "internal/schedule_orders.hpp"
 #include "ptsim/common/error.hpp"
+#include "ptsim/strategy/schedule.hpp"
 
 namespace ptsim::strategy {
 
@@ -210,57 +212,64 @@ std::vector<PipelineStep> dual_pipe(std::int64_t rank, std::int64_t p, std::int6
 
 }  // namespace
 
+namespace internal {
+
+std::vector<PipelineStep> naive_order(std::int64_t, std::int64_t, std::int64_t m, std::int64_t chunks) {
+  PTSIM_ASSERT(chunks == 1, "naive model parallelism runs one model chunk per stage");
+  PTSIM_ASSERT(m == 1, "naive model parallelism runs one micro-batch");
+  return all_forward_then_backward(1);
+}
+
+std::vector<PipelineStep> gpipe_order(std::int64_t, std::int64_t, std::int64_t m, std::int64_t chunks) {
+  PTSIM_ASSERT(chunks == 1, "GPipe runs one model chunk per stage");
+  return all_forward_then_backward(m);
+}
+
+std::vector<PipelineStep> one_f_one_b_order(std::int64_t stage, std::int64_t p, std::int64_t m, std::int64_t chunks) {
+  PTSIM_ASSERT(chunks == 1, "1F1B runs one model chunk per stage");
+  return one_f_one_b(stage, p, m);
+}
+
+std::vector<PipelineStep> interleaved_order(std::int64_t stage, std::int64_t p, std::int64_t m, std::int64_t chunks) {
+  PTSIM_ASSERT(chunks >= 2, "interleaved 1F1B needs at least two model chunks per stage");
+  // Megatron-Core rejects a last group smaller than p ("dependency bubbles");
+  // with groups of p such an order can deadlock (p = 4, m = 9, v = 3 does).
+  PTSIM_ASSERT(m >= p && m % p == 0,
+               "interleaved 1F1B needs a number of micro-batches that is a multiple of stages");
+  return interleaved(stage, p, m, chunks);
+}
+
+std::vector<PipelineStep> zb_h1_order(std::int64_t stage, std::int64_t p, std::int64_t m, std::int64_t chunks) {
+  PTSIM_ASSERT(chunks == 1, "ZB-H1 runs one model chunk per stage");
+  return zero_bubble(m, p - 1 - stage, p - 1);
+}
+
+std::vector<PipelineStep> zb_h2_order(std::int64_t stage, std::int64_t p, std::int64_t m, std::int64_t chunks) {
+  PTSIM_ASSERT(chunks == 1, "ZB-H2 runs one model chunk per stage");
+  return zero_bubble(m, 2 * (p - 1 - stage), 2 * (p - 1));
+}
+
+std::vector<PipelineStep> dual_pipe_order(std::int64_t stage, std::int64_t p, std::int64_t m, std::int64_t chunks) {
+  PTSIM_ASSERT(chunks == 2, "DualPipe runs two model chunks per rank");
+  PTSIM_ASSERT(p % 2 == 0, "DualPipe needs an even number of stages");
+  PTSIM_ASSERT(m % 2 == 0 && m >= 2 * p, "DualPipe needs an even number of micro-batches, at least twice the stages");
+  return dual_pipe(stage, p, m);
+}
+
+}  // namespace internal
+
 std::vector<PipelineStep> make_pipeline_order(ScheduleKind kind, std::int64_t stage,
                                               std::int64_t num_stages,
                                               std::int64_t num_microbatches, std::int64_t chunks) {
-  const std::int64_t p = num_stages;
-  const std::int64_t m = num_microbatches;
-  PTSIM_ASSERT(stage >= 0 && stage < p, "stage must lie in [0, num_stages)");
-  PTSIM_ASSERT(m >= 1, "at least one micro-batch");
-  if (kind == ScheduleKind::Interleaved) {
-    PTSIM_ASSERT(chunks >= 2, "interleaved 1F1B needs at least two model chunks per stage");
-    // Megatron-Core rejects a last group smaller than p ("dependency bubbles");
-    // with groups of p such an order can deadlock (p = 4, m = 9, v = 3 does).
-    PTSIM_ASSERT(m >= p && m % p == 0,
-                 "interleaved 1F1B needs a number of micro-batches that is a multiple of stages");
-    return interleaved(stage, p, m, chunks);
-  }
-  if (kind == ScheduleKind::DualPipe) {
-    PTSIM_ASSERT(chunks == 2, "DualPipe runs two model chunks per rank");
-    PTSIM_ASSERT(p % 2 == 0, "DualPipe needs an even number of stages");
-    PTSIM_ASSERT(m % 2 == 0 && m >= 2 * p,
-                 "DualPipe needs an even number of micro-batches, at least twice the stages");
-    return dual_pipe(stage, p, m);
-  }
-  PTSIM_ASSERT(chunks == 1, "only interleaved 1F1B and DualPipe run several model chunks");
-  switch (kind) {
-    case ScheduleKind::Naive:
-      PTSIM_ASSERT(m == 1, "naive model parallelism runs one micro-batch");
-      return all_forward_then_backward(1);
-    case ScheduleKind::GPipe: return all_forward_then_backward(m);
-    case ScheduleKind::OneFOneB: return one_f_one_b(stage, p, m);
-    case ScheduleKind::ZbH1: return zero_bubble(m, p - 1 - stage, p - 1);
-    case ScheduleKind::ZbH2: return zero_bubble(m, 2 * (p - 1 - stage), 2 * (p - 1));
-    case ScheduleKind::Interleaved:
-    case ScheduleKind::DualPipe: break;
-  }
-  PTSIM_ASSERT(false, "unknown schedule kind");
-  return {};
+  PTSIM_ASSERT(stage >= 0 && stage < num_stages, "stage must lie in [0, num_stages)");
+  PTSIM_ASSERT(num_microbatches >= 1, "at least one micro-batch");
+  return describe(kind).order(stage, num_stages, num_microbatches, chunks);
 }
 
 std::int64_t virtual_stage(ScheduleKind kind, std::int64_t stage, std::int64_t num_stages,
                            std::int64_t chunk) {
   PTSIM_ASSERT(stage >= 0 && stage < num_stages, "stage must lie in [0, num_stages)");
-  switch (kind) {
-    case ScheduleKind::Interleaved:
-      PTSIM_ASSERT(chunk >= 0, "model chunk must not be negative");
-      return chunk * num_stages + stage;
-    case ScheduleKind::DualPipe:
-      PTSIM_ASSERT(chunk == 0 || chunk == 1, "DualPipe has chunks 0 and 1");
-      return chunk == 0 ? stage : num_stages - 1 - stage;
-    default: PTSIM_ASSERT(chunk == 0, "only interleaved 1F1B and DualPipe have several chunks");
-  }
-  return stage;
+  return describe(kind).virtual_stage(stage, num_stages, chunk);
 }
 
 }  // namespace ptsim::strategy

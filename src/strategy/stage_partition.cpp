@@ -3,6 +3,7 @@
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/strategy/pipeline_schedule.hpp"
+#include "ptsim/strategy/schedule.hpp"
 
 namespace ptsim::strategy {
 
@@ -62,10 +63,7 @@ std::vector<LayerRange> make_stage_partition(std::int64_t num_layers, std::int64
   return make_ranges(split_layers(num_layers, num_stages));
 }
 
-std::int64_t chunks_per_stage(const ParallelConfig& config) {
-  if (config.schedule == ScheduleKind::DualPipe) return 2;
-  return config.vpp;
-}
+std::int64_t chunks_per_stage(const ParallelConfig& config) { return describe(config.schedule).chunks(config.vpp); }
 
 std::vector<LayerRange> stage_chunks(const ParallelConfig& config, std::int64_t stage) {
   const auto virtual_ranges = make_ranges(config.virtual_stage_layers);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "ptsim/workload/step_workload.hpp"
+#include "ptsim/strategy/schedule.hpp"
 
 namespace ptsim::workload::internal {
 
@@ -78,7 +79,7 @@ void add_communicators(const strategy::ParallelConfig& config, const strategy::R
   w.communicator_of.assign(static_cast<std::size_t>(world) * w.comm_slot_names.size(), taskgraph::kNoCommunicator);
   Builder b(w);
   const std::int64_t pp = dense.size(Axis::Pp);
-  const bool dualpipe = config.schedule == ScheduleKind::DualPipe;
+  const bool dualpipe = strategy::describe(config.schedule).two_directions;
   // DualPipe: ranks r and p−1−r hold the same two model stages; their
   // gradients are summed together with data parallelism.
   const auto with_mirror = [&](std::vector<Rank> members) {
@@ -140,7 +141,7 @@ void add_communicators(const strategy::ParallelConfig& config, const strategy::R
   // Pipeline channels between neighbouring stages; the interleaved schedule
   // closes the ring (the last stage feeds the first stage's next chunk);
   // DualPipe's second direction runs the other way on channels of its own.
-  const bool ring = config.schedule == ScheduleKind::Interleaved;
+  const bool ring = strategy::path_stages(config.schedule, pp, strategy::chunks_per_stage(config)) > pp;
   for (Rank r = 0; r < world; ++r) {
     const std::int64_t stage = dense.coordinate(r, Axis::Pp);
     if (stage + 1 < pp || (ring && pp > 1)) {

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "internal/program_builder.hpp"
+#include "ptsim/strategy/schedule.hpp"
 #include "ptsim/strategy/pipeline_schedule.hpp"
 #include "ptsim/workload/boundary_ops.hpp"
 #include "ptsim/workload/layer_ops.hpp"
@@ -103,7 +104,7 @@ class StageBuilder {
     embedding_ = embedding_ops(m_, shape_);
     output_ = output_ops(m_, shape_);
     activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));
-    total_virtual_ = c_.schedule == ScheduleKind::Interleaved ? c_.pp * c_.vpp : c_.pp;
+    total_virtual_ = strategy::path_stages(c_.schedule, c_.pp, strategy::chunks_per_stage(c_));
   }
 
   void build() {
@@ -206,7 +207,7 @@ class StageBuilder {
   bool first_virtual(std::size_t chunk) const { return virtual_stage(chunk) == 0; }
   bool last_virtual(std::size_t chunk) const { return virtual_stage(chunk) == total_virtual_ - 1; }
   const Channels& channels(std::size_t chunk) const {
-    return c_.schedule == ScheduleKind::DualPipe && chunk == 1 ? kDirection1 : kDirection0;
+    return dualpipe() && chunk == 1 ? kDirection1 : kDirection0;
   }
   std::int32_t layer_index(std::size_t chunk, std::int64_t l) const {
     return static_cast<std::int32_t>(ctx_.chunks[chunk].first + l);
@@ -217,7 +218,7 @@ class StageBuilder {
   }
   bool selective() const { return c_.recompute == strategy::RecomputeKind::Selective; }
   bool zero3() const { return c_.zero_stage >= 3; }
-  bool dualpipe() const { return c_.schedule == ScheduleKind::DualPipe; }
+  bool dualpipe() const { return strategy::describe(c_.schedule).two_directions; }
 
   const LayerLists& lists(std::int64_t layer) {
     const std::string key = layer_kind_key(m_, layer);

@@ -7,6 +7,7 @@
 #include "internal/communicators.hpp"
 #include "internal/name_table.hpp"
 #include "internal/stage_program.hpp"
+#include "ptsim/strategy/schedule.hpp"
 #include "ptsim/strategy/pipeline_schedule.hpp"
 #include "ptsim/strategy/stage_partition.hpp"
 
@@ -76,8 +77,8 @@ RankParameters stage_layer_parameters(const model::ModelSpec& m, const strategy:
 RankParameters stage_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage) {
   RankParameters p = stage_layer_parameters(m, c, stage);
   bool embedding = false, output = false;
-  const std::int64_t last = c.schedule == strategy::ScheduleKind::Interleaved ? c.pp * c.vpp - 1 : c.pp - 1;
   const std::int64_t chunks = strategy::chunks_per_stage(c);
+  const std::int64_t last = strategy::path_stages(c.schedule, c.pp, chunks) - 1;
   for (std::int64_t k = 0; k < chunks; ++k) {
     const std::int64_t v = strategy::virtual_stage(c.schedule, stage, c.pp, k);
     embedding = embedding || v == 0;
@@ -92,7 +93,7 @@ RankParameters stage_parameters(const model::ModelSpec& m, const strategy::Paral
 
 StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::ParallelConfig& c, std::int64_t stage) {
   const RankParameters p = stage_parameters(model, c, stage);
-  const std::int64_t mirror = c.schedule == strategy::ScheduleKind::DualPipe ? 2 : 1;
+  const std::int64_t mirror = strategy::describe(c.schedule).two_directions ? 2 : 1;
   const StaticMemory dense = static_memory(p.dense, c.zero_stage, c.gradient_group() * mirror, c.gradient_bytes());
   const StaticMemory experts = static_memory(p.expert, c.zero_stage, c.expert_dp() * mirror, c.gradient_bytes());
   StaticMemory total{dense.parameters + experts.parameters, dense.params_bytes + experts.params_bytes,
@@ -123,7 +124,7 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
   taskgraph::Workload& w = step.workload;
   w.world_size = config.world_size;
   label(w);
-  const bool dualpipe = config.schedule == strategy::ScheduleKind::DualPipe;
+  const bool dualpipe = strategy::describe(config.schedule).two_directions;
   const bool embedding_group = model.tie_embeddings && config.pp > 1 && !dualpipe;
   std::optional<strategy::RankLayout> expert;
   if (model.is_moe())

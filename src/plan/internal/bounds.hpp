@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "ptsim/hardware/hardware_profile.hpp"
 #include "ptsim/model/model_spec.hpp"
@@ -42,10 +43,15 @@ class Bounds {
   const LayerCost& boundary(const model::ModelSpec& m, const strategy::ParallelConfig& c, bool output);
   /// Adds the kernels of `ops`' backward to `cost`: their time and count.
   void count_backward(const workload::BlockOps& ops, LayerCost& cost) const;
+  /// Per stage, the forwards its schedule runs before its first backward (the
+  /// chunk activations it holds at once, at least), read off the schedule's order.
+  const std::vector<std::int64_t>& in_flight(const strategy::ParallelConfig& c);
 
   const hardware::HardwareProfile& hw_;
   std::mutex mutex_;  // the memo is shared by the planner's threads
   std::map<std::string, LayerCost> memo_;
+  std::map<std::tuple<strategy::ScheduleKind, std::int64_t, std::int64_t, std::int64_t>, std::vector<std::int64_t>>
+      in_flight_;  // by (schedule, pp, micro-batches, chunks)
 };
 
 }  // namespace ptsim::plan::internal
