@@ -53,7 +53,7 @@ class Run {
  public:
   Run(const taskgraph::Workload& w, const cost::CostModel& cost, const RunOptions& options)
       : w_(w), options_(options), state_(w, cost, options),
-        network_(cost.cluster()),
+        network_(cost.links()),
         slowdown_(cost.compute_slowdown_with_communication()), compute_mask_(w.compute_stream_mask),
         plans_(w, cost, network_, flow_weights()) {
     network_.defer_rates();

@@ -6,6 +6,7 @@
 #include "ptsim/common/time.hpp"
 #include "ptsim/cost/nccl_latency.hpp"
 #include "ptsim/cost/transfer_plan.hpp"
+#include "ptsim/cost/links.hpp"
 #include "ptsim/hardware/cluster.hpp"
 #include "ptsim/taskgraph/task.hpp"
 #include "ptsim/taskgraph/workload.hpp"
@@ -25,6 +26,8 @@ class CostModel {
   explicit CostModel(const hardware::Cluster& cluster, HostIssue host = {});
 
   const hardware::Cluster& cluster() const { return *cluster_; }
+  /// The cluster's links, for the engine's flows.
+  Links links() const { return Links(*cluster_); }
 
   /// Duration of a compute task on an unloaded GPU.
   Time compute_duration(const taskgraph::Task& task) const;

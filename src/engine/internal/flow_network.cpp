@@ -25,10 +25,9 @@ FlowNetwork::FlowNetwork(std::vector<double> capacity, std::vector<bool> shared)
   PTSIM_ASSERT(capacity_.size() == shared_.size(), "one sharing flag per link");
 }
 
-FlowNetwork::FlowNetwork(const hardware::Cluster& cluster)
-    : cluster_(&cluster), slot_(cluster.num_links(), kNoSlot) {}
+FlowNetwork::FlowNetwork(const cost::Links& links) : cluster_links_(links), slot_(links.count(), kNoSlot) {}
 
-FlowNetwork::Slot FlowNetwork::slot_of(hardware::LinkId link) {
+FlowNetwork::Slot FlowNetwork::slot_of(cost::LinkId link) {
   PTSIM_ASSERT(link < slot_.size(), "a link of the network");
   Slot& s = slot_[link];
   if (s != kNoSlot) return s;
@@ -79,7 +78,7 @@ void FlowNetwork::set_rate(FlowId id, double rate, Time now) {
   changed_.push_back(id);
 }
 
-FlowId FlowNetwork::add(Time now, double bytes, std::span<const hardware::LinkId> links,
+FlowId FlowNetwork::add(Time now, double bytes, std::span<const cost::LinkId> links,
                         double max_rate, double weight, std::uint32_t owner) {
   PTSIM_ASSERT(links.size() <= 4, "a path crosses at most four links");
   FlowId id;
@@ -144,7 +143,7 @@ void FlowNetwork::remove(FlowId id, Time now) {
   if (others) request_rebalance({f.links.data(), f.num_links}, now);
 }
 
-double FlowNetwork::rate_alone(std::span<const hardware::LinkId> links, double max_rate,
+double FlowNetwork::rate_alone(std::span<const cost::LinkId> links, double max_rate,
                                double weight) const {
   double rate = max_rate > 0 ? max_rate : kInfinity;
   for (const auto id : links) rate = std::min(rate, capacity_of(id) / weight_on(weight, shared_of(id)));

@@ -5,11 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "ptsim/common/time.hpp"
-#include "ptsim/hardware/cluster.hpp"
+#include "ptsim/cost/links.hpp"
 
 namespace ptsim::engine::internal {
 
@@ -19,18 +20,18 @@ class FlowNetwork {
  public:
   /// capacity in bytes/s per link; shared links weigh flows by their weight.
   FlowNetwork(std::vector<double> capacity, std::vector<bool> shared);
-  /// The links of `cluster`, read from it as flows first cross them (the
-  /// cluster must outlive the network). A run touches the links of the ranks
+  /// The links of `links`, read from it as flows first cross them (the
+  /// cluster behind it must outlive the network). A run touches the links of the ranks
   /// it simulates only: a symmetric run of 16,384 GPUs crosses a few dozen of
   /// their 65,536 links, and per-link state for all of them was most of its
   /// set-up time (page faults on memory it never used).
-  explicit FlowNetwork(const hardware::Cluster& cluster);
+  explicit FlowNetwork(const cost::Links& links);
 
   /// Starts a flow of `bytes` over `links` at `now`. `max_rate` caps its rate
   /// (0: no cap); `weight` is how many identical flows it stands for on shared
   /// links (symmetric mode). The flows whose finish time changed, the new one
   /// included, are appended to changed().
-  FlowId add(Time now, double bytes, std::span<const hardware::LinkId> links, double max_rate,
+  FlowId add(Time now, double bytes, std::span<const cost::LinkId> links, double max_rate,
              double weight, std::uint32_t owner);
   /// Ends a flow at `now`; flows that share its links speed up (changed()).
   void remove(FlowId id, Time now);
@@ -50,7 +51,7 @@ class FlowNetwork {
   Time finish_time(FlowId id) const;
   /// The rate a flow gets with every link of its path to itself: the least
   /// of its cap and each link's capacity (over its weight on shared links).
-  double rate_alone(std::span<const hardware::LinkId> links, double max_rate, double weight) const;
+  double rate_alone(std::span<const cost::LinkId> links, double max_rate, double weight) const;
   /// How long `bytes` take at `rate`, rounded as finish_time() rounds;
   /// Time::max() when the rate is zero.
   static Time time_to_send(double bytes, double rate);
@@ -90,21 +91,21 @@ class FlowNetwork {
 
   static double weight_on(double weight, bool shared) { return shared ? weight : 1.0; }
   static double weight_on(double weight, const Link& l) { return weight_on(weight, l.shared); }
-  double capacity_of(hardware::LinkId link) const {
-    return cluster_ != nullptr ? cluster_->capacity(link) : capacity_[link];
+  double capacity_of(cost::LinkId link) const {
+    return cluster_links_ ? cluster_links_->capacity(link) : capacity_[link];
   }
-  bool shared_of(hardware::LinkId link) const {
-    return cluster_ != nullptr ? cluster_->is_shared(link) : static_cast<bool>(shared_[link]);
+  bool shared_of(cost::LinkId link) const {
+    return cluster_links_ ? cluster_links_->is_shared(link) : static_cast<bool>(shared_[link]);
   }
   /// The slot of a cluster link, made on its first use.
-  Slot slot_of(hardware::LinkId link);
+  Slot slot_of(cost::LinkId link);
   void settle(Flow& f, Time now);
   void set_rate(FlowId id, double rate, Time now);
   /// Max-min fair rates over every flow connected to `seeds` through shared links.
   void rebalance(std::span<const Slot> seeds, Time now);
 
-  // Where link capacities come from: a cluster, or the vectors given.
-  const hardware::Cluster* cluster_ = nullptr;
+  // Where link capacities come from: the cluster's links, or the vectors given.
+  std::optional<cost::Links> cluster_links_;
   std::vector<double> capacity_;
   std::vector<bool> shared_;
   std::vector<Slot> slot_;  // per cluster link: its slot, or kNoSlot

@@ -68,7 +68,7 @@ void TransferPlans::plan_ahead(const std::vector<SimulatedProgram>& ranks) {
   }
 
   // Which communicator uses each link, over every plan of every phase.
-  std::vector<std::uint32_t> user_of(cost_.cluster().num_links(), kNobody);
+  std::vector<std::uint32_t> user_of(cost_.links().count(), kNobody);
   for (std::uint32_t c = 0; c < by_comm_.size(); ++c)
     for (const PlannedTransfer& p : by_comm_[c])
       for (const cost::PhaseSpec& phase : p.plan->phases)
