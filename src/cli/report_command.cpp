@@ -1,5 +1,5 @@
-// `ptsim report` (capacity planning over GPU counts and hardware) and
-// `ptsim sweep` (the best strategy over a grid of hardware what-ifs).
+// `ptsim report`: capacity planning over GPU counts and hardware (the
+// arithmetic is plan/capacity.hpp's; this composes and renders it).
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "plan_point.hpp"
 #include "parse_args.hpp"
 #include "search_progress.hpp"
 #include "shipped_files.hpp"
@@ -28,6 +29,7 @@
 #include "ptsim/config/load_error_bands.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_model.hpp"
+#include "ptsim/plan/capacity.hpp"
 #include "ptsim/plan/planner.hpp"
 #include "ptsim/report/json_report.hpp"
 #include "ptsim/simulate/simulate_step.hpp"
@@ -38,6 +40,12 @@ namespace ptsim::cli {
 namespace po = boost::program_options;
 
 namespace {
+
+// A figure that is there only when its input was given, else null.
+template <typename T>
+nlohmann::ordered_json optional_json(const std::optional<T>& v) {
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
 
 constexpr const char* kReportUsage = R"(Usage: ptsim report --model FILE --hw FILE[,FILE...] --tokens T --out DIR [options]
 
@@ -62,77 +70,6 @@ Example:
       --gpu-power-watts 700 --out report/
 
 )";
-
-constexpr const char* kSweepUsage = R"(Usage: ptsim sweep SPEC.json [--json FILE] [--csv FILE]
-
-The best strategy (ptsim plan) at every point of a grid of hardware what-ifs:
-each hardware entry is a profile, optionally with overrides by JSON pointer
-(NVLink domain size, NIC bandwidth, HBM capacity, …), crossed with GPU counts.
-
-SPEC.json:
-  { "model": "configs/models/llama3-70b.json", "global_batch_size": 512, "seq_length": 8192,
-    "gpus": [256, 512],
-    "hardware": [ {"name": "H100 SuperPOD", "profile": "hw_profiles/dgx-h100-superpod.json"},
-                  {"name": "H100, 2x NIC", "profile": "hw_profiles/dgx-h100-superpod.json",
-                   "overrides": {"/network/nic/bandwidth_GBps": 100}} ] }
-Relative paths are relative to SPEC.json's directory, then to the working directory.
-
-Example:
-  ptsim sweep configs/sweeps/llama3-70b-network.json --json sweep.json
-
-)";
-
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, sep);)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-std::int64_t default_batch(std::int64_t seq) {
-  std::int64_t b = 1;
-  while (2 * b * seq <= 4'194'304) b *= 2;
-  return b;
-}
-
-// The best strategy for one (hardware, GPU count), or why there is none.
-struct Point {
-  std::string hardware_name, gpu;
-  std::int64_t gpus = 0;
-  std::optional<plan::PlannedStrategy> best;
-  std::string reason;
-  std::size_t searched = 0, simulated = 0;
-};
-
-Point plan_point(const model::ModelSpec& model, const hardware::HardwareProfile& hw, std::int64_t gpus,
-                 std::int64_t batch, std::optional<std::int64_t> seq, const config::StrategyInput& fixed,
-                 unsigned threads, bool quiet) {
-  Point p;
-  p.hardware_name = hw.name;
-  p.gpu = hw.gpu.name;
-  p.gpus = gpus;
-  plan::PlanRequest r;
-  r.model = model;
-  r.hardware = hw;
-  r.gpus = gpus;
-  r.global_batch_size = batch;
-  r.seq_length = seq;
-  r.fixed = fixed;
-  r.top = 1;
-  r.threads = threads;
-  SearchProgressReporter progress(fmt::format("{} × {}", gpus, hw.name), !quiet);
-  const plan::PlanResult result = plan::plan(r, progress.callback());
-  p.searched = result.searched;
-  p.simulated = result.simulated;
-  if (result.best.empty()) {
-    p.reason = result.searched == 0 ? "no valid strategy for this GPU count and batch"
-                                    : "no strategy fits in memory";
-  } else {
-    p.best = result.best.front();
-  }
-  return p;
-}
 
 // A step's first `window` seconds on the representative ranks, as events.
 nlohmann::ordered_json timeline_json(const model::ModelSpec& model, const hardware::HardwareProfile& hw,
@@ -276,7 +213,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("price-per-gpu-hour") && !(price > 0)) throw ConfigError(fmt::format("--price-per-gpu-hour = {} must be positive", price));
   if (vm.count("gpu-power-watts") && !(watts > 0)) throw ConfigError(fmt::format("--gpu-power-watts = {} must be positive", watts));
   std::vector<std::int64_t> gpu_counts;
-  for (const auto& g : split(gpus_list, ',')) {
+  for (const auto& g : split_list(gpus_list, ',')) {
     const auto v = whole_number(g);
     if (!v || *v < 1 || *v > (1 << 24))
       throw ConfigError(fmt::format("--gpus: '{}' is not a GPU count in [1, 16777216]; give counts separated by commas", g));
@@ -285,10 +222,10 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   const model::ModelSpec model = config::load_model(model_path);
   note_sequence_length(model_path, model, seq > 0);
   std::vector<hardware::HardwareProfile> profiles;
-  for (const auto& path : split(hw_list, ',')) profiles.push_back(config::load_hardware(path));
+  for (const auto& path : split_list(hw_list, ',')) profiles.push_back(config::load_hardware(path));
   const nlohmann::ordered_json validated = validated_error_json(profiles, config::load_error_bands(bands_path), bands_path);
   const std::int64_t seq_length = seq > 0 ? seq : model.seq_length;
-  if (batch <= 0) batch = default_batch(seq_length);
+  if (batch <= 0) batch = plan::default_global_batch(seq_length);
   const bool quiet = vm.count("quiet") > 0;
 
   std::vector<Point> points;
@@ -300,8 +237,13 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
                                   quiet));
     }
 
-  const double tokens_per_step = static_cast<double>(batch * seq_length);
-  const double steps = std::ceil(tokens / tokens_per_step);
+  plan::TrainingRun run;
+  run.tokens = tokens;
+  run.tokens_per_step = static_cast<double>(batch * seq_length);
+  if (vm.count("price-per-gpu-hour")) run.price_per_gpu_hour_usd = price;
+  if (vm.count("gpu-power-watts")) run.gpu_power_watts = watts;
+  if (vm.count("days")) run.deadline_days = days;
+  const double steps = plan::training_steps(run);
   nlohmann::ordered_json j;
   j["schema"] = "ptsim-capacity-report/1";
   j["model"] = model.name;
@@ -327,8 +269,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
       continue;
     }
     const auto& r = p.best->result;
-    const double time = steps * r.step_time_s;
-    const double gpu_hours = time * static_cast<double>(p.gpus) / 3600;
+    const plan::TrainingCost cost = plan::training_cost(run, r.step_time_s, p.gpus);
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();
     for (const auto& s : r.stages)
       stages.push_back({{"stage", s.stage},
@@ -344,13 +285,13 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
                                   {"step_time_s", r.step_time_s},
                                   {"mfu", r.throughput.mfu},
                                   {"tokens_per_s", r.throughput.tokens_per_s},
-                                  {"steps", static_cast<std::int64_t>(steps)},
-                                  {"time_to_train_s", time},
-                                  {"time_to_train_days", time / 86400},
-                                  {"gpu_hours", gpu_hours},
-                                  {"cost_usd", price > 0 ? nlohmann::ordered_json(gpu_hours * price) : nullptr},
-                                  {"energy_mwh", watts > 0 ? nlohmann::ordered_json(watts * static_cast<double>(p.gpus) * time / 3.6e9) : nullptr},
-                                  {"meets_deadline", days > 0 ? nlohmann::ordered_json(time / 86400 <= days) : nullptr},
+                                  {"steps", static_cast<std::int64_t>(cost.steps)},
+                                  {"time_to_train_s", cost.time_s},
+                                  {"time_to_train_days", cost.days},
+                                  {"gpu_hours", cost.gpu_hours},
+                                  {"cost_usd", optional_json(cost.cost_usd)},
+                                  {"energy_mwh", optional_json(cost.energy_mwh)},
+                                  {"meets_deadline", optional_json(cost.meets_deadline)},
                                   {"breakdown_s", report::breakdown_json(r.breakdown)},
                                   {"capacity_bytes", r.memory.capacity_bytes},
                                   {"stages", stages},
@@ -358,10 +299,9 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
                                   {"simulated", p.simulated}};
     list.push_back(row);
     fmt::print(out, "{:<22} {:>6} {:>8.3f}s {:>5.1f}% {:>9.1f} {:>12.0f} {:>12} {:>10}  {}\n", p.hardware_name, p.gpus,
-               r.step_time_s, 100 * r.throughput.mfu, time / 86400, gpu_hours,
-               price > 0 ? fmt::format("${:.0f}", gpu_hours * price) : "-",
-               watts > 0 ? fmt::format("{:.1f}", watts * static_cast<double>(p.gpus) * time / 3.6e9) : "-",
-               p.best->label);
+               r.step_time_s, 100 * r.throughput.mfu, cost.days, cost.gpu_hours,
+               cost.cost_usd ? fmt::format("${:.0f}", *cost.cost_usd) : "-",
+               cost.energy_mwh ? fmt::format("{:.1f}", *cost.energy_mwh) : "-", p.best->label);
     if (fastest == nullptr || r.step_time_s * steps < fastest->best->result.step_time_s * steps) {
       fastest = &p;
       fastest_hw = &hw;
@@ -374,7 +314,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
 
   make_output_directory("--out", out_dir);
   const std::string json_path = (std::filesystem::path(out_dir) / "report.json").string();
-  std::vector<std::string> read = split(hw_list, ',');
+  std::vector<std::string> read = split_list(hw_list, ',');
   read.push_back(model_path);
   read.push_back(bands_path);
   write_output_file(json_path, read, [&](std::ostream& o) { o << j.dump(1) << '\n'; });
@@ -392,141 +332,6 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
     throw ConfigError(fmt::format("rendering the report failed ({}): {}; report.json is written", status, command));
   fmt::print(out, "wrote {}/report.md and {}/report.html\n", out_dir, out_dir);
   return fastest == nullptr ? 3 : 0;
-}
-
-int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
-  std::string spec_path, json, csv;
-  unsigned threads = 0;
-  po::options_description options("Options");
-  options.add_options()
-      ("spec", po::value(&spec_path)->value_name("SPEC.json"), "the sweep")
-      ("json", po::value(&json)->value_name("FILE"), "write the points as JSON")
-      ("csv", po::value(&csv)->value_name("FILE"), "write the points as CSV")
-      ("threads", po::value(&threads)->value_name("N"), "simulation threads (default: every core)")
-      ("quiet,q", "no progress on standard error")
-      ("help,h", "show this help");
-  po::positional_options_description positional;
-  positional.add("spec", 1);
-  po::variables_map vm;
-  parse_args(args, options, &positional, vm, "sweep");
-  if (vm.count("help")) {
-    std::ostringstream text;
-    text << options;
-    fmt::print(out, "{}{}", kSweepUsage, text.str());
-    return 0;
-  }
-  if (spec_path.empty()) throw ConfigError("ptsim sweep: give SPEC.json; see --help");
-  check_output_paths({{"--json", json}, {"--csv", csv}}, {spec_path});
-  const nlohmann::json spec = config::read_json_file(spec_path);
-  const auto base = std::filesystem::path(spec_path).parent_path();
-  const auto resolve = [&](const std::string& p) {
-    const auto candidate = base / p;
-    return std::filesystem::exists(candidate) ? candidate.string() : p;
-  };
-  const auto need = [&](const char* key, bool (nlohmann::json::*is)() const noexcept, const char* what) -> const nlohmann::json& {
-    if (!spec.is_object() || !spec.contains(key) || !(spec.at(key).*is)())
-      throw ConfigError(fmt::format("{}: /{} must be {}; see ptsim sweep --help", spec_path, key, what));
-    return spec.at(key);
-  };
-  const std::string model_path = resolve(need("model", &nlohmann::json::is_string, "a model file path").get<std::string>());
-  const auto batch = need("global_batch_size", &nlohmann::json::is_number_integer, "an integer").get<std::int64_t>();
-  if (batch < 1) throw ConfigError(fmt::format("{}: /global_batch_size = {} must be ≥ 1", spec_path, batch));
-  std::optional<std::int64_t> seq;
-  if (spec.contains("seq_length")) seq = need("seq_length", &nlohmann::json::is_number_integer, "an integer").get<std::int64_t>();
-  std::vector<std::int64_t> gpus;
-  for (const auto& g : need("gpus", &nlohmann::json::is_array, "an array of GPU counts")) {
-    if (!g.is_number_integer() || g.get<std::int64_t>() < 1 || g.get<std::int64_t>() > (1 << 24))
-      throw ConfigError(fmt::format("{}: /gpus holds {}; give GPU counts in [1, 16777216]", spec_path, g.dump()));
-    gpus.push_back(g.get<std::int64_t>());
-  }
-  for (const auto& [key, value] : spec.items())
-    if (key != "model" && key != "global_batch_size" && key != "seq_length" && key != "gpus" && key != "hardware")
-      throw ConfigError(fmt::format("{}: unknown key '{}'; accepted keys: model, global_batch_size, seq_length, gpus, hardware",
-                                    spec_path, key));
-  const model::ModelSpec model = config::load_model(model_path);
-  note_sequence_length(model_path, model, seq.has_value());
-  struct Entry {
-    std::string name;
-    hardware::HardwareProfile hw;
-  };
-  std::vector<Entry> entries;
-  const auto& hardware_list = need("hardware", &nlohmann::json::is_array, "an array of hardware entries");
-  for (std::size_t i = 0; i < hardware_list.size(); ++i) {
-    const auto& h = hardware_list[i];
-    const std::string at = fmt::format("{}: /hardware/{}", spec_path, i);
-    if (!h.is_object() || !h.contains("profile") || !h.at("profile").is_string())
-      throw ConfigError(fmt::format("{}/profile must name a hardware profile file", at));
-    for (const auto& [key, value] : h.items())
-      if (key != "name" && key != "profile" && key != "overrides")
-        throw ConfigError(fmt::format("{}: unknown key '{}'; accepted keys: name, profile, overrides", at, key));
-    const std::string profile_path = resolve(h.at("profile").get<std::string>());
-    nlohmann::json profile = config::read_json_file(profile_path);
-    if (!profile.is_object()) throw ConfigError(fmt::format("{}: a hardware profile is a JSON object", profile_path));
-    std::string name = h.value("name", profile.value("name", profile_path));
-    if (h.contains("overrides")) {
-      if (!h.at("overrides").is_object()) throw ConfigError(fmt::format("{}/overrides must be an object of JSON pointers", at));
-      for (const auto& [pointer, value] : h.at("overrides").items()) {
-        nlohmann::json::json_pointer ptr;
-        try {
-          ptr = nlohmann::json::json_pointer(pointer);
-        } catch (const nlohmann::json::exception&) {
-          throw ConfigError(fmt::format("{}/overrides: '{}' is not a JSON pointer (e.g. /network/nic/bandwidth_GBps)", at, pointer));
-        }
-        if (!profile.contains(ptr))
-          throw ConfigError(fmt::format("{}/overrides: {} is not a key of {}", at, pointer, profile_path));
-        profile[ptr] = value;
-        // A what-if figure's source is the sweep that set it.
-        if (profile.contains("sources") && profile["sources"].contains(pointer))
-          profile["sources"][pointer] = fmt::format("what-if override from {}", spec_path);
-      }
-    }
-    profile["name"] = name;
-    entries.push_back({name, config::parse_hardware(profile, fmt::format("{} ({})", profile_path, at))});
-  }
-
-  const bool quiet = vm.count("quiet") > 0;
-  nlohmann::ordered_json points = nlohmann::ordered_json::array();
-  std::string csv_text = "hardware,gpus,fits,step_time_s,mfu,tokens_per_s,peak_memory_bytes,strategy\n";
-  fmt::print(out, "{} · global batch {} · {} hardware × {} GPU counts\n", model.name, batch, entries.size(), gpus.size());
-  fmt::print(out, "{:<28} {:>6} {:>9} {:>6} {:>12} {:>10}  {}\n", "hardware", "GPUs", "step", "MFU", "tokens/s", "memory",
-             "best strategy");
-  std::size_t n = 0;
-  for (const auto& e : entries)
-    for (const std::int64_t g : gpus) {
-      if (!quiet) fmt::print(stderr, "[{}/{}] {} × {}\n", ++n, entries.size() * gpus.size(), g, e.name);
-      const Point p = plan_point(model, e.hw, g, batch, seq, {}, threads, quiet);
-      if (!p.best) {
-        points.push_back({{"hardware", e.name}, {"gpus", g}, {"fits", false}, {"reason", p.reason}});
-        csv_text += fmt::format("\"{}\",{},false,,,,,\n", e.name, g);
-        fmt::print(out, "{:<28} {:>6} {:>9}  {}\n", e.name, g, "-", p.reason);
-        continue;
-      }
-      const auto& r = p.best->result;
-      points.push_back({{"hardware", e.name},
-                        {"gpus", g},
-                        {"fits", true},
-                        {"label", p.best->label},
-                        {"strategy", strategy_json(p.best->strategy)},
-                        {"step_time_s", r.step_time_s},
-                        {"mfu", r.throughput.mfu},
-                        {"tokens_per_s", r.throughput.tokens_per_s},
-                        {"peak_memory_bytes", r.memory.peak_bytes},
-                        {"breakdown_s", report::breakdown_json(r.breakdown)},
-                        {"searched", p.searched},
-                        {"simulated", p.simulated}});
-      csv_text += fmt::format("\"{}\",{},true,{},{},{},{},\"{}\"\n", e.name, g, r.step_time_s, r.throughput.mfu,
-                              r.throughput.tokens_per_s, r.memory.peak_bytes, p.best->label);
-      fmt::print(out, "{:<28} {:>6} {:>8.3f}s {:>5.1f}% {:>12.4g} {:>9.1f}G  {}\n", e.name, g, r.step_time_s,
-                 100 * r.throughput.mfu, r.throughput.tokens_per_s,
-                 static_cast<double>(r.memory.peak_bytes) / (1 << 30), p.best->label);
-    }
-  nlohmann::ordered_json j = {{"schema_version", 1}, {"model", model.name}, {"global_batch_size", batch},
-                              {"seq_length", seq.value_or(model.seq_length)}, {"points", points}};
-  std::vector<OutputFile> outputs;
-  if (!json.empty()) outputs.push_back({json, [&](std::ostream& o) { o << j.dump(2) << '\n'; }});
-  if (!csv.empty()) outputs.push_back({csv, [&](std::ostream& o) { o << csv_text; }});
-  write_output_files(outputs, {spec_path, model_path});
-  return 0;
 }
 
 }  // namespace ptsim::cli

@@ -1,0 +1,48 @@
+// One planned point for report and sweep (see plan_point.hpp).
+#include "plan_point.hpp"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "search_progress.hpp"
+
+namespace ptsim::cli {
+
+Point plan_point(const model::ModelSpec& model, const hardware::HardwareProfile& hw, std::int64_t gpus,
+                 std::int64_t batch, std::optional<std::int64_t> seq, const config::StrategyInput& fixed,
+                 unsigned threads, bool quiet) {
+  Point p;
+  p.hardware_name = hw.name;
+  p.gpu = hw.gpu.name;
+  p.gpus = gpus;
+  plan::PlanRequest r;
+  r.model = model;
+  r.hardware = hw;
+  r.gpus = gpus;
+  r.global_batch_size = batch;
+  r.seq_length = seq;
+  r.fixed = fixed;
+  r.top = 1;
+  r.threads = threads;
+  SearchProgressReporter progress(fmt::format("{} × {}", gpus, hw.name), !quiet);
+  const plan::PlanResult result = plan::plan(r, progress.callback());
+  p.searched = result.searched;
+  p.simulated = result.simulated;
+  if (result.best.empty()) {
+    p.reason = result.searched == 0 ? "no valid strategy for this GPU count and batch" : "no strategy fits in memory";
+  } else {
+    p.best = result.best.front();
+  }
+  return p;
+}
+
+std::vector<std::string> split_list(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, sep);)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+}  // namespace ptsim::cli

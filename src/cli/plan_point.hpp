@@ -1,0 +1,34 @@
+// The best strategy at one (hardware, GPU count) point, as ptsim report and
+// ptsim sweep search for it, with the search's progress on standard error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ptsim/config/strategy_input.hpp"
+#include "ptsim/hardware/hardware_profile.hpp"
+#include "ptsim/model/model_spec.hpp"
+#include "ptsim/plan/planner.hpp"
+
+namespace ptsim::cli {
+
+/// The best strategy for one (hardware, GPU count), or why there is none.
+struct Point {
+  std::string hardware_name, gpu;
+  std::int64_t gpus = 0;
+  std::optional<plan::PlannedStrategy> best;
+  std::string reason;
+  std::size_t searched = 0, simulated = 0;
+};
+
+Point plan_point(const model::ModelSpec& model, const hardware::HardwareProfile& hw, std::int64_t gpus,
+                 std::int64_t batch, std::optional<std::int64_t> seq, const config::StrategyInput& fixed,
+                 unsigned threads, bool quiet);
+
+/// The non-empty items of a `sep`-separated list.
+std::vector<std::string> split_list(const std::string& text, char sep);
+
+}  // namespace ptsim::cli
