@@ -1,4 +1,5 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
+# Debian's own python3: it carries Debian's python3-matplotlib (scripts/setup.sh installs both).
 """Renders a ptsim capacity report (report.json, schema "ptsim-capacity-report/1").
 
     render_report.py REPORT_JSON OUT_DIR

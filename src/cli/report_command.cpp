@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -34,6 +33,7 @@
 #include "ptsim/report/json_report.hpp"
 #include "ptsim/simulate/simulate_step.hpp"
 #include "run_inputs.hpp"
+#include "run_program.hpp"
 
 namespace ptsim::cli {
 
@@ -47,14 +47,16 @@ nlohmann::ordered_json optional_json(const std::optional<T>& v) {
   return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
 }
 
-constexpr const char* kReportUsage = R"(Usage: ptsim report --model FILE --hw FILE[,FILE...] --tokens T --out DIR [options]
+constexpr const char* kReportUsage =
+    R"(Usage: ptsim report --model FILE --hw FILE[,FILE...] --tokens T --out DIR [options]
 
 Capacity planning: for each hardware profile and GPU count, the best strategy
 (ptsim plan), its step time, the time to train T tokens, GPU-hours, cost and
 energy. Writes DIR/report.json and renders DIR/report.md and a self-contained
 DIR/report.html with plots (scaling curve, step breakdown per scale, memory
 per pipeline stage, a timeline excerpt of the fastest point's step) through
-scripts/render_report.py run by Debian's /usr/bin/python3 with matplotlib.
+render_report.py (installed beside the ptsim binary; Debian's python3 with
+matplotlib).
 Every page states, for each GPU it shows, how far ptsim's step times were
 from published runs on that GPU (docs/accuracy.md, --error-bands), or that
 none validates it.
@@ -163,10 +165,11 @@ void print_validated_error(std::ostream& out, const nlohmann::ordered_json& vali
   }
 }
 
+// The renderer given, else the one installed beside the executable (the
+// build copies scripts/render_report.py next to build/ptsim).
 std::filesystem::path renderer_path(const std::string& given) {
   if (!given.empty()) return given;
-  if (const char* env = std::getenv("PTSIM_RENDERER")) return env;
-  return shipped_file("scripts/render_report.py");
+  return std::filesystem::path(executable_directory()) / "render_report.py";
 }
 
 }  // namespace
@@ -178,24 +181,28 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   std::int64_t batch = 0, seq = 0;
   unsigned threads = 0;
   po::options_description options("Options");
-  options.add_options()
-      ("model", po::value(&model_path)->value_name("FILE"), "model (ptsim JSON or Hugging Face config.json)")
-      ("hw", po::value(&hw_list)->value_name("FILE[,FILE...]"), "hardware profiles to compare")
-      ("tokens", po::value(&tokens)->value_name("T"), "tokens to train, e.g. 15e12")
-      ("gpus", po::value(&gpus_list)->value_name("LIST"), "GPU counts, comma-separated (default 64,128,…,8192)")
-      ("days", po::value(&days)->value_name("D"), "deadline: mark the points that train within D days")
-      ("price-per-gpu-hour", po::value(&price)->value_name("USD"), "for the cost column")
-      ("gpu-power-watts", po::value(&watts)->value_name("W"), "for the energy column (GPUs only)")
-      ("global-batch-size", po::value(&batch)->value_name("B"), "sequences per step (default: ~4M tokens)")
-      ("seq-length", po::value(&seq)->value_name("S"), "sequence length (default: the model's)")
-      ("out", po::value(&out_dir)->value_name("DIR"), "where report.json, report.md and report.html go")
-      ("renderer", po::value(&renderer)->value_name("SCRIPT"), "the plotting script (default scripts/render_report.py)")
-      ("error-bands", po::value(&bands_path)->value_name("FILE"),
-       "validated error per GPU stated on every page (default: the shipped validation/error_bands.json)")
-      ("no-render", "write report.json only")
-      ("threads", po::value(&threads)->value_name("N"), "simulation threads (default: every core)")
-      ("quiet,q", "no progress on standard error")
-      ("help,h", "show this help");
+  options.add_options()("model", po::value(&model_path)->value_name("FILE"),
+                        "model (ptsim JSON or Hugging Face config.json)")(
+      "hw", po::value(&hw_list)->value_name("FILE[,FILE...]"),
+      "hardware profiles to compare")("tokens", po::value(&tokens)->value_name("T"), "tokens to train, e.g. 15e12")(
+      "gpus", po::value(&gpus_list)->value_name("LIST"),
+      "GPU counts, comma-separated (default 64,128,…,8192)")("days", po::value(&days)->value_name("D"),
+                                                             "deadline: mark the points that train within D days")(
+      "price-per-gpu-hour", po::value(&price)->value_name("USD"),
+      "for the cost column")("gpu-power-watts", po::value(&watts)->value_name("W"),
+                             "for the energy column (GPUs only)")("global-batch-size",
+                                                                  po::value(&batch)->value_name("B"),
+                                                                  "sequences per step (default: ~4M tokens)")(
+      "seq-length", po::value(&seq)->value_name("S"),
+      "sequence length (default: the model's)")("out", po::value(&out_dir)->value_name("DIR"),
+                                                "where report.json, report.md and report.html go")(
+      "renderer", po::value(&renderer)->value_name("SCRIPT"),
+      "the plotting script, an executable (default: render_report.py beside this ptsim)")(
+      "error-bands", po::value(&bands_path)->value_name("FILE"),
+      "validated error per GPU stated on every page (default: the shipped validation/error_bands.json)")(
+      "no-render", "write report.json only")("threads", po::value(&threads)->value_name("N"),
+                                             "simulation threads (default: every core)")(
+      "quiet,q", "no progress on standard error")("help,h", "show this help");
   po::variables_map vm;
   parse_args(args, options, nullptr, vm, "report");
   if (vm.count("help")) {
@@ -324,12 +331,11 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   if (!std::filesystem::exists(script))
     throw ConfigError(fmt::format("the report renderer {} does not exist; give --renderer SCRIPT or --no-render",
                                   script.string()));
-  // Debian's own python3 carries Debian's matplotlib (scripts/setup.sh installs it).
-  const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  const std::string command = fmt::format("'{}' '{}' '{}' '{}'", python, script.string(), json_path, out_dir);
-  const int status = std::system(command.c_str());
+  // The script names its interpreter (Debian's python3, with Debian's matplotlib).
+  const int status = run_program({script.string(), json_path, out_dir});
   if (status != 0)
-    throw ConfigError(fmt::format("rendering the report failed ({}): {}; report.json is written", status, command));
+    throw ConfigError(fmt::format("rendering the report failed: {} {} {} exited {}; report.json is written",
+                                  script.string(), json_path, out_dir, status));
   fmt::print(out, "wrote {}/report.md and {}/report.html\n", out_dir, out_dir);
   return fastest == nullptr ? 3 : 0;
 }
