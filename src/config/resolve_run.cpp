@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <variant>
 #include <vector>
 
@@ -76,6 +77,17 @@ const strategy::ScheduleDescriptor& schedule_of(const std::string& s) {
   const strategy::ScheduleDescriptor* d = strategy::find_schedule(s);
   PTSIM_ASSERT(d != nullptr, "a schedule name the strategy readers did not check");
   return *d;
+}
+
+// The value of an enum whose name (its to_string) is `name`. The strategy
+// readers admit only these names (their choices lists), so any other here is
+// ptsim's own bug, never a silent default.
+template <typename E, std::size_t N>
+E named(const std::string& name, const std::array<E, N>& values, const char* what) {
+  for (const E v : values)
+    if (to_string(v) == name) return v;
+  PTSIM_ASSERT(false, fmt::format("a {} name the strategy readers did not check: '{}'", what, name).c_str());
+  return values[0];
 }
 
 // A schedule's rule broken: the field, its value, the rule and the fix.
@@ -224,9 +236,10 @@ void check_pipeline(const Checker& check, const model::ModelSpec& m, strategy::P
 
 void check_memory_options(const Checker& check, strategy::ParallelConfig& c, const StrategyInput& s) {
   const std::string recompute = s.recompute.value_or("none");
-  c.recompute = recompute == "full"        ? strategy::RecomputeKind::Full
-                : recompute == "selective" ? strategy::RecomputeKind::Selective
-                                           : strategy::RecomputeKind::None;
+  c.recompute = named(recompute,
+                      std::array{strategy::RecomputeKind::None, strategy::RecomputeKind::Selective,
+                                 strategy::RecomputeKind::Full},
+                      "recompute");
   if (s.recompute_num_layers) {
     if (c.recompute != strategy::RecomputeKind::Full)
       check.fail("recompute_num_layers", *s.recompute_num_layers, "needs --recompute full",
@@ -317,16 +330,17 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   c.tp = check.bounded(s.tp, 1, "tp", kMaxGpus);
   c.pp = check.bounded(s.pp, 1, "pp", kMaxGpus);
   const std::string attention = s.attention_backend.value_or("flash");
-  c.attention = attention == "flash"     ? strategy::AttentionBackend::Flash
-                : attention == "unfused" ? strategy::AttentionBackend::Unfused
-                                         : strategy::AttentionBackend::Cudnn;
+  c.attention = named(attention,
+                      std::array{strategy::AttentionBackend::Flash, strategy::AttentionBackend::Unfused,
+                                 strategy::AttentionBackend::Cudnn},
+                      "attention backend");
   const std::string precision = s.precision.value_or("bf16");
-  c.precision = precision == "bf16" ? Dtype::Bf16 : Dtype::Fp8;
+  c.precision = named(precision, std::array{Dtype::Bf16, Dtype::Fp8}, "precision");
   if (s.fp8_recipe && c.precision != Dtype::Fp8)
     check.fail("fp8_recipe", *s.fp8_recipe, fmt::format("needs precision fp8 (precision is {})", precision),
                "add --precision fp8, or drop --fp8-recipe");
-  c.fp8_recipe = s.fp8_recipe.value_or("delayed") == "delayed" ? strategy::Fp8Recipe::Delayed
-                                                                : strategy::Fp8Recipe::Tensorwise;
+  c.fp8_recipe = named(s.fp8_recipe.value_or("delayed"),
+                       std::array{strategy::Fp8Recipe::Delayed, strategy::Fp8Recipe::Tensorwise}, "FP8 recipe");
   check_model_splits(check, m, c, s);
   if (c.pp > m.num_layers)
     check.fail("pp", c.pp,

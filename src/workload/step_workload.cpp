@@ -2,6 +2,8 @@
 #include "ptsim/workload/step_workload.hpp"
 
 #include <algorithm>
+#include <array>
+#include <string_view>
 #include <optional>
 
 #include "internal/communicators.hpp"
@@ -24,42 +26,93 @@ std::int64_t bucket_parameters(const strategy::ParallelConfig& config) {
 
 namespace {
 
+// Each stream, slot and category by its id, named once: the tables are
+// indexed by id, which the static_asserts below tie to the constants of
+// step_workload.hpp.
+struct StreamLabel {
+  std::uint8_t id;
+  std::string_view name;
+  std::string_view dimension;  // the report's communication dimension; "" for compute
+};
+// The embedding group exists because pipelining splits the tied input and
+// output embeddings over two stages: its traffic counts as pipeline traffic.
+constexpr std::array<StreamLabel, streams::kCount> kStreams = {{
+    {streams::kCompute, "compute", ""},
+    {streams::kTensorParallel, "tp", "tp"},
+    {streams::kDataParallel, "dp", "dp"},
+    {streams::kPipelineSendForward, "pp_send_forward", "pp"},
+    {streams::kPipelineRecvForward, "pp_recv_forward", "pp"},
+    {streams::kPipelineSendBackward, "pp_send_backward", "pp"},
+    {streams::kPipelineRecvBackward, "pp_recv_backward", "pp"},
+    {streams::kEmbeddingGrad, "embedding_grad", "pp"},
+    {streams::kContextSend, "cp_send", "cp"},
+    {streams::kContextRecv, "cp_recv", "cp"},
+    {streams::kExpertParallel, "ep", "ep"},
+    {streams::kPipeline1SendForward, "pp1_send_forward", "pp"},
+    {streams::kPipeline1RecvForward, "pp1_recv_forward", "pp"},
+    {streams::kPipeline1SendBackward, "pp1_send_backward", "pp"},
+    {streams::kPipeline1RecvBackward, "pp1_recv_backward", "pp"},
+    {streams::kCompute1, "compute1", ""},
+    {streams::kTensorParallel1, "tp1", "tp"},
+    {streams::kExpertParallel1, "ep1", "ep"},
+}};
+
+struct Label {
+  std::uint8_t id;
+  std::string_view name;
+};
+constexpr std::array<Label, slots::kCount> kSlots = {{
+    {slots::kTensorParallel, "tp"},
+    {slots::kDataParallel, "dp"},
+    {slots::kEmbedding, "embedding"},
+    {slots::kPipelineForwardSend, "pp_forward_send"},
+    {slots::kPipelineForwardRecv, "pp_forward_recv"},
+    {slots::kPipelineBackwardSend, "pp_backward_send"},
+    {slots::kPipelineBackwardRecv, "pp_backward_recv"},
+    {slots::kContextSend, "cp_send"},
+    {slots::kContextRecv, "cp_recv"},
+    {slots::kExpertParallel, "ep"},
+    {slots::kExpertTensorParallel, "etp"},
+    {slots::kExpertDataParallel, "edp"},
+    {slots::kPipeline1ForwardSend, "pp1_forward_send"},
+    {slots::kPipeline1ForwardRecv, "pp1_forward_recv"},
+    {slots::kPipeline1BackwardSend, "pp1_backward_send"},
+    {slots::kPipeline1BackwardRecv, "pp1_backward_recv"},
+    {slots::kAmax, "amax"},
+    {slots::kTensorParallel1, "tp1"},
+    {slots::kExpertParallel1, "ep1"},
+    {slots::kExpertTensorParallel1, "etp1"},
+}};
+constexpr std::array<Label, categories::kCount> kCategories = {{
+    {categories::kForward, "forward"},
+    {categories::kBackward, "backward"},
+    {categories::kRecompute, "recompute"},
+    {categories::kOptimizer, "optimizer"},
+    {categories::kTensorParallel, "tp"},
+    {categories::kPipelineParallel, "pp"},
+    {categories::kDataParallel, "dp"},
+    {categories::kContextParallel, "cp"},
+    {categories::kExpertParallel, "ep"},
+}};
+
+template <typename T, std::size_t N>
+constexpr bool indexed_by_id(const std::array<T, N>& table) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (table[i].id != i) return false;
+  return true;
+}
+static_assert(indexed_by_id(kStreams), "kStreams lists every stream at its id");
+static_assert(indexed_by_id(kSlots), "kSlots lists every communicator slot at its id");
+static_assert(indexed_by_id(kCategories), "kCategories lists every category at its id");
+
 void label(taskgraph::Workload& w) {
-  w.stream_names = {"compute",          "tp",
-                    "dp",               "pp_send_forward",
-                    "pp_recv_forward",  "pp_send_backward",
-                    "pp_recv_backward", "embedding_grad",
-                    "cp_send",          "cp_recv",
-                    "ep",               "pp1_send_forward",
-                    "pp1_recv_forward", "pp1_send_backward",
-                    "pp1_recv_backward", "compute1",
-                    "tp1",              "ep1"};
-  // The embedding group exists because pipelining splits the tied input and
-  // output embeddings over two stages: its traffic counts as pipeline traffic.
-  w.stream_dimension = {"",   "tp", "dp", "pp", "pp", "pp", "pp", "pp", "cp",
-                        "cp", "ep", "pp", "pp", "pp", "pp", "",   "tp", "ep"};
+  for (const StreamLabel& s : kStreams) {
+    w.stream_names.emplace_back(s.name);
+    w.stream_dimension.emplace_back(s.dimension);
+  }
   w.compute_stream_mask = (1u << streams::kCompute) | (1u << streams::kCompute1);
-  w.category_names = {"forward", "backward", "recompute", "optimizer", "tp", "pp", "dp", "cp", "ep"};
-  w.comm_slot_names = {"tp",
-                       "dp",
-                       "embedding",
-                       "pp_forward_send",
-                       "pp_forward_recv",
-                       "pp_backward_send",
-                       "pp_backward_recv",
-                       "cp_send",
-                       "cp_recv",
-                       "ep",
-                       "etp",
-                       "edp",
-                       "pp1_forward_send",
-                       "pp1_forward_recv",
-                       "pp1_backward_send",
-                       "pp1_backward_recv",
-                       "amax",
-                       "tp1",
-                       "ep1",
-                       "etp1"};
+  for (const Label& c : kCategories) w.category_names.emplace_back(c.name);
+  for (const Label& s : kSlots) w.comm_slot_names.emplace_back(s.name);
 }
 
 }  // namespace

@@ -81,6 +81,7 @@ inline constexpr std::uint8_t kPipelineParallel = 5;
 inline constexpr std::uint8_t kDataParallel = 6;
 inline constexpr std::uint8_t kContextParallel = 7;
 inline constexpr std::uint8_t kExpertParallel = 8;
+inline constexpr std::uint8_t kCount = 9;
 }  // namespace categories
 
 struct StepWorkload {
