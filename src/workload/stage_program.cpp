@@ -20,6 +20,7 @@
 #include "ptsim/workload/boundary_ops.hpp"
 #include "ptsim/workload/layer_ops.hpp"
 #include "ptsim/workload/step_workload.hpp"
+#include "ptsim/common/error.hpp"
 
 namespace ptsim::workload::internal {
 
@@ -100,7 +101,6 @@ class StageBuilder {
   StageBuilder(const StageContext& ctx, NameTable& names, taskgraph::Program& program)
       : ctx_(ctx), c_(*ctx.config), m_(*ctx.model), out_(names, program) {
     shape_ = micro_shape(m_, c_);
-    shape_.micro_batch = ctx.micro_batch_size;
     embedding_ = embedding_ops(m_, shape_);
     output_ = output_ops(m_, shape_);
     activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));
@@ -108,8 +108,8 @@ class StageBuilder {
   }
 
   void build() {
-    const auto order = strategy::make_pipeline_order(c_.schedule, ctx_.stage, ctx_.num_stages,
-                                                     ctx_.num_microbatches, strategy::chunks_per_stage(c_));
+    const auto order = strategy::make_pipeline_order(c_.schedule, ctx_.stage, c_.pp, c_.num_microbatches(),
+                                                     strategy::chunks_per_stage(c_));
     // The step after which each chunk's weight gradients are final.
     std::vector<std::size_t> final_step(ctx_.chunks.size(), 0);
     for (std::size_t i = 0; i < order.size(); ++i)
@@ -250,9 +250,35 @@ class StageBuilder {
   // A layer's block of one kind (forward, backward part, recomputation) is
   // made once per lane; every micro-batch then instantiates it by layer, kind
   // and lane without formatting its key again (that was a tenth of a symmetric run).
+  // The kinds of a layer's blocks, and the lanes they are made for.
+  enum class LayerBlock : std::uint8_t {
+    Forward,
+    ForwardCheckpointed,  // full recomputation: only the layer input kept
+    FullBackward,
+    BackwardInput,   // B of a zero-bubble split
+    BackwardWeight,  // W of a zero-bubble split
+    Recompute,       // full recomputation's rerun forward
+    RecomputeSelective,
+    Count,
+  };
+  static constexpr std::uint64_t kLanes = 2;  // DualPipe's overlapped pair: lanes 0 and 1
+  static LayerBlock backward_kind(strategy::Pass part) {
+    switch (part) {
+      case strategy::Pass::Backward: return LayerBlock::FullBackward;
+      case strategy::Pass::BackwardInput: return LayerBlock::BackwardInput;
+      case strategy::Pass::BackwardWeight: return LayerBlock::BackwardWeight;
+      case strategy::Pass::Forward: break;
+    }
+    PTSIM_ASSERT(false, "a backward block of a backward pass");
+    return LayerBlock::FullBackward;
+  }
+
   template <typename Make>
-  std::uint32_t memo_block(std::int64_t layer, int kind, Make make) {
-    const auto key = (static_cast<std::uint64_t>(layer) * 8 + static_cast<std::uint64_t>(kind)) * 2 +
+  std::uint32_t memo_block(std::int64_t layer, LayerBlock kind, Make make) {
+    PTSIM_ASSERT(out_.lane() >= 0 && static_cast<std::uint64_t>(out_.lane()) < kLanes, "a lane DualPipe's pairs have");
+    const auto key = (static_cast<std::uint64_t>(layer) * static_cast<std::uint64_t>(LayerBlock::Count) +
+                      static_cast<std::uint64_t>(kind)) *
+                         kLanes +
                      static_cast<std::uint64_t>(out_.lane());
     if (const auto it = layer_blocks_.find(key); it != layer_blocks_.end()) return it->second;
     const std::uint32_t block = make();
@@ -276,7 +302,8 @@ class StageBuilder {
   // recomputation the core-attention ops keep only what rebuilding them
   // needs; a ZeRO-3 layer releases its gathered parameters at its end.
   std::uint32_t layer_forward(std::int64_t layer, bool checkpoint) {
-    return memo_block(layer, checkpoint ? 1 : 0, [&] { return make_layer_forward(layer, checkpoint); });
+    return memo_block(layer, checkpoint ? LayerBlock::ForwardCheckpointed : LayerBlock::Forward,
+                      [&] { return make_layer_forward(layer, checkpoint); });
   }
   std::uint32_t make_layer_forward(std::int64_t layer, bool checkpoint) {
     const auto& l = lists(layer);
@@ -295,25 +322,30 @@ class StageBuilder {
         [&](std::size_t i) -> std::uint64_t { return i + 1 == ops.size() ? release : 0; });
   }
 
-  // `which`: 0 full backward, 1 B, 2 W.
-  std::uint32_t layer_backward(std::int64_t layer, int which) {
-    return memo_block(layer, 2 + which, [&] { return make_layer_backward(layer, which); });
+  // `part`: a full backward, or the B or W of a zero-bubble split.
+  std::uint32_t layer_backward(std::int64_t layer, strategy::Pass part) {
+    return memo_block(layer, backward_kind(part), [&] { return make_layer_backward(layer, part); });
   }
-  std::uint32_t make_layer_backward(std::int64_t layer, int which) {
+  std::uint32_t make_layer_backward(std::int64_t layer, strategy::Pass part) {
+    using strategy::Pass;
     const auto& l = lists(layer);
-    const auto& ops = which == 0 ? l.ops.backward : which == 1 ? l.input_backward : l.weight_backward;
-    const std::uint64_t release = zero3() && which != 2 ? gathered_bytes(layer) : 0;
-    const char* name = which == 0 ? "bwd" : which == 1 ? "bwd_input" : "bwd_weight";
+    const bool weight = part == Pass::BackwardWeight;
+    const auto& ops = part == Pass::Backward        ? l.ops.backward
+                      : part == Pass::BackwardInput ? l.input_backward
+                                                    : l.weight_backward;
+    const std::uint64_t release = zero3() && !weight ? gathered_bytes(layer) : 0;
+    const char* name = part == Pass::Backward ? "bwd" : part == Pass::BackwardInput ? "bwd_input" : "bwd_weight";
     const std::string key = fmt::format("layer.{}.{}{}", name, layer_kind_key(m_, layer), release ? ".zero3" : "");
     return ops_block(
-        key, ops, which == 2 ? "bwd_weight." : "bwd.", categories::kBackward, [](std::size_t) { return std::uint64_t{0}; },
+        key, ops, weight ? "bwd_weight." : "bwd.", categories::kBackward, [](std::size_t) { return std::uint64_t{0}; },
         [&](std::size_t i) { return ops[i].freed_bytes + (i + 1 == ops.size() ? release : 0); });
   }
 
   // The recomputed forward: every op but the checkpointed input (full), or
   // core attention (selective), allocating again what it saves.
   std::uint32_t layer_recompute(std::int64_t layer, bool full) {
-    return memo_block(layer, full ? 5 : 6, [&] { return make_layer_recompute(layer, full); });
+    return memo_block(layer, full ? LayerBlock::Recompute : LayerBlock::RecomputeSelective,
+                      [&] { return make_layer_recompute(layer, full); });
   }
   std::uint32_t make_layer_recompute(std::int64_t layer, bool full) {
     const auto& l = lists(layer);
@@ -335,22 +367,26 @@ class StageBuilder {
         [&](std::size_t i) { return forward ? 0 : ops[i].freed_bytes; });
   }
 
-  // Embedding (`which` as above; forward: -1) and output layer blocks.
-  std::uint32_t embedding_block(int which) {
-    if (which < 0) return boundary_block("embedding.fwd", embedding_.forward, "fwd.", categories::kForward, true);
-    return backward_part("embedding", embedding_.backward, which);
+  // The embedding's and the output layer's block for `part` of a step.
+  std::uint32_t embedding_block(strategy::Pass part) {
+    if (part == strategy::Pass::Forward)
+      return boundary_block("embedding.fwd", embedding_.forward, "fwd.", categories::kForward, true);
+    return backward_part("embedding", embedding_.backward, part);
   }
-  std::uint32_t output_block(int which) {
-    if (which < 0) return boundary_block("output.fwd", output_.forward, "fwd.", categories::kForward, true);
-    return backward_part("output", output_.backward, which);
+  std::uint32_t output_block(strategy::Pass part) {
+    if (part == strategy::Pass::Forward)
+      return boundary_block("output.fwd", output_.forward, "fwd.", categories::kForward, true);
+    return backward_part("output", output_.backward, part);
   }
-  std::uint32_t backward_part(const std::string& what, const std::vector<OpSpec>& ops, int which) {
-    if (which == 0) return boundary_block(what + ".bwd", ops, "bwd.", categories::kBackward, false);
-    std::vector<OpSpec> part = select(ops, [&](const OpSpec& op) { return op.weight_grad == (which == 2); });
-    if (which == 2)
-      for (auto& op : part) op.async = false;
-    return boundary_block(what + (which == 1 ? ".bwd_input" : ".bwd_weight"), part,
-                          which == 2 ? "bwd_weight." : "bwd.", categories::kBackward, false);
+  std::uint32_t backward_part(const std::string& what, const std::vector<OpSpec>& ops, strategy::Pass part) {
+    if (part == strategy::Pass::Backward)
+      return boundary_block(what + ".bwd", ops, "bwd.", categories::kBackward, false);
+    const bool weight = part == strategy::Pass::BackwardWeight;
+    std::vector<OpSpec> selected = select(ops, [&](const OpSpec& op) { return op.weight_grad == weight; });
+    if (weight)
+      for (auto& op : selected) op.async = false;
+    return boundary_block(what + (weight ? ".bwd_weight" : ".bwd_input"), selected, weight ? "bwd_weight." : "bwd.",
+                          categories::kBackward, false);
   }
 
   // A pipeline send or receive of one activation (or its gradient). With
@@ -509,12 +545,12 @@ class StageBuilder {
       out_.instantiate(transfer_block(std::string("pp.recv_activation") + ch.suffix, false, ch.recv_forward_stream,
                                       ch.recv_forward_slot, call_->recv_syncs),
                        mb, -1);
-    if (first_virtual(chunk)) out_.instantiate(embedding_block(-1), mb, -1);
+    if (first_virtual(chunk)) out_.instantiate(embedding_block(strategy::Pass::Forward), mb, -1);
     for_layers(chunk, false, mb, [&](std::int64_t layer, std::int64_t l) {
       out_.instantiate(layer_forward(layer, fully_recomputed(l)), mb, static_cast<std::int32_t>(layer));
     });
     if (last_virtual(chunk)) {
-      out_.instantiate(output_block(-1), mb, -1);
+      out_.instantiate(output_block(strategy::Pass::Forward), mb, -1);
     } else {
       out_.instantiate(transfer_block(std::string("pp.send_activation") + ch.suffix, true, ch.send_forward_stream,
                                       ch.send_forward_slot, call_->send_syncs),
@@ -542,7 +578,7 @@ class StageBuilder {
   // Full backward (input_only false) or the B of a zero-bubble split.
   void backward(std::int32_t mb, std::size_t chunk, bool final, bool input_only) {
     const Channels& ch = channels(chunk);
-    const int which = input_only ? 1 : 0;
+    const strategy::Pass which = input_only ? strategy::Pass::BackwardInput : strategy::Pass::Backward;
     if (!last_virtual(chunk) && !call_->skip_recv)
       out_.instantiate(transfer_block(std::string("pp.recv_gradient") + ch.suffix, false, ch.recv_backward_stream,
                                       ch.recv_backward_slot, call_->recv_syncs),
@@ -574,17 +610,17 @@ class StageBuilder {
   // The W of a zero-bubble split: weight gradients of every layer of the chunk.
   void weight_gradients(std::int32_t mb, std::size_t chunk, bool final) {
     if (last_virtual(chunk)) {
-      out_.instantiate(output_block(2), mb, -1);
+      out_.instantiate(output_block(strategy::Pass::BackwardWeight), mb, -1);
       output_gradients(final);
     }
     const std::int64_t n = ctx_.chunks[chunk].count;
     for (std::int64_t i = n - 1; i >= 0; --i) {
       const std::int64_t layer = ctx_.chunks[chunk].first + i;
-      out_.instantiate(layer_backward(layer, 2), mb, static_cast<std::int32_t>(layer));
+      out_.instantiate(layer_backward(layer, strategy::Pass::BackwardWeight), mb, static_cast<std::int32_t>(layer));
       layer_gradients(layer, mb, final);
     }
     if (first_virtual(chunk)) {
-      out_.instantiate(embedding_block(2), mb, -1);
+      out_.instantiate(embedding_block(strategy::Pass::BackwardWeight), mb, -1);
       embedding_gradients(final);
     }
     end_of_gradients(final);
@@ -860,7 +896,7 @@ class StageBuilder {
   MicroShape shape_;
   BlockOps embedding_, output_;
   std::map<std::string, LayerLists> lists_;
-  std::unordered_map<std::uint64_t, std::uint32_t> layer_blocks_;  // by (layer · 8 + kind) · 2 + lane: see memo_block
+  std::unordered_map<std::uint64_t, std::uint32_t> layer_blocks_;  // by (layer, LayerBlock, lane): see memo_block
   std::uint64_t activation_bytes_ = 0;
   std::int64_t total_virtual_ = 1;
   const P2pCall* call_ = nullptr;  // the current step's (see p2p_calls)

@@ -194,10 +194,7 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
     ctx.model = &step.model;
     ctx.config = &config;
     ctx.stage = s;
-    ctx.num_stages = config.pp;
     ctx.chunks = strategy::stage_chunks(config, s);
-    ctx.num_microbatches = step.num_microbatches;
-    ctx.micro_batch_size = config.micro_batch_size;
     ctx.stage_parameters = stage_parameters(step.model, config, s);
     ctx.layer_parameters = stage_layer_parameters(step.model, config, s);
     ctx.ddp_bucket_parameters = bucket_parameters(config);

@@ -18,11 +18,8 @@ namespace ptsim::workload::internal {
 struct StageContext {
   const model::ModelSpec* model = nullptr;   // vocabulary already padded
   const strategy::ParallelConfig* config = nullptr;
-  std::int64_t stage = 0;
-  std::int64_t num_stages = 1;
+  std::int64_t stage = 0;                    // of config->pp; micro-batches and their size are config's
   std::vector<strategy::LayerRange> chunks;  // layers of each model chunk on this stage
-  std::int64_t num_microbatches = 1;
-  std::int64_t micro_batch_size = 1;
   RankParameters stage_parameters;         // for the optimizer step and gradient buckets
   RankParameters layer_parameters;         // the transformer layers' part of it (FP8 weight casts and gathers)
   std::int64_t ddp_bucket_parameters = 0;  // gradient bucket size, parameters
