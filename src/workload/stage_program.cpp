@@ -14,6 +14,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "internal/layer_blocks.hpp"
 #include "internal/program_builder.hpp"
 #include "ptsim/strategy/schedule.hpp"
 #include "ptsim/strategy/pipeline_schedule.hpp"
@@ -30,42 +31,6 @@ using strategy::Pass;
 using strategy::ScheduleKind;
 using taskgraph::CollectiveKind;
 using taskgraph::TaskRef;
-
-bool is_comm(const OpSpec& op) {
-  return op.kind == OpKind::Collective || op.kind == OpKind::Send || op.kind == OpKind::Recv;
-}
-
-// The ops of `ops` that `keep` selects, with OpSpec::after renumbered (and
-// dropped when its target is gone). A communication op whose result the op
-// after next consumed waits for the next kernel instead when the op in
-// between is gone.
-template <typename Keep>
-std::vector<OpSpec> select(const std::vector<OpSpec>& ops, Keep keep) {
-  std::vector<int> index(ops.size(), -1);
-  std::vector<OpSpec> out;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (!keep(ops[i])) continue;
-    index[i] = static_cast<int>(out.size());
-    OpSpec op = ops[i];
-    if (op.after >= 0) op.after = index[static_cast<std::size_t>(op.after)];
-    if (op.async) {
-      // The kernel that ran beside it in the full list.
-      std::size_t next = i + 1;
-      while (next < ops.size() && is_comm(ops[next])) ++next;
-      if (next < ops.size() && !keep(ops[next])) op.async = false;
-    }
-    out.push_back(op);
-  }
-  return out;
-}
-
-// The op lists of one kind of layer.
-struct LayerLists {
-  BlockOps ops;                       // forward, full backward
-  std::vector<OpSpec> input_backward;   // B of a zero-bubble split
-  std::vector<OpSpec> weight_backward;  // W
-  std::vector<OpSpec> core_attention;   // what selective recomputation reruns
-};
 
 // One pipeline direction's channels (DualPipe's chunk 1 runs the other way).
 struct Channels {
@@ -99,10 +64,12 @@ struct P2pCall {
 class StageBuilder {
  public:
   StageBuilder(const StageContext& ctx, NameTable& names, taskgraph::Program& program)
-      : ctx_(ctx), c_(*ctx.config), m_(*ctx.model), out_(names, program) {
-    shape_ = micro_shape(m_, c_);
-    embedding_ = embedding_ops(m_, shape_);
-    output_ = output_ops(m_, shape_);
+      : ctx_(ctx),
+        c_(*ctx.config),
+        m_(*ctx.model),
+        out_(names, program),
+        shape_(micro_shape(m_, c_)),
+        blocks_(m_, c_, shape_, out_, [this](std::int64_t layer) { return zero3() ? gathered_bytes(layer) : 0; }) {
     activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));
     total_virtual_ = strategy::path_stages(c_.schedule, c_.pp, strategy::chunks_per_stage(c_));
   }
@@ -220,18 +187,7 @@ class StageBuilder {
   bool zero3() const { return c_.zero_stage >= 3; }
   bool dualpipe() const { return strategy::describe(c_.schedule).two_directions; }
 
-  const LayerLists& lists(std::int64_t layer) {
-    const std::string key = layer_kind_key(m_, layer);
-    auto it = lists_.find(key);
-    if (it != lists_.end()) return it->second;
-    LayerLists l;
-    l.ops = transformer_layer_ops(m_, shape_, layer);
-    l.input_backward = select(l.ops.backward, [](const OpSpec& op) { return !op.weight_grad; });
-    l.weight_backward = select(l.ops.backward, [](const OpSpec& op) { return op.weight_grad; });
-    for (auto& op : l.weight_backward) op.async = false;  // the W GEMM itself consumes it
-    l.core_attention = select(l.ops.forward, [](const OpSpec& op) { return op.core_attention; });
-    return lists_.emplace(key, std::move(l)).first->second;
-  }
+  const LayerLists& lists(std::int64_t layer) { return blocks_.lists(layer); }
 
   // Parameters a ZeRO-3 rank gathers for one layer, as zero3_gather allocates
   // them: the other ranks' shards of each gathered tensor (bf16).
@@ -247,146 +203,14 @@ class StageBuilder {
   }
 
   // ---- blocks -------------------------------------------------------------
-  // A layer's block of one kind (forward, backward part, recomputation) is
-  // made once per lane; every micro-batch then instantiates it by layer, kind
-  // and lane without formatting its key again (that was a tenth of a symmetric run).
-  // The kinds of a layer's blocks, and the lanes they are made for.
-  enum class LayerBlock : std::uint8_t {
-    Forward,
-    ForwardCheckpointed,  // full recomputation: only the layer input kept
-    FullBackward,
-    BackwardInput,   // B of a zero-bubble split
-    BackwardWeight,  // W of a zero-bubble split
-    Recompute,       // full recomputation's rerun forward
-    RecomputeSelective,
-    Count,
-  };
-  static constexpr std::uint64_t kLanes = 2;  // DualPipe's overlapped pair: lanes 0 and 1
-  static LayerBlock backward_kind(strategy::Pass part) {
-    switch (part) {
-      case strategy::Pass::Backward: return LayerBlock::FullBackward;
-      case strategy::Pass::BackwardInput: return LayerBlock::BackwardInput;
-      case strategy::Pass::BackwardWeight: return LayerBlock::BackwardWeight;
-      case strategy::Pass::Forward: break;
-    }
-    PTSIM_ASSERT(false, "a backward block of a backward pass");
-    return LayerBlock::FullBackward;
-  }
-
-  template <typename Make>
-  std::uint32_t memo_block(std::int64_t layer, LayerBlock kind, Make make) {
-    PTSIM_ASSERT(out_.lane() >= 0 && static_cast<std::uint64_t>(out_.lane()) < kLanes, "a lane DualPipe's pairs have");
-    const auto key = (static_cast<std::uint64_t>(layer) * static_cast<std::uint64_t>(LayerBlock::Count) +
-                      static_cast<std::uint64_t>(kind)) *
-                         kLanes +
-                     static_cast<std::uint64_t>(out_.lane());
-    if (const auto it = layer_blocks_.find(key); it != layer_blocks_.end()) return it->second;
-    const std::uint32_t block = make();
-    layer_blocks_.emplace(key, block);
-    return block;
-  }
-
-  // A list of ops as one block; `alloc(i)` / `free(i)` give each op's memory.
-  template <typename Alloc, typename Free>
-  std::uint32_t ops_block(const std::string& key, const std::vector<OpSpec>& ops, const std::string& prefix,
-                          std::uint8_t category, Alloc alloc, Free free) {
-    return out_.block(key, [&](BlockRecorder& b) {
-      const auto names = b.names_of(ops, prefix);
-      b.begin_list();
-      for (std::size_t i = 0; i < ops.size(); ++i) b.emit(ops[i], names[i], category, alloc(i), free(i));
-    });
-  }
-
-  // Forward ops of a layer kind. Under full recomputation only the layer
-  // input (what the first op saves) stays allocated; under selective
-  // recomputation the core-attention ops keep only what rebuilding them
-  // needs; a ZeRO-3 layer releases its gathered parameters at its end.
-  std::uint32_t layer_forward(std::int64_t layer, bool checkpoint) {
-    return memo_block(layer, checkpoint ? LayerBlock::ForwardCheckpointed : LayerBlock::Forward,
-                      [&] { return make_layer_forward(layer, checkpoint); });
-  }
-  std::uint32_t make_layer_forward(std::int64_t layer, bool checkpoint) {
-    const auto& l = lists(layer);
-    const std::uint64_t release = zero3() ? gathered_bytes(layer) : 0;
-    const std::string key = fmt::format("layer.fwd.{}{}{}", layer_kind_key(m_, layer),
-                                        checkpoint ? ".checkpoint" : selective() ? ".selective" : "",
-                                        release ? ".zero3" : "");
-    const auto& ops = l.ops.forward;
-    return ops_block(
-        key, ops, "fwd.", categories::kForward,
-        [&](std::size_t i) -> std::uint64_t {
-          if (checkpoint) return i == 0 ? ops[i].saved_bytes : 0;
-          if (selective() && ops[i].core_attention) return ops[i].selective_saved_bytes;
-          return ops[i].saved_bytes;
-        },
-        [&](std::size_t i) -> std::uint64_t { return i + 1 == ops.size() ? release : 0; });
-  }
-
-  // `part`: a full backward, or the B or W of a zero-bubble split.
-  std::uint32_t layer_backward(std::int64_t layer, strategy::Pass part) {
-    return memo_block(layer, backward_kind(part), [&] { return make_layer_backward(layer, part); });
-  }
-  std::uint32_t make_layer_backward(std::int64_t layer, strategy::Pass part) {
-    using strategy::Pass;
-    const auto& l = lists(layer);
-    const bool weight = part == Pass::BackwardWeight;
-    const auto& ops = part == Pass::Backward        ? l.ops.backward
-                      : part == Pass::BackwardInput ? l.input_backward
-                                                    : l.weight_backward;
-    const std::uint64_t release = zero3() && !weight ? gathered_bytes(layer) : 0;
-    const char* name = part == Pass::Backward ? "bwd" : part == Pass::BackwardInput ? "bwd_input" : "bwd_weight";
-    const std::string key = fmt::format("layer.{}.{}{}", name, layer_kind_key(m_, layer), release ? ".zero3" : "");
-    return ops_block(
-        key, ops, weight ? "bwd_weight." : "bwd.", categories::kBackward, [](std::size_t) { return std::uint64_t{0}; },
-        [&](std::size_t i) { return ops[i].freed_bytes + (i + 1 == ops.size() ? release : 0); });
-  }
-
-  // The recomputed forward: every op but the checkpointed input (full), or
-  // core attention (selective), allocating again what it saves.
-  std::uint32_t layer_recompute(std::int64_t layer, bool full) {
-    return memo_block(layer, full ? LayerBlock::Recompute : LayerBlock::RecomputeSelective,
-                      [&] { return make_layer_recompute(layer, full); });
-  }
-  std::uint32_t make_layer_recompute(std::int64_t layer, bool full) {
-    const auto& l = lists(layer);
-    const auto& ops = full ? l.ops.forward : l.core_attention;
-    const std::string key = fmt::format("layer.recompute{}.{}", full ? "" : "_selective", layer_kind_key(m_, layer));
-    return ops_block(
-        key, ops, "recompute.", categories::kRecompute,
-        [&](std::size_t i) -> std::uint64_t {
-          if (full) return i == 0 ? 0 : ops[i].saved_bytes;
-          return ops[i].saved_bytes - ops[i].selective_saved_bytes;
-        },
-        [](std::size_t) { return std::uint64_t{0}; });
-  }
-
+  std::uint32_t layer_forward(std::int64_t layer, bool checkpoint) { return blocks_.layer_forward(layer, checkpoint); }
+  std::uint32_t layer_backward(std::int64_t layer, Pass part) { return blocks_.layer_backward(layer, part); }
+  std::uint32_t layer_recompute(std::int64_t layer, bool full) { return blocks_.layer_recompute(layer, full); }
+  std::uint32_t embedding_block(Pass part) { return blocks_.embedding_block(part); }
+  std::uint32_t output_block(Pass part) { return blocks_.output_block(part); }
   std::uint32_t boundary_block(const std::string& key, const std::vector<OpSpec>& ops, const std::string& prefix,
                                std::uint8_t category, bool forward) {
-    return ops_block(
-        key, ops, prefix, category, [&](std::size_t i) { return forward ? ops[i].saved_bytes : 0; },
-        [&](std::size_t i) { return forward ? 0 : ops[i].freed_bytes; });
-  }
-
-  // The embedding's and the output layer's block for `part` of a step.
-  std::uint32_t embedding_block(strategy::Pass part) {
-    if (part == strategy::Pass::Forward)
-      return boundary_block("embedding.fwd", embedding_.forward, "fwd.", categories::kForward, true);
-    return backward_part("embedding", embedding_.backward, part);
-  }
-  std::uint32_t output_block(strategy::Pass part) {
-    if (part == strategy::Pass::Forward)
-      return boundary_block("output.fwd", output_.forward, "fwd.", categories::kForward, true);
-    return backward_part("output", output_.backward, part);
-  }
-  std::uint32_t backward_part(const std::string& what, const std::vector<OpSpec>& ops, strategy::Pass part) {
-    if (part == strategy::Pass::Backward)
-      return boundary_block(what + ".bwd", ops, "bwd.", categories::kBackward, false);
-    const bool weight = part == strategy::Pass::BackwardWeight;
-    std::vector<OpSpec> selected = select(ops, [&](const OpSpec& op) { return op.weight_grad == weight; });
-    if (weight)
-      for (auto& op : selected) op.async = false;
-    return boundary_block(what + (weight ? ".bwd_weight" : ".bwd_input"), selected, weight ? "bwd_weight." : "bwd.",
-                          categories::kBackward, false);
+    return blocks_.boundary_block(key, ops, prefix, category, forward);
   }
 
   // A pipeline send or receive of one activation (or its gradient). With
@@ -894,9 +718,7 @@ class StageBuilder {
   const model::ModelSpec& m_;
   ProgramBuilder out_;
   MicroShape shape_;
-  BlockOps embedding_, output_;
-  std::map<std::string, LayerLists> lists_;
-  std::unordered_map<std::uint64_t, std::uint32_t> layer_blocks_;  // by (layer, LayerBlock, lane): see memo_block
+  LayerBlocks blocks_;
   std::uint64_t activation_bytes_ = 0;
   std::int64_t total_virtual_ = 1;
   const P2pCall* call_ = nullptr;  // the current step's (see p2p_calls)

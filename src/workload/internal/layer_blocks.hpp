@@ -1,0 +1,98 @@
+// The blocks of a stage's layers and of its embedding and output layer,
+// each kind made once (per DualPipe lane) and then instantiated per
+// micro-batch: a layer's forward (kept whole, or only its input under full
+// recomputation, or less its core attention under selective recomputation),
+// its backward (whole, or the B and W of a zero-bubble split), and its
+// recomputed forward. Private to workload/.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "internal/program_builder.hpp"
+#include "ptsim/model/model_spec.hpp"
+#include "ptsim/strategy/parallel_config.hpp"
+#include "ptsim/strategy/pipeline_schedule.hpp"
+#include "ptsim/workload/layer_ops.hpp"
+#include "ptsim/workload/op_spec.hpp"
+
+namespace ptsim::workload::internal {
+
+// The op lists of one kind of layer.
+struct LayerLists {
+  BlockOps ops;                         // forward, full backward
+  std::vector<OpSpec> input_backward;   // B of a zero-bubble split
+  std::vector<OpSpec> weight_backward;  // W
+  std::vector<OpSpec> core_attention;   // what selective recomputation reruns
+};
+
+class LayerBlocks {
+ public:
+  /// `release_bytes(layer)`: the gathered parameters a ZeRO-3 layer frees at
+  /// the end of its forward and of its backward (0 without ZeRO-3).
+  LayerBlocks(const model::ModelSpec& m, const strategy::ParallelConfig& c, const MicroShape& shape,
+              ProgramBuilder& out, std::function<std::uint64_t(std::int64_t)> release_bytes);
+
+  const LayerLists& lists(std::int64_t layer);
+
+  /// Forward ops of a layer kind. Under full recomputation (`checkpoint`)
+  /// only the layer input (what the first op saves) stays allocated; under
+  /// selective recomputation the core-attention ops keep only what
+  /// rebuilding them needs; a ZeRO-3 layer releases its gathered parameters
+  /// at its end.
+  std::uint32_t layer_forward(std::int64_t layer, bool checkpoint);
+  /// `part`: a full backward, or the B or W of a zero-bubble split.
+  std::uint32_t layer_backward(std::int64_t layer, strategy::Pass part);
+  /// The recomputed forward: every op but the checkpointed input (full), or
+  /// core attention (selective), allocating again what it saves.
+  std::uint32_t layer_recompute(std::int64_t layer, bool full);
+
+  /// A list of ops as one block: forward ones keep what they save, backward
+  /// ones free what they free.
+  std::uint32_t boundary_block(const std::string& key, const std::vector<OpSpec>& ops, const std::string& prefix,
+                               std::uint8_t category, bool forward);
+  /// The embedding's and the output layer's block for `part` of a step.
+  std::uint32_t embedding_block(strategy::Pass part);
+  std::uint32_t output_block(strategy::Pass part);
+
+ private:
+  // The kinds of a layer's blocks, and the lanes they are made for.
+  enum class LayerBlock : std::uint8_t {
+    Forward,
+    ForwardCheckpointed,  // full recomputation: only the layer input kept
+    FullBackward,
+    BackwardInput,   // B of a zero-bubble split
+    BackwardWeight,  // W of a zero-bubble split
+    Recompute,       // full recomputation's rerun forward
+    RecomputeSelective,
+    Count,
+  };
+  static constexpr std::uint64_t kLanes = 2;  // DualPipe's overlapped pair: lanes 0 and 1
+  static LayerBlock backward_kind(strategy::Pass part);
+
+  template <typename Make>
+  std::uint32_t memo_block(std::int64_t layer, LayerBlock kind, Make make);
+  template <typename Alloc, typename Free>
+  std::uint32_t ops_block(const std::string& key, const std::vector<OpSpec>& ops, const std::string& prefix,
+                          std::uint8_t category, Alloc alloc, Free free);
+  std::uint32_t make_layer_forward(std::int64_t layer, bool checkpoint);
+  std::uint32_t make_layer_backward(std::int64_t layer, strategy::Pass part);
+  std::uint32_t make_layer_recompute(std::int64_t layer, bool full);
+  std::uint32_t backward_part(const std::string& what, const std::vector<OpSpec>& ops, strategy::Pass part);
+  bool selective() const { return c_.recompute == strategy::RecomputeKind::Selective; }
+
+  const model::ModelSpec& m_;
+  const strategy::ParallelConfig& c_;
+  const MicroShape& shape_;
+  ProgramBuilder& out_;
+  std::function<std::uint64_t(std::int64_t)> release_bytes_;
+  BlockOps embedding_, output_;
+  std::map<std::string, LayerLists> lists_;
+  std::unordered_map<std::uint64_t, std::uint32_t> layer_blocks_;  // by (layer, LayerBlock, lane): see memo_block
+};
+
+}  // namespace ptsim::workload::internal
