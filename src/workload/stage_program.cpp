@@ -14,6 +14,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "internal/data_parallel.hpp"
 #include "internal/layer_blocks.hpp"
 #include "internal/program_builder.hpp"
 #include "ptsim/strategy/schedule.hpp"
@@ -69,7 +70,8 @@ class StageBuilder {
         m_(*ctx.model),
         out_(names, program),
         shape_(micro_shape(m_, c_)),
-        blocks_(m_, c_, shape_, out_, [this](std::int64_t layer) { return zero3() ? gathered_bytes(layer) : 0; }) {
+        dp_(ctx, out_),
+        blocks_(m_, c_, shape_, out_, [this](std::int64_t layer) { return zero3() ? dp_.gathered_bytes(layer) : 0; }) {
     activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));
     total_virtual_ = strategy::path_stages(c_.schedule, c_.pp, strategy::chunks_per_stage(c_));
   }
@@ -189,19 +191,6 @@ class StageBuilder {
 
   const LayerLists& lists(std::int64_t layer) { return blocks_.lists(layer); }
 
-  // Parameters a ZeRO-3 rank gathers for one layer, as zero3_gather allocates
-  // them: the other ranks' shards of each gathered tensor (bf16).
-  std::uint64_t gathered_bytes(std::int64_t layer) const {
-    std::uint64_t total = 0;
-    for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) { total += others_shards(n, group_of(slot)); });
-    return total;
-  }
-  static std::uint64_t others_shards(std::int64_t n, std::int64_t group) {
-    return group <= 1 ? 0
-                      : static_cast<std::uint64_t>(2.0 * static_cast<double>(n) * static_cast<double>(group - 1) /
-                                                   static_cast<double>(group));
-  }
-
   // ---- blocks -------------------------------------------------------------
   std::uint32_t layer_forward(std::int64_t layer, bool checkpoint) { return blocks_.layer_forward(layer, checkpoint); }
   std::uint32_t layer_backward(std::int64_t layer, Pass part) { return blocks_.layer_backward(layer, part); }
@@ -238,38 +227,6 @@ class StageBuilder {
     });
   }
 
-  // A collective on the data-parallel stream, its own block; `flags`:
-  // Task::flags (kTensorList).
-  std::uint32_t dp_collective(const std::string& name, std::uint8_t slot, CollectiveKind kind, std::uint64_t bytes,
-                              bool blocks_next, std::uint64_t alloc = 0, std::uint8_t flags = 0) {
-    return out_.block(fmt::format("{}.{}.{}{}.{}", name, bytes, alloc, blocks_next ? ".blocking" : "", flags),
-                      [&](BlockRecorder& b) {
-                        b.emit_collective(streams::kDataParallel, slot, categories::kDataParallel, bytes, name,
-                                          blocks_next, kind, alloc, flags);
-                      });
-  }
-
-  // Calls f(elements, slot) for each ZeRO-3 collective of layer `layer`'s
-  // parameters on a group of more than one rank: its dense parameters, then
-  // its experts'. DeepSpeed 0.3 (--zero3-blocking) moves the dense ones one
-  // tensor at a time, each over a list of one tensor per rank
-  // (partition_parameters.py _allgather_param and _reduce_scatter_gradient
-  // at v0.3.15), which PyTorch copies piece by piece (taskgraph::kTensorList);
-  // elsewhere a layer's parameters move together.
-  template <typename F>
-  void for_each_zero3_part(std::int64_t layer, F f) const {
-    const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
-    if (p.dense > 0 && group_of(slots::kDataParallel) > 1) {
-      if (c_.zero3_blocking) {
-        for (const std::int64_t n : layer_parameter_tensors(m_, c_, layer)) f(n, slots::kDataParallel);
-      } else {
-        f(p.dense, slots::kDataParallel);
-      }
-    }
-    if (p.expert > 0 && group_of(slots::kExpertDataParallel) > 1) f(p.expert, slots::kExpertDataParallel);
-  }
-  std::uint8_t zero3_flags() const { return c_.zero3_blocking ? taskgraph::kTensorList : 0; }
-
   // Bytes a layer parameter is gathered in: one under fp8 parameter
   // gathering (Megatron-Core keeps the norms' parameters in bf16, a few in
   // 10^4 of a layer's, counted at one byte here), else two.
@@ -300,11 +257,11 @@ class StageBuilder {
           const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
           std::vector<TaskRef> refs;
           for (const auto& [n, slot] : {std::pair{p.dense, slots::kDataParallel}, {p.expert, slots::kExpertDataParallel}})
-            if (n > 0 && group_of(slot) > 1) {
-              const auto i = out_.instantiate(dp_collective("zero.param_allgather", slot, CollectiveKind::AllGather,
-                                                            static_cast<std::uint64_t>(layer_parameter_bytes() *
-                                                                                       static_cast<double>(n)),
-                                                            false),
+            if (n > 0 && dp_.group_of(slot) > 1) {
+              const auto i = out_.instantiate(dp_.collective("zero.param_allgather", slot, CollectiveKind::AllGather,
+                                                             static_cast<std::uint64_t>(layer_parameter_bytes() *
+                                                                                        static_cast<double>(n)),
+                                                             false),
                                               -1, static_cast<std::int32_t>(layer));
               refs.push_back({i, 0});
             }
@@ -313,19 +270,16 @@ class StageBuilder {
     }
   }
 
-  std::int64_t group_of(std::uint8_t slot) const {
-    return slot == slots::kExpertDataParallel ? ctx_.expert_group : ctx_.dense_group;
-  }
-
   // A layer's parameter all-gather: it waits for the kernel issued before it,
   // and the layer waits for it (wait_gathered).
   void zero3_gather(std::int64_t layer, std::int32_t mb) {
     std::vector<TaskRef> refs;
-    for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
-      const std::uint64_t alloc = others_shards(n, group_of(slot));
-      const auto i = out_.instantiate(dp_collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
-                                                    static_cast<std::uint64_t>(2 * n), false, alloc, zero3_flags()),
-                                      mb, static_cast<std::int32_t>(layer));
+    dp_.for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
+      const std::uint64_t alloc = dp_.others_shards(n, dp_.group_of(slot));
+      const auto i =
+          out_.instantiate(dp_.collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
+                                          static_cast<std::uint64_t>(2 * n), false, alloc, dp_.zero3_flags()),
+                           mb, static_cast<std::int32_t>(layer));
       refs.push_back({i, 0});
     });
     gathers_[layer] = refs;
@@ -409,7 +363,7 @@ class StageBuilder {
                        mb, -1);
     if (last_virtual(chunk)) {
       out_.instantiate(output_block(which), mb, -1);
-      if (!input_only) output_gradients(final);
+      if (!input_only) dp_.output_gradients(final);
     }
     for_layers(chunk, true, mb, [&](std::int64_t layer, std::int64_t l) {
       if (fully_recomputed(l)) {
@@ -418,7 +372,7 @@ class StageBuilder {
         out_.instantiate(layer_recompute(layer, false), mb, static_cast<std::int32_t>(layer));
       }
       out_.instantiate(layer_backward(layer, which), mb, static_cast<std::int32_t>(layer));
-      if (!input_only) layer_gradients(layer, mb, final);
+      if (!input_only) dp_.layer_gradients(layer, mb, final);
     });
     if (!first_virtual(chunk)) {
       out_.instantiate(transfer_block(std::string("pp.send_gradient") + ch.suffix, true, ch.send_backward_stream,
@@ -426,139 +380,32 @@ class StageBuilder {
                        mb, -1);
     } else {
       out_.instantiate(embedding_block(which), mb, -1);
-      if (!input_only) embedding_gradients(final);
+      if (!input_only) dp_.embedding_gradients(final);
     }
-    if (!input_only) end_of_gradients(final);
+    if (!input_only) dp_.end_of_gradients(final);
   }
 
   // The W of a zero-bubble split: weight gradients of every layer of the chunk.
   void weight_gradients(std::int32_t mb, std::size_t chunk, bool final) {
     if (last_virtual(chunk)) {
       out_.instantiate(output_block(strategy::Pass::BackwardWeight), mb, -1);
-      output_gradients(final);
+      dp_.output_gradients(final);
     }
     const std::int64_t n = ctx_.chunks[chunk].count;
     for (std::int64_t i = n - 1; i >= 0; --i) {
       const std::int64_t layer = ctx_.chunks[chunk].first + i;
       out_.instantiate(layer_backward(layer, strategy::Pass::BackwardWeight), mb, static_cast<std::int32_t>(layer));
-      layer_gradients(layer, mb, final);
+      dp_.layer_gradients(layer, mb, final);
     }
     if (first_virtual(chunk)) {
       out_.instantiate(embedding_block(strategy::Pass::BackwardWeight), mb, -1);
-      embedding_gradients(final);
+      dp_.embedding_gradients(final);
     }
-    end_of_gradients(final);
-  }
-
-  // ---- gradients ----------------------------------------------------------
-  // Gradient reduction: ZeRO-3 reduce-scatters each layer's gradients after
-  // its backward in every micro-batch; ZeRO-2 reduce-scatters buckets in every
-  // micro-batch; plain data parallelism (all-reduce) and ZeRO-1 (reduce-
-  // scatter) reduce buckets in the last micro-batch's backward with
-  // --overlap-grad-reduce, else all after the last backward.
-  bool reduce_now(bool final) const {
-    if (dualpipe()) return false;  // both chunks' gradients are summed with the mirror stage at the end
-    if (c_.zero_stage >= 2) return true;
-    return final && c_.overlap_grad_reduce;
-  }
-
-  void layer_gradients(std::int64_t layer, std::int32_t mb, bool final) {
-    if (zero3()) {
-      for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
-        out_.instantiate(dp_collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
-                                       static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
-                                       zero3_flags()),
-                         mb, static_cast<std::int32_t>(layer));
-      });
-      return;
-    }
-    if (reduce_now(final)) gradients_ready(layer_parameters_per_rank(m_, c_, layer));
-  }
-
-  void output_gradients(bool final) {
-    const std::int64_t n = output_parameters_per_rank(m_, c_.tp, separate_head());
-    if (zero3()) {
-      zero3_boundary_gradients(n);
-    } else if (reduce_now(final)) {
-      gradients_ready({n, 0});
-    }
-  }
-
-  void embedding_gradients(bool final) {
-    const std::int64_t n = embedding_parameters_per_rank(m_, c_.tp);
-    if (zero3()) {
-      zero3_boundary_gradients(n);
-    } else if (reduce_now(final)) {
-      gradients_ready({n, 0});
-    }
-  }
-
-  void zero3_boundary_gradients(std::int64_t n) {
-    if (ctx_.dense_group > 1)
-      out_.instantiate(dp_collective("zero3.grad_reducescatter", slots::kDataParallel, CollectiveKind::ReduceScatter,
-                                     static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
-                                     zero3_flags()),
-                       -1, -1);
-  }
-
-  void end_of_gradients(bool final) {
-    if (c_.zero_stage == 2 || (reduce_now(final) && final)) flush_buckets();
-  }
-
-  bool separate_head() const {
-    // A tied LM head needs its own copy when the embedding is on another rank.
-    return c_.pp > 1;
-  }
-
-  void gradients_ready(const RankParameters& p) {
-    add_to_bucket(dense_bucket_, p.dense, slots::kDataParallel);
-    add_to_bucket(expert_bucket_, p.expert, slots::kExpertDataParallel);
-  }
-
-  void add_to_bucket(std::int64_t& bucket, std::int64_t parameters, std::uint8_t slot) {
-    if (parameters == 0 || group_of(slot) == 1) return;
-    bucket += parameters;
-    if (bucket >= ctx_.ddp_bucket_parameters) flush_bucket(bucket, slot);
-  }
-
-  void flush_buckets() {
-    flush_bucket(dense_bucket_, slots::kDataParallel);
-    flush_bucket(expert_bucket_, slots::kExpertDataParallel);
-  }
-
-  // Megatron-LM's DDP: a bucket of gradients (fp32 unless
-  // --grad-reduce-in-bf16) all-reduced (ZeRO: reduce-scattered) over the
-  // ranks that hold the same parameters.
-  void flush_bucket(std::int64_t& bucket, std::uint8_t slot) {
-    if (bucket == 0) return;
-    const bool shard = c_.zero_stage >= 1;
-    const std::string name = fmt::format("{}.grad_{}.bucket", slot == slots::kExpertDataParallel ? "edp" : "dp",
-                                         shard ? "reducescatter" : "allreduce");
-    out_.instantiate(dp_collective(name, slot, shard ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
-                                   static_cast<std::uint64_t>(c_.gradient_bytes() * bucket), false),
-                     -1, -1);
-    bucket = 0;
-  }
-
-  // All of the stage's gradients not yet reduced, in buckets.
-  void reduce_remaining() {
-    if (zero3() || c_.zero_stage == 2) return;
-    if (reduce_now(true)) return;  // reduced during the final backward
-    const auto reduce = [&](std::int64_t total, std::uint8_t slot, std::int64_t& bucket) {
-      if (group_of(slot) == 1) return;
-      for (std::int64_t left = total; left > 0;) {
-        const std::int64_t n = std::min(left, ctx_.ddp_bucket_parameters);
-        bucket = n;
-        flush_bucket(bucket, slot);
-        left -= n;
-      }
-    };
-    reduce(ctx_.stage_parameters.dense, slots::kDataParallel, dense_bucket_);
-    reduce(ctx_.stage_parameters.expert, slots::kExpertDataParallel, expert_bucket_);
+    dp_.end_of_gradients(final);
   }
 
   void finish_step() {
-    reduce_remaining();
+    dp_.reduce_remaining();
     // Tied input and output embeddings on different stages: once the DP
     // reduction is done, their gradients are summed over the embedding group
     // (Megatron-LM's finalize_model_grads), before the optimizer runs.
@@ -628,9 +475,9 @@ class StageBuilder {
       const auto reduce_amaxes = [&] {
         const Fp8WeightTensors t = fp8_weight_tensors();
         const auto reduce = [&](std::int64_t tensors, std::uint8_t slot) {
-          if (tensors == 0 || group_of(slot) == 1) return;
-          out_.instantiate(dp_collective("fp8.param_amax_allreduce", slot, CollectiveKind::AllReduce,
-                                         static_cast<std::uint64_t>(4 * tensors), true),
+          if (tensors == 0 || dp_.group_of(slot) == 1) return;
+          out_.instantiate(dp_.collective("fp8.param_amax_allreduce", slot, CollectiveKind::AllReduce,
+                                          static_cast<std::uint64_t>(4 * tensors), true),
                            -1, -1);
         };
         reduce(t.dense, slots::kDataParallel);
@@ -651,12 +498,12 @@ class StageBuilder {
     // the optimizer, unless the next step's forward overlaps it.
     if ((c_.zero_stage == 1 || c_.zero_stage == 2) && !c_.overlap_param_gather) {
       const auto gather = [&](std::int64_t total, std::uint8_t slot, double bytes_per_parameter) {
-        if (group_of(slot) == 1) return;
+        if (dp_.group_of(slot) == 1) return;
         for (std::int64_t left = total; left > 0;) {
           const std::int64_t n = std::min(left, ctx_.ddp_bucket_parameters);
-          out_.instantiate(dp_collective("zero.param_allgather.bucket", slot, CollectiveKind::AllGather,
-                                         static_cast<std::uint64_t>(bytes_per_parameter * static_cast<double>(n)),
-                                         false),
+          out_.instantiate(dp_.collective("zero.param_allgather.bucket", slot, CollectiveKind::AllGather,
+                                          static_cast<std::uint64_t>(bytes_per_parameter * static_cast<double>(n)),
+                                          false),
                            -1, -1);
           left -= n;
         }
@@ -718,11 +565,11 @@ class StageBuilder {
   const model::ModelSpec& m_;
   ProgramBuilder out_;
   MicroShape shape_;
+  DataParallel dp_;
   LayerBlocks blocks_;
   std::uint64_t activation_bytes_ = 0;
   std::int64_t total_virtual_ = 1;
   const P2pCall* call_ = nullptr;  // the current step's (see p2p_calls)
-  std::int64_t dense_bucket_ = 0, expert_bucket_ = 0;
   std::unordered_map<std::int64_t, std::vector<TaskRef>> gathers_, param_gather_;
 };
 

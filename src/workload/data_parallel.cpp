@@ -1,0 +1,132 @@
+// A stage's data-parallel collectives and gradient buckets (see
+// internal/data_parallel.hpp).
+#include "internal/data_parallel.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ptsim/strategy/schedule.hpp"
+
+namespace ptsim::workload::internal {
+
+using taskgraph::CollectiveKind;
+
+std::uint32_t DataParallel::collective(const std::string& name, std::uint8_t slot, taskgraph::CollectiveKind kind,
+                                       std::uint64_t bytes, bool blocks_next, std::uint64_t alloc, std::uint8_t flags) {
+  return out_.block(fmt::format("{}.{}.{}{}.{}", name, bytes, alloc, blocks_next ? ".blocking" : "", flags),
+                    [&](BlockRecorder& b) {
+                      b.emit_collective(streams::kDataParallel, slot, categories::kDataParallel, bytes, name,
+                                        blocks_next, kind, alloc, flags);
+                    });
+}
+
+std::uint64_t DataParallel::gathered_bytes(std::int64_t layer) const {
+  std::uint64_t total = 0;
+  for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) { total += others_shards(n, group_of(slot)); });
+  return total;
+}
+std::uint64_t DataParallel::others_shards(std::int64_t n, std::int64_t group) {
+  return group <= 1 ? 0
+                    : static_cast<std::uint64_t>(2.0 * static_cast<double>(n) * static_cast<double>(group - 1) /
+                                                 static_cast<double>(group));
+}
+
+bool DataParallel::reduce_now(bool final) const {
+  if (strategy::describe(c_.schedule).two_directions)
+    return false;  // both chunks' gradients are summed with the mirror stage at the end
+  if (c_.zero_stage >= 2) return true;
+  return final && c_.overlap_grad_reduce;
+}
+
+void DataParallel::layer_gradients(std::int64_t layer, std::int32_t mb, bool final) {
+  if (zero3()) {
+    for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
+      out_.instantiate(collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
+                                  static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
+                                  zero3_flags()),
+                       mb, static_cast<std::int32_t>(layer));
+    });
+    return;
+  }
+  if (reduce_now(final)) gradients_ready(layer_parameters_per_rank(m_, c_, layer));
+}
+
+void DataParallel::output_gradients(bool final) {
+  const std::int64_t n = output_parameters_per_rank(m_, c_.tp, separate_head());
+  if (zero3()) {
+    zero3_boundary_gradients(n);
+  } else if (reduce_now(final)) {
+    gradients_ready({n, 0});
+  }
+}
+
+void DataParallel::embedding_gradients(bool final) {
+  const std::int64_t n = embedding_parameters_per_rank(m_, c_.tp);
+  if (zero3()) {
+    zero3_boundary_gradients(n);
+  } else if (reduce_now(final)) {
+    gradients_ready({n, 0});
+  }
+}
+
+void DataParallel::zero3_boundary_gradients(std::int64_t n) {
+  if (ctx_.dense_group > 1)
+    out_.instantiate(collective("zero3.grad_reducescatter", slots::kDataParallel, CollectiveKind::ReduceScatter,
+                                static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
+                                zero3_flags()),
+                     -1, -1);
+}
+
+void DataParallel::end_of_gradients(bool final) {
+  if (c_.zero_stage == 2 || (reduce_now(final) && final)) flush_buckets();
+}
+
+void DataParallel::gradients_ready(const RankParameters& p) {
+  add_to_bucket(dense_bucket_, p.dense, slots::kDataParallel);
+  add_to_bucket(expert_bucket_, p.expert, slots::kExpertDataParallel);
+}
+
+void DataParallel::add_to_bucket(std::int64_t& bucket, std::int64_t parameters, std::uint8_t slot) {
+  if (parameters == 0 || group_of(slot) == 1) return;
+  bucket += parameters;
+  if (bucket >= ctx_.ddp_bucket_parameters) flush_bucket(bucket, slot);
+}
+
+void DataParallel::flush_buckets() {
+  flush_bucket(dense_bucket_, slots::kDataParallel);
+  flush_bucket(expert_bucket_, slots::kExpertDataParallel);
+}
+
+// Megatron-LM's DDP: a bucket of gradients (fp32 unless
+// --grad-reduce-in-bf16) all-reduced (ZeRO: reduce-scattered) over the
+// ranks that hold the same parameters.
+void DataParallel::flush_bucket(std::int64_t& bucket, std::uint8_t slot) {
+  if (bucket == 0) return;
+  const bool shard = c_.zero_stage >= 1;
+  const std::string name = fmt::format("{}.grad_{}.bucket", slot == slots::kExpertDataParallel ? "edp" : "dp",
+                                       shard ? "reducescatter" : "allreduce");
+  out_.instantiate(collective(name, slot, shard ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
+                              static_cast<std::uint64_t>(c_.gradient_bytes() * bucket), false),
+                   -1, -1);
+  bucket = 0;
+}
+
+// All of the stage's gradients not yet reduced, in buckets.
+void DataParallel::reduce_remaining() {
+  if (zero3() || c_.zero_stage == 2) return;
+  if (reduce_now(true)) return;  // reduced during the final backward
+  const auto reduce = [&](std::int64_t total, std::uint8_t slot, std::int64_t& bucket) {
+    if (group_of(slot) == 1) return;
+    for (std::int64_t left = total; left > 0;) {
+      const std::int64_t n = std::min(left, ctx_.ddp_bucket_parameters);
+      bucket = n;
+      flush_bucket(bucket, slot);
+      left -= n;
+    }
+  };
+  reduce(ctx_.stage_parameters.dense, slots::kDataParallel, dense_bucket_);
+  reduce(ctx_.stage_parameters.expert, slots::kExpertDataParallel, expert_bucket_);
+}
+
+}  // namespace ptsim::workload::internal

@@ -1,0 +1,90 @@
+// A stage's data-parallel traffic: the collectives on its data-parallel
+// stream, ZeRO-3's per-layer parameter parts, and the gradient reduction —
+// ZeRO-3 reduce-scatters each layer's gradients after its backward in every
+// micro-batch; ZeRO-2 reduce-scatters buckets in every micro-batch; plain
+// data parallelism (all-reduce) and ZeRO-1 (reduce-scatter) reduce buckets in
+// the last micro-batch's backward with --overlap-grad-reduce, else all after
+// the last backward. Private to workload/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "internal/program_builder.hpp"
+#include "internal/stage_program.hpp"
+#include "ptsim/model/model_spec.hpp"
+#include "ptsim/strategy/parallel_config.hpp"
+#include "ptsim/taskgraph/task.hpp"
+#include "ptsim/workload/stage_parameters.hpp"
+#include "ptsim/workload/step_workload.hpp"
+
+namespace ptsim::workload::internal {
+
+class DataParallel {
+ public:
+  DataParallel(const StageContext& ctx, ProgramBuilder& out) : ctx_(ctx), c_(*ctx.config), m_(*ctx.model), out_(out) {}
+
+  /// Ranks reducing the gradients of `slot` (dense or expert).
+  std::int64_t group_of(std::uint8_t slot) const {
+    return slot == slots::kExpertDataParallel ? ctx_.expert_group : ctx_.dense_group;
+  }
+  /// A collective on the data-parallel stream, its own block; `flags`:
+  /// Task::flags (kTensorList).
+  std::uint32_t collective(const std::string& name, std::uint8_t slot, taskgraph::CollectiveKind kind,
+                           std::uint64_t bytes, bool blocks_next, std::uint64_t alloc = 0, std::uint8_t flags = 0);
+
+  /// Calls f(elements, slot) for each ZeRO-3 collective of layer `layer`'s
+  /// parameters on a group of more than one rank: its dense parameters, then
+  /// its experts'. DeepSpeed 0.3 (--zero3-blocking) moves the dense ones one
+  /// tensor at a time, each over a list of one tensor per rank
+  /// (partition_parameters.py _allgather_param and _reduce_scatter_gradient
+  /// at v0.3.15), which PyTorch copies piece by piece (taskgraph::kTensorList);
+  /// elsewhere a layer's parameters move together.
+  template <typename F>
+  void for_each_zero3_part(std::int64_t layer, F f) const {
+    const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
+    if (p.dense > 0 && group_of(slots::kDataParallel) > 1) {
+      if (c_.zero3_blocking) {
+        for (const std::int64_t n : layer_parameter_tensors(m_, c_, layer)) f(n, slots::kDataParallel);
+      } else {
+        f(p.dense, slots::kDataParallel);
+      }
+    }
+    if (p.expert > 0 && group_of(slots::kExpertDataParallel) > 1) f(p.expert, slots::kExpertDataParallel);
+  }
+  std::uint8_t zero3_flags() const { return c_.zero3_blocking ? taskgraph::kTensorList : 0; }
+  /// Parameters a ZeRO-3 rank gathers for one layer, as its gathers
+  /// allocate them: the other ranks' shards of each gathered tensor (bf16).
+  std::uint64_t gathered_bytes(std::int64_t layer) const;
+  static std::uint64_t others_shards(std::int64_t n, std::int64_t group);
+
+  // ---- gradients, as each part of the model's backward finishes ----
+  // `final`: the last micro-batch's backward of that part.
+  void layer_gradients(std::int64_t layer, std::int32_t mb, bool final);
+  void output_gradients(bool final);
+  void embedding_gradients(bool final);
+  /// After a backward step's gradients: ZeRO-2 and a final overlapped
+  /// reduction flush the buckets.
+  void end_of_gradients(bool final);
+  /// At the step's end: all of the stage's gradients not yet reduced, in buckets.
+  void reduce_remaining();
+  /// A tied LM head needs its own copy when the embedding is on another rank.
+  bool separate_head() const { return c_.pp > 1; }
+
+ private:
+  bool zero3() const { return c_.zero_stage >= 3; }
+  bool reduce_now(bool final) const;
+  void zero3_boundary_gradients(std::int64_t n);
+  void gradients_ready(const RankParameters& p);
+  void add_to_bucket(std::int64_t& bucket, std::int64_t parameters, std::uint8_t slot);
+  void flush_buckets();
+  void flush_bucket(std::int64_t& bucket, std::uint8_t slot);
+
+  const StageContext& ctx_;
+  const strategy::ParallelConfig& c_;
+  const model::ModelSpec& m_;
+  ProgramBuilder& out_;
+  std::int64_t dense_bucket_ = 0, expert_bucket_ = 0;
+};
+
+}  // namespace ptsim::workload::internal
