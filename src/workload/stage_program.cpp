@@ -16,7 +16,9 @@
 
 #include "internal/data_parallel.hpp"
 #include "internal/layer_blocks.hpp"
+#include "internal/p2p_calls.hpp"
 #include "internal/program_builder.hpp"
+#include "internal/step_end.hpp"
 #include "ptsim/strategy/schedule.hpp"
 #include "ptsim/strategy/pipeline_schedule.hpp"
 #include "ptsim/workload/boundary_ops.hpp"
@@ -51,17 +53,6 @@ constexpr Channels kDirection1{streams::kPipeline1SendForward,  streams::kPipeli
                                slots::kPipeline1BackwardSend,   slots::kPipeline1BackwardRecv,
                                ".dir1"};
 
-// How a step's pipeline transfers end the host's send/receive calls
-// (StageBuilder::p2p_calls).
-struct P2pCall {
-  bool recv_syncs = false;  // its receive ends a call: the host synchronizes after it
-  bool send_syncs = false;  // its send ends a call
-  // Interleaved: the receive of the backward paired with this forward, issued
-  // before it; that backward skips its own (skip_recv).
-  std::optional<strategy::PipelineStep> early_recv;
-  bool skip_recv = false;
-};
-
 class StageBuilder {
  public:
   StageBuilder(const StageContext& ctx, NameTable& names, taskgraph::Program& program)
@@ -84,7 +75,8 @@ class StageBuilder {
     for (std::size_t i = 0; i < order.size(); ++i)
       if (order[i].pass == Pass::Backward || order[i].pass == Pass::BackwardWeight)
         final_step[static_cast<std::size_t>(order[i].chunk)] = i;
-    const std::vector<P2pCall> calls = p2p_calls(order);
+    const std::vector<P2pCall> calls =
+        megatron_p2p_calls(c_, order, [this](const strategy::PipelineStep& st) { return receives(st); });
     prologue();
     for (std::size_t i = 0; i < order.size(); ++i) {
       const auto& step = order[i];
@@ -111,52 +103,6 @@ class StageBuilder {
   }
 
  private:
-  // How each step's pipeline transfers end Megatron's send/receive calls,
-  // after which the host synchronizes (ParallelConfig::host_syncs_after_p2p;
-  // without it, nothing synchronizes). A send and the receive that opens the
-  // next step are one batched call (send_forward_recv_backward and the like):
-  // the host synchronizes after the receive; a send with no receive after it
-  // ends its own call. Megatron's interleaved schedule runs a steady-state
-  // forward and backward back to back and then one call for both
-  // (send_forward_backward_recv_forward_backward): nothing synchronizes
-  // between them, and that call also receives what the next forward and
-  // backward need, so the backward's receive is issued before the forward
-  // (received after it, it would come a forward later than the sender's
-  // synchronization waits for: a deadlock Megatron's batching avoids). When
-  // every forward comes first, as with as many micro-batches as stages,
-  // there is no steady state and no pair.
-  std::vector<P2pCall> p2p_calls(const std::vector<strategy::PipelineStep>& order) const {
-    std::vector<P2pCall> calls(order.size());
-    if (!c_.host_syncs_after_p2p()) return calls;
-    const auto forward = [](const strategy::PipelineStep& st) { return st.pass == Pass::Forward; };
-    const auto first_other = std::find_if_not(order.begin(), order.end(), forward);
-    const bool pairs = c_.schedule == ScheduleKind::Interleaved && std::any_of(first_other, order.end(), forward);
-    const auto paired = [&](std::size_t f) {
-      return pairs && f + 1 < order.size() && forward(order[f]) && order[f + 1].pass == Pass::Backward;
-    };
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      P2pCall& call = calls[i];
-      call.recv_syncs = true;
-      call.send_syncs = !(i + 1 < order.size() && receives(order[i + 1]) && batched_with_next(order, i));
-      if (paired(i) && receives(order[i + 1])) call.early_recv = order[i + 1];
-      call.skip_recv = i > 0 && paired(i - 1);
-    }
-    return calls;
-  }
-
-  // Whether the send that ends step i and the receive that opens step i + 1
-  // are one call. Megatron's 1F1B batches a send with the receive of the
-  // other pass (send_forward_recv_backward, send_backward_recv_forward) but
-  // issues a warmup send_forward and the next recv_forward, or a cooldown
-  // send_backward and the next recv_backward, as calls of their own; its
-  // interleaved schedule batches those too (send_forward_recv_forward,
-  // send_backward_recv_backward).
-  bool batched_with_next(const std::vector<strategy::PipelineStep>& order, std::size_t i) const {
-    if (c_.schedule == ScheduleKind::Interleaved) return true;
-    const auto forward = [](const strategy::PipelineStep& st) { return st.pass == Pass::Forward; };
-    return forward(order[i]) != forward(order[i + 1]);
-  }
-
   // Whether a step of the schedule opens with a pipeline receive.
   bool receives(const strategy::PipelineStep& step) const {
     const auto chunk = static_cast<std::size_t>(step.chunk);
@@ -404,150 +350,7 @@ class StageBuilder {
     dp_.end_of_gradients(final);
   }
 
-  void finish_step() {
-    dp_.reduce_remaining();
-    // Tied input and output embeddings on different stages: once the DP
-    // reduction is done, their gradients are summed over the embedding group
-    // (Megatron-LM's finalize_model_grads), before the optimizer runs.
-    if (ctx_.embedding_group && (first_virtual_any() || last_virtual_any())) {
-      const auto bytes =
-          static_cast<std::uint64_t>(c_.gradient_bytes() * (m_.vocab_size / c_.tp) * m_.hidden_size);
-      out_.instantiate(out_.block("embedding.grad_allreduce",
-                                  [&](BlockRecorder& b) {
-                                    const auto id = b.emit_collective(streams::kEmbeddingGrad, slots::kEmbedding,
-                                                                      categories::kPipelineParallel, bytes,
-                                                                      "embedding.grad_allreduce", false);
-                                    b.follow_stream(id, streams::kDataParallel);
-                                  }),
-                       -1, -1);
-    }
-    // The optimizer waits for every gradient reduction; each stream runs its
-    // reductions in order, so waiting for each stream's last task is enough.
-    out_.wait_for_stream(streams::kDataParallel);
-    out_.wait_for_stream(streams::kEmbeddingGrad);
-    // A block of step-end ops, in order, counted as optimizer work.
-    const auto step_end_ops = [&](const std::string& key, const std::vector<OpSpec>& ops) {
-      out_.instantiate(out_.block(key,
-                                  [&](BlockRecorder& b) {
-                                    b.begin_list();
-                                    const auto names = b.names_of(ops, "");
-                                    for (std::size_t i = 0; i < ops.size(); ++i)
-                                      b.emit(ops[i], names[i], categories::kOptimizer, 0, 0);
-                                  }),
-                       -1, -1);
-    };
-    // Gradients of parameters every TP rank holds whole but trains apart
-    // (layer_tp_replicated_parameters, output_tp_replicated_parameters),
-    // summed over TP after the DP reduction: flattened into one buffer,
-    // all-reduced, copied back (Megatron-Core's
-    // _allreduce_non_tensor_model_parallel_grads).
-    if (const std::int64_t n = tp_replicated_parameters(); n > 0) {
-      const double bytes = static_cast<double>(c_.gradient_bytes()) * static_cast<double>(n);
-      step_end_ops(fmt::format("tp_replicated_grads.{}", n),
-                   {memory_op("tp_replicated_grads.flatten", 2 * bytes),
-                    collective_op("tp_replicated_grads.allreduce", CollectiveKind::AllReduce,
-                                  CommGroup::TensorParallel, bytes),
-                    memory_op("tp_replicated_grads.unflatten", 2 * bytes)});
-    }
-    const auto shard = [&](std::int64_t n, std::int64_t group) {
-      return c_.zero_stage >= 1 ? (n + group - 1) / group : n;
-    };
-    const std::int64_t updated =
-        shard(ctx_.stage_parameters.dense, ctx_.dense_group) + shard(ctx_.stage_parameters.expert, ctx_.expert_group);
-    // With fp8 parameter gathering the Adam kernel leaves the model
-    // parameters alone and the updated shard is cast to fp8 after it (read
-    // the fp32 main parameters, write one byte). Every DP rank casts its own
-    // shard of a weight, and the shards must share one scale, so the shard
-    // amaxes are all-reduced (max) over the parameters' DP group, one fp32
-    // per weight tensor, packed into one call (Transformer Engine
-    // tensor/utils.py at d0067d0da6, _cast_master_weights_to_fp8_*). Under
-    // current scaling that scale is this step's: each shard's amax is read
-    // first (read 4 bytes a parameter) and the cast waits for the reduction;
-    // under delayed scaling the cast uses the scale it has and the reduced
-    // amaxes update the scales after it.
-    const OpSpec step = optimizer_step_op(updated, c_.gradient_bytes(), c_.fp8_param_gather ? 0 : 2);
-    if (!c_.fp8_param_gather) {
-      step_end_ops(fmt::format("optimizer.{}", updated), {step});
-    } else {
-      const bool current = c_.fp8_recipe == strategy::Fp8Recipe::Tensorwise;
-      const OpSpec cast = memory_op("fp8.param_shard_cast", 5.0 * static_cast<double>(updated),
-                                    taskgraph::KernelClass::Optimizer);
-      const auto reduce_amaxes = [&] {
-        const Fp8WeightTensors t = fp8_weight_tensors();
-        const auto reduce = [&](std::int64_t tensors, std::uint8_t slot) {
-          if (tensors == 0 || dp_.group_of(slot) == 1) return;
-          out_.instantiate(dp_.collective("fp8.param_amax_allreduce", slot, CollectiveKind::AllReduce,
-                                          static_cast<std::uint64_t>(4 * tensors), true),
-                           -1, -1);
-        };
-        reduce(t.dense, slots::kDataParallel);
-        reduce(t.expert, slots::kExpertDataParallel);
-      };
-      if (current) {
-        step_end_ops(fmt::format("optimizer.{}.fp8_amax", updated),
-                      {step, memory_op("fp8.param_shard_amax", 4.0 * static_cast<double>(updated),
-                                       taskgraph::KernelClass::Optimizer)});
-        reduce_amaxes();
-        step_end_ops(fmt::format("optimizer.{}.fp8_cast", updated), {cast});
-      } else {
-        step_end_ops(fmt::format("optimizer.{}.fp8", updated), {step, cast});
-        reduce_amaxes();
-      }
-    }
-    // ZeRO-1/2: every rank gathers the parameters the others updated, after
-    // the optimizer, unless the next step's forward overlaps it.
-    if ((c_.zero_stage == 1 || c_.zero_stage == 2) && !c_.overlap_param_gather) {
-      const auto gather = [&](std::int64_t total, std::uint8_t slot, double bytes_per_parameter) {
-        if (dp_.group_of(slot) == 1) return;
-        for (std::int64_t left = total; left > 0;) {
-          const std::int64_t n = std::min(left, ctx_.ddp_bucket_parameters);
-          out_.instantiate(dp_.collective("zero.param_allgather.bucket", slot, CollectiveKind::AllGather,
-                                          static_cast<std::uint64_t>(bytes_per_parameter * static_cast<double>(n)),
-                                          false),
-                           -1, -1);
-          left -= n;
-        }
-      };
-      // Under fp8 parameter gathering the layers' parameters sit in a buffer
-      // of their own, gathered at one byte each; the embedding and output
-      // layer stay bf16 (Megatron's buffers are per dtype).
-      const std::int64_t layers_dense = c_.fp8_param_gather ? ctx_.layer_parameters.dense : 0;
-      gather(layers_dense, slots::kDataParallel, 1.0);
-      gather(ctx_.stage_parameters.dense - layers_dense, slots::kDataParallel, 2.0);
-      gather(ctx_.stage_parameters.expert, slots::kExpertDataParallel, layer_parameter_bytes());
-    }
-  }
-
-  std::int64_t tp_replicated_parameters() const {
-    std::int64_t n = 0;
-    for (const auto& chunk : ctx_.chunks)
-      for (std::int64_t layer = chunk.first; layer < chunk.first + chunk.count; ++layer)
-        n += layer_tp_replicated_parameters(m_, c_, layer);
-    if (last_virtual_any()) n += output_tp_replicated_parameters(m_, c_);
-    return n;
-  }
-
-  // The fp8 weight tensors of this stage's layers, each with a scale of its
-  // own: the linears of attention and of a dense MLP or the shared experts
-  // (dense parameters), and one fc1 and one fc2 weight per local expert
-  // (Megatron-Core's TEGroupedMLP keeps each expert's weights apart).
-  struct Fp8WeightTensors {
-    std::int64_t dense = 0, expert = 0;
-  };
-  Fp8WeightTensors fp8_weight_tensors() const {
-    Fp8WeightTensors t;
-    for (const auto& chunk : ctx_.chunks)
-      for (std::int64_t layer = chunk.first; layer < chunk.first + chunk.count; ++layer) {
-        const std::int64_t gemms = fp8_gemms_per_layer(m_, layer);
-        if (!m_.is_moe_layer(layer)) {
-          t.dense += gemms;
-          continue;
-        }
-        t.dense += gemms - 2;  // all but the routed experts' fc1 and fc2
-        t.expert += 2 * m_.num_moe_experts / c_.ep;
-      }
-    return t;
-  }
+  void finish_step() { build_step_end(ctx_, out_, dp_, first_virtual_any(), last_virtual_any()); }
 
   bool first_virtual_any() const {
     for (std::size_t c = 0; c < ctx_.chunks.size(); ++c)
@@ -569,7 +372,7 @@ class StageBuilder {
   LayerBlocks blocks_;
   std::uint64_t activation_bytes_ = 0;
   std::int64_t total_virtual_ = 1;
-  const P2pCall* call_ = nullptr;  // the current step's (see p2p_calls)
+  const P2pCall* call_ = nullptr;  // the current step's (see megatron_p2p_calls)
   std::unordered_map<std::int64_t, std::vector<TaskRef>> gathers_, param_gather_;
 };
 

@@ -1,0 +1,176 @@
+// The end of a stage's step (see internal/step_end.hpp).
+#include "internal/step_end.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "ptsim/workload/boundary_ops.hpp"
+#include "ptsim/workload/layer_ops.hpp"
+#include "ptsim/workload/op_spec.hpp"
+#include "ptsim/workload/stage_parameters.hpp"
+#include "ptsim/workload/step_workload.hpp"
+
+namespace ptsim::workload::internal {
+
+namespace {
+
+using taskgraph::CollectiveKind;
+
+// Gradients of parameters every TP rank holds whole but trains apart, summed
+// over TP at the step's end.
+std::int64_t tp_replicated_parameters(const StageContext& ctx, bool holds_last_virtual) {
+  const strategy::ParallelConfig& c = *ctx.config;
+  const model::ModelSpec& m = *ctx.model;
+  std::int64_t n = 0;
+  for (const auto& chunk : ctx.chunks)
+    for (std::int64_t layer = chunk.first; layer < chunk.first + chunk.count; ++layer)
+      n += layer_tp_replicated_parameters(m, c, layer);
+  if (holds_last_virtual) n += output_tp_replicated_parameters(m, c);
+  return n;
+}
+
+// The fp8 weight tensors of this stage's layers, each with a scale of its
+// own: the linears of attention and of a dense MLP or the shared experts
+// (dense parameters), and one fc1 and one fc2 weight per local expert
+// (Megatron-Core's TEGroupedMLP keeps each expert's weights apart).
+struct Fp8WeightTensors {
+  std::int64_t dense = 0, expert = 0;
+};
+Fp8WeightTensors fp8_weight_tensors(const StageContext& ctx) {
+  const strategy::ParallelConfig& c = *ctx.config;
+  const model::ModelSpec& m = *ctx.model;
+  Fp8WeightTensors t;
+  for (const auto& chunk : ctx.chunks)
+    for (std::int64_t layer = chunk.first; layer < chunk.first + chunk.count; ++layer) {
+      const std::int64_t gemms = fp8_gemms_per_layer(m, layer);
+      if (!m.is_moe_layer(layer)) {
+        t.dense += gemms;
+        continue;
+      }
+      t.dense += gemms - 2;  // all but the routed experts' fc1 and fc2
+      t.expert += 2 * m.num_moe_experts / c.ep;
+    }
+  return t;
+}
+
+}  // namespace
+
+void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& dp, bool holds_first_virtual,
+                    bool holds_last_virtual) {
+  const strategy::ParallelConfig& c = *ctx.config;
+  const model::ModelSpec& m = *ctx.model;
+  dp.reduce_remaining();
+  // Tied input and output embeddings on different stages: once the DP
+  // reduction is done, their gradients are summed over the embedding group
+  // (Megatron-LM's finalize_model_grads), before the optimizer runs.
+  if (ctx.embedding_group && (holds_first_virtual || holds_last_virtual)) {
+    const auto bytes = static_cast<std::uint64_t>(c.gradient_bytes() * (m.vocab_size / c.tp) * m.hidden_size);
+    out.instantiate(out.block("embedding.grad_allreduce",
+                              [&](BlockRecorder& b) {
+                                const auto id = b.emit_collective(streams::kEmbeddingGrad, slots::kEmbedding,
+                                                                  categories::kPipelineParallel, bytes,
+                                                                  "embedding.grad_allreduce", false);
+                                b.follow_stream(id, streams::kDataParallel);
+                              }),
+                    -1, -1);
+  }
+  // The optimizer waits for every gradient reduction; each stream runs its
+  // reductions in order, so waiting for each stream's last task is enough.
+  out.wait_for_stream(streams::kDataParallel);
+  out.wait_for_stream(streams::kEmbeddingGrad);
+  // A block of step-end ops, in order, counted as optimizer work.
+  const auto step_end_ops = [&](const std::string& key, const std::vector<OpSpec>& ops) {
+    out.instantiate(out.block(key,
+                              [&](BlockRecorder& b) {
+                                b.begin_list();
+                                const auto names = b.names_of(ops, "");
+                                for (std::size_t i = 0; i < ops.size(); ++i)
+                                  b.emit(ops[i], names[i], categories::kOptimizer, 0, 0);
+                              }),
+                    -1, -1);
+  };
+  // Gradients of parameters every TP rank holds whole but trains apart
+  // (layer_tp_replicated_parameters, output_tp_replicated_parameters),
+  // summed over TP after the DP reduction: flattened into one buffer,
+  // all-reduced, copied back (Megatron-Core's
+  // _allreduce_non_tensor_model_parallel_grads).
+  if (const std::int64_t n = tp_replicated_parameters(ctx, holds_last_virtual); n > 0) {
+    const double bytes = static_cast<double>(c.gradient_bytes()) * static_cast<double>(n);
+    step_end_ops(fmt::format("tp_replicated_grads.{}", n),
+                 {memory_op("tp_replicated_grads.flatten", 2 * bytes),
+                  collective_op("tp_replicated_grads.allreduce", CollectiveKind::AllReduce, CommGroup::TensorParallel,
+                                bytes),
+                  memory_op("tp_replicated_grads.unflatten", 2 * bytes)});
+  }
+  const auto shard = [&](std::int64_t n, std::int64_t group) {
+    return c.zero_stage >= 1 ? (n + group - 1) / group : n;
+  };
+  const std::int64_t updated =
+      shard(ctx.stage_parameters.dense, ctx.dense_group) + shard(ctx.stage_parameters.expert, ctx.expert_group);
+  // With fp8 parameter gathering the Adam kernel leaves the model
+  // parameters alone and the updated shard is cast to fp8 after it (read
+  // the fp32 main parameters, write one byte). Every DP rank casts its own
+  // shard of a weight, and the shards must share one scale, so the shard
+  // amaxes are all-reduced (max) over the parameters' DP group, one fp32
+  // per weight tensor, packed into one call (Transformer Engine
+  // tensor/utils.py at d0067d0da6, _cast_master_weights_to_fp8_*). Under
+  // current scaling that scale is this step's: each shard's amax is read
+  // first (read 4 bytes a parameter) and the cast waits for the reduction;
+  // under delayed scaling the cast uses the scale it has and the reduced
+  // amaxes update the scales after it.
+  const OpSpec step = optimizer_step_op(updated, c.gradient_bytes(), c.fp8_param_gather ? 0 : 2);
+  if (!c.fp8_param_gather) {
+    step_end_ops(fmt::format("optimizer.{}", updated), {step});
+  } else {
+    const bool current = c.fp8_recipe == strategy::Fp8Recipe::Tensorwise;
+    const OpSpec cast =
+        memory_op("fp8.param_shard_cast", 5.0 * static_cast<double>(updated), taskgraph::KernelClass::Optimizer);
+    const auto reduce_amaxes = [&] {
+      const Fp8WeightTensors t = fp8_weight_tensors(ctx);
+      const auto reduce = [&](std::int64_t tensors, std::uint8_t slot) {
+        if (tensors == 0 || dp.group_of(slot) == 1) return;
+        out.instantiate(dp.collective("fp8.param_amax_allreduce", slot, CollectiveKind::AllReduce,
+                                      static_cast<std::uint64_t>(4 * tensors), true),
+                        -1, -1);
+      };
+      reduce(t.dense, slots::kDataParallel);
+      reduce(t.expert, slots::kExpertDataParallel);
+    };
+    if (current) {
+      step_end_ops(fmt::format("optimizer.{}.fp8_amax", updated),
+                   {step, memory_op("fp8.param_shard_amax", 4.0 * static_cast<double>(updated),
+                                    taskgraph::KernelClass::Optimizer)});
+      reduce_amaxes();
+      step_end_ops(fmt::format("optimizer.{}.fp8_cast", updated), {cast});
+    } else {
+      step_end_ops(fmt::format("optimizer.{}.fp8", updated), {step, cast});
+      reduce_amaxes();
+    }
+  }
+  // ZeRO-1/2: every rank gathers the parameters the others updated, after
+  // the optimizer, unless the next step's forward overlaps it.
+  if ((c.zero_stage == 1 || c.zero_stage == 2) && !c.overlap_param_gather) {
+    const auto gather = [&](std::int64_t total, std::uint8_t slot, double bytes_per_parameter) {
+      if (dp.group_of(slot) == 1) return;
+      for (std::int64_t left = total; left > 0;) {
+        const std::int64_t n = std::min(left, ctx.ddp_bucket_parameters);
+        out.instantiate(dp.collective("zero.param_allgather.bucket", slot, CollectiveKind::AllGather,
+                                      static_cast<std::uint64_t>(bytes_per_parameter * static_cast<double>(n)), false),
+                        -1, -1);
+        left -= n;
+      }
+    };
+    // Under fp8 parameter gathering the layers' parameters sit in a buffer
+    // of their own, gathered at one byte each; the embedding and output
+    // layer stay bf16 (Megatron's buffers are per dtype).
+    const std::int64_t layers_dense = c.fp8_param_gather ? ctx.layer_parameters.dense : 0;
+    gather(layers_dense, slots::kDataParallel, 1.0);
+    gather(ctx.stage_parameters.dense - layers_dense, slots::kDataParallel, 2.0);
+    gather(ctx.stage_parameters.expert, slots::kExpertDataParallel, (c.fp8_param_gather ? 1.0 : 2.0));
+  }
+}
+
+}  // namespace ptsim::workload::internal
