@@ -11,18 +11,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "internal/hf_families.hpp"
 #include "internal/object_reader.hpp"
 #include "ptsim/common/error.hpp"
 
 namespace ptsim::config::internal {
 
-namespace {
+void set_heads(model::ModelSpec& m, ObjectReader& in, const std::string& heads_key,
+               std::optional<std::int64_t> head_dim) {
+  if (!head_dim && m.hidden_size % m.num_attention_heads != 0)
+    in.fail(heads_key, fmt::format("must divide hidden_size = {}", m.hidden_size));
+  m.kv_channels = head_dim.value_or(m.hidden_size / m.num_attention_heads);
+}
 
-constexpr std::int64_t kMaxDim = 1 << 20;
-constexpr std::int64_t kMaxLayers = 100'000;
-constexpr std::int64_t kMaxVocab = 100'000'000;
-constexpr std::int64_t kMaxSeq = 1 << 24;
-constexpr std::int64_t kMaxExperts = 1 << 16;  // routed experts per layer
+namespace {
 
 // A dense family carrying expert counts is a mislabelled MoE config.
 void reject_experts(const nlohmann::json& object, const std::string& where,
@@ -33,13 +35,6 @@ void reject_experts(const nlohmann::json& object, const std::string& where,
           "{}: /{} = {}: model_type = {} is a dense family; a mixture-of-experts config names "
           "its own model_type (mixtral, qwen3_moe, deepseek_v3 or gpt_oss)",
           where, key, show(object[key]), type));
-}
-
-void set_heads(model::ModelSpec& m, ObjectReader& in, const std::string& heads_key,
-               std::optional<std::int64_t> head_dim) {
-  if (!head_dim && m.hidden_size % m.num_attention_heads != 0)
-    in.fail(heads_key, fmt::format("must divide hidden_size = {}", m.hidden_size));
-  m.kv_channels = head_dim.value_or(m.hidden_size / m.num_attention_heads);
 }
 
 // What every Llama-derived decoder shares: pre-norm RMSNorm, SwiGLU MLPs,
@@ -298,70 +293,6 @@ model::ModelSpec gpt_oss(ObjectReader& in) {
   // are not counted: 64 · 36 = 2304 parameters in gpt-oss-120b.
   m.add_bias_linear = in.optional_boolean("attention_bias").value_or(false);
   read_alternating_windows(in, m);
-  return m;
-}
-
-model::ModelSpec gpt2(ObjectReader& in) {
-  model::ModelSpec m;
-  m.num_layers = in.integer("n_layer", 1, kMaxLayers);
-  m.hidden_size = in.integer("n_embd", 1, kMaxDim);
-  m.num_attention_heads = in.integer("n_head", 1, kMaxDim);
-  m.num_query_groups = m.num_attention_heads;
-  m.ffn_hidden_size = in.optional_integer("n_inner", 1, kMaxDim * 8).value_or(4 * m.hidden_size);
-  m.vocab_size = in.integer("vocab_size", 1, kMaxVocab);
-  m.seq_length = in.integer("n_positions", 1, kMaxSeq);
-  m.seq_length_from = "n_positions";
-  set_heads(m, in, "n_head", std::nullopt);
-  in.optional_choice("activation_function", {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh"});
-  m.activation = model::Activation::Gelu;
-  m.normalization = model::Normalization::LayerNorm;
-  m.position_embedding = model::PositionEmbedding::LearnedAbsolute;
-  m.tie_embeddings = in.optional_boolean("tie_word_embeddings").value_or(true);
-  m.dropout = in.optional_number("resid_pdrop", 0.0, 0.99).value_or(0.1);
-  return m;
-}
-
-// GPT-NeoX (Pythia): LayerNorm, GeLU, rotary. Its parallel residual puts
-// attention and MLP side by side; the FLOPs and saved tensors are the same
-// as the sequential layer simulated here.
-model::ModelSpec gpt_neox(ObjectReader& in) {
-  model::ModelSpec m;
-  m.num_layers = in.integer("num_hidden_layers", 1, kMaxLayers);
-  m.hidden_size = in.integer("hidden_size", 1, kMaxDim);
-  m.num_attention_heads = in.integer("num_attention_heads", 1, kMaxDim);
-  m.num_query_groups = m.num_attention_heads;
-  m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
-  m.vocab_size = in.integer("vocab_size", 1, kMaxVocab);
-  m.seq_length = in.integer("max_position_embeddings", 1, kMaxSeq);
-  m.seq_length_from = "max_position_embeddings";
-  set_heads(m, in, "num_attention_heads", std::nullopt);
-  in.optional_choice("hidden_act", {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh"});
-  m.activation = model::Activation::Gelu;
-  m.normalization = model::Normalization::LayerNorm;
-  m.position_embedding = model::PositionEmbedding::Rope;
-  m.tie_embeddings = in.optional_boolean("tie_word_embeddings").value_or(false);
-  m.dropout = in.optional_number("hidden_dropout", 0.0, 0.99).value_or(0.0);
-  return m;
-}
-
-model::ModelSpec bert(ObjectReader& in) {
-  model::ModelSpec m;
-  m.num_layers = in.integer("num_hidden_layers", 1, kMaxLayers);
-  m.hidden_size = in.integer("hidden_size", 1, kMaxDim);
-  m.num_attention_heads = in.integer("num_attention_heads", 1, kMaxDim);
-  m.num_query_groups = m.num_attention_heads;
-  m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
-  m.vocab_size = in.integer("vocab_size", 1, kMaxVocab);
-  m.seq_length = in.integer("max_position_embeddings", 1, kMaxSeq);
-  m.seq_length_from = "max_position_embeddings";
-  set_heads(m, in, "num_attention_heads", std::nullopt);
-  in.optional_choice("hidden_act", {"gelu", "gelu_new"});
-  m.activation = model::Activation::Gelu;
-  m.normalization = model::Normalization::LayerNorm;
-  m.position_embedding = model::PositionEmbedding::LearnedAbsolute;
-  m.tie_embeddings = true;  // the masked-LM decoder shares the word embeddings
-  m.causal = false;         // an encoder: every token attends to every other
-  m.dropout = in.optional_number("hidden_dropout_prob", 0.0, 0.99).value_or(0.1);
   return m;
 }
 

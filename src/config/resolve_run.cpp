@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "internal/run_checker.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/pipeline_layout.hpp"
 #include "ptsim/strategy/rank_layout.hpp"
@@ -19,65 +20,12 @@ namespace ptsim::config {
 
 namespace {
 
-constexpr std::int64_t kMaxGpus = std::int64_t{1} << 24;      // 16.7 M GPUs
-constexpr std::int64_t kMaxBatch = std::int64_t{1} << 31;
-constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24;
-
-std::string divisors_hint(std::int64_t n) {
-  std::vector<std::int64_t> d;
-  for (std::int64_t i = 1; i <= n && d.size() < 8; ++i)
-    if (n % i == 0) d.push_back(i);
-  return fmt::format("{}", fmt::join(d, ", "));
-}
-
-class Checker {
- public:
-  Checker(const StrategyInput& s, const model::ModelSpec& m) : s_(s), m_(m) {}
-
-  std::int64_t bounded(const std::optional<std::int64_t>& v, std::int64_t fallback,
-                       const std::string& field, std::int64_t max) const {
-    const std::int64_t x = v.value_or(fallback);
-    if (x < 1 || x > max)
-      fail(field, x, fmt::format("must lie in [1, {}]", max), "use a realistic value");
-    return x;
-  }
-
-  /// `field` must divide `n`, the model's `what`.
-  void divides(const std::string& field, std::int64_t value, std::int64_t n, const std::string& what,
-               const std::string& why = "") const {
-    if (n % value == 0) return;
-    fail(field, value,
-         fmt::format("must divide {} = {} (model {}{})", what, n, m_.name, why.empty() ? "" : ": " + why),
-         fmt::format("choose one of {}", divisors_hint(n)));
-  }
-
-  [[noreturn]] void fail(const std::string& field, std::int64_t value, const std::string& rule,
-                         const std::string& fix) const {
-    throw ConfigError(fmt::format("{} = {} {}; {}", s_.where(field), value, rule, fix));
-  }
-
-  [[noreturn]] void fail(const std::string& field, const std::string& value,
-                         const std::string& rule, const std::string& fix) const {
-    throw ConfigError(fmt::format("{} = {} {}; {}", s_.where(field), value, rule, fix));
-  }
-
-  /// A boolean flag that may not be combined with the current setting.
-  [[noreturn]] void fail_flag(const std::string& field, const std::string& rule, const std::string& fix) const {
-    throw ConfigError(fmt::format("{} {}; {}", s_.where(field), rule, fix));
-  }
-
- private:
-  const StrategyInput& s_;
-  const model::ModelSpec& m_;
-};
-
-// The schedule a strategy names; the readers admit only the registered
-// names, so an unknown one here is ptsim's bug, not the user's.
-const strategy::ScheduleDescriptor& schedule_of(const std::string& s) {
-  const strategy::ScheduleDescriptor* d = strategy::find_schedule(s);
-  PTSIM_ASSERT(d != nullptr, "a schedule name the strategy readers did not check");
-  return *d;
-}
+using internal::check_pipeline;
+using internal::Checker;
+using internal::enforce;
+using internal::kMaxBatch;
+using internal::kMaxGpus;
+using internal::kMaxSeq;
 
 // The value of an enum whose name (its to_string) is `name`. The strategy
 // readers admit only these names (their choices lists), so any other here is
@@ -88,11 +36,6 @@ E named(const std::string& name, const std::array<E, N>& values, const char* wha
     if (to_string(v) == name) return v;
   PTSIM_ASSERT(false, fmt::format("a {} name the strategy readers did not check: '{}'", what, name).c_str());
   return values[0];
-}
-
-// A schedule's rule broken: the field, its value, the rule and the fix.
-void enforce(const Checker& check, const std::optional<strategy::ScheduleViolation>& v) {
-  if (v) check.fail(v->field, v->value, v->rule, v->fix);
 }
 
 // Tensor, context and expert parallelism against the model's dimensions.
@@ -143,97 +86,6 @@ void check_model_splits(const Checker& check, const model::ModelSpec& m, strateg
 }
 
 // Layers per virtual stage and the schedule that runs them.
-void check_pipeline(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
-                    const StrategyInput& s) {
-  const std::int64_t L = m.num_layers;
-  c.vpp = check.bounded(s.vpp, 1, "vpp", 1 << 16);
-  if (s.layers_per_virtual_stage) {
-    const std::int64_t n = *s.layers_per_virtual_stage;
-    if (c.pp == 1) check.fail("layers_per_virtual_stage", n, "needs pipeline parallelism", "set --pp > 1");
-    if (L % c.pp != 0)
-      check.fail("layers_per_virtual_stage", n,
-                 fmt::format("needs stages of equal size, but pp = {} does not divide num_layers = {}", c.pp, L),
-                 "give --virtual-pipeline-model-parallel-size instead, which splits the layers as evenly as possible");
-    if (L % (c.pp * n) != 0)
-      check.fail("layers_per_virtual_stage", n,
-                 fmt::format("must divide the layers of a stage evenly: num_layers = {} over pp = {}", L, c.pp),
-                 fmt::format("choose one of {}", divisors_hint(L / c.pp)));
-    const std::int64_t vpp = L / (c.pp * n);
-    if (s.vpp && *s.vpp != vpp)
-      check.fail("vpp", *s.vpp,
-                 fmt::format("contradicts --num-layers-per-virtual-pipeline-stage {} (which gives {})", n, vpp),
-                 "give one of the two");
-    c.vpp = vpp;
-  }
-  std::vector<std::int64_t> layout_layers;
-  if (s.pipeline_layout) {
-    const std::string& layout = *s.pipeline_layout;
-    if (c.pp == 1) check.fail("pipeline_layout", layout, "needs pipeline parallelism", "set --pp > 1");
-    if (s.layers_per_virtual_stage || s.first_stage_layers || s.last_stage_layers) {
-      const char* other = s.layers_per_virtual_stage ? "layers_per_virtual_stage"
-                          : s.first_stage_layers     ? "first_stage_layers"
-                                                     : "last_stage_layers";
-      check.fail("pipeline_layout", layout,
-                 fmt::format("places every layer, so {} cannot also be given", s.where(other)),
-                 "give one of the two");
-    }
-    layout_layers = pipeline_layout_layers(layout, L, c.pp, s.where("pipeline_layout"));
-    const auto vpp = static_cast<std::int64_t>(layout_layers.size()) / c.pp;
-    if (s.vpp && *s.vpp != vpp)
-      check.fail("vpp", *s.vpp,
-                 fmt::format("contradicts --pipeline-model-parallel-layout, whose {} stages over pp = {} give {}",
-                             layout_layers.size(), c.pp, vpp),
-                 "give one of the two");
-    c.vpp = vpp;
-  }
-  const std::string schedule =
-      s.schedule.value_or(std::string(strategy::to_string(c.vpp > 1 ? strategy::ScheduleKind::Interleaved
-                                                                      : strategy::ScheduleKind::OneFOneB)));
-  const strategy::ScheduleDescriptor& described = schedule_of(schedule);
-  c.schedule = described.kind;
-  if (c.vpp > 1 && c.pp == 1)
-    check.fail("vpp", c.vpp, "needs pipeline parallelism (model chunks are spread over pipeline stages)",
-               "set --pp > 1 or drop --vpp");
-  if (c.vpp > 1 && !described.chunks_from_vpp)
-    check.fail("schedule", schedule, fmt::format("cannot run vpp = {} model chunks per stage", c.vpp),
-               "use --schedule interleaved or drop --vpp");
-  strategy::ScheduleShape shape;
-  shape.pp = c.pp;
-  shape.vpp = c.vpp;
-  enforce(check, described.check_pipeline(shape));
-  if ((s.first_stage_layers || s.last_stage_layers) && c.pp == 1)
-    check.fail(s.first_stage_layers ? "first_stage_layers" : "last_stage_layers",
-               s.first_stage_layers.value_or(s.last_stage_layers.value_or(0)), "needs pipeline parallelism",
-               "set --pp > 1");
-  if ((s.first_stage_layers || s.last_stage_layers) && c.vpp > 1)
-    check.fail(s.first_stage_layers ? "first_stage_layers" : "last_stage_layers",
-               s.first_stage_layers.value_or(s.last_stage_layers.value_or(0)),
-               "cannot be combined with the interleaved schedule's equal model chunks", "drop it or --vpp");
-  const std::int64_t virtual_stages = c.pp * c.vpp;
-  if (virtual_stages > L)
-    check.fail(c.vpp > 1 ? "vpp" : "pp", c.vpp > 1 ? c.vpp : c.pp,
-               fmt::format("makes {} virtual stages, more than num_layers = {} (model {}): every stage needs a layer",
-                           virtual_stages, L, m.name),
-               "use fewer pipeline stages or chunks");
-  if (s.first_stage_layers || s.last_stage_layers) {
-    const std::int64_t fixed = s.first_stage_layers.value_or(0) + s.last_stage_layers.value_or(0);
-    const std::int64_t rest = c.pp - (s.first_stage_layers ? 1 : 0) - (s.last_stage_layers ? 1 : 0);
-    if (L - fixed < rest || (rest == 0 && L != fixed))
-      check.fail(s.first_stage_layers ? "first_stage_layers" : "last_stage_layers", fixed,
-                 L < fixed ? fmt::format("makes the first and last stages take {} layers, more than num_layers = {}",
-                                         fixed, L)
-                           : fmt::format("leaves {} layers for the other {} stages of num_layers = {}", L - fixed,
-                                         rest, L),
-                 rest == 0 ? "make the first and last stages hold every layer" : "give the first/last stage fewer layers");
-  }
-  if (!layout_layers.empty() && described.two_directions)
-    check.fail("pipeline_layout", *s.pipeline_layout, "cannot place DualPipe's two chunks per stage",
-               "drop it (ptsim splits DualPipe's layers evenly) or use another schedule");
-  c.virtual_stage_layers = layout_layers.empty()
-                               ? strategy::split_layers(L, virtual_stages, s.first_stage_layers, s.last_stage_layers)
-                               : layout_layers;
-}
-
 void check_memory_options(const Checker& check, strategy::ParallelConfig& c, const StrategyInput& s) {
   const std::string recompute = s.recompute.value_or("none");
   c.recompute = named(recompute,
