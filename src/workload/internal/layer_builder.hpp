@@ -1,0 +1,370 @@
+// The builder of one transformer layer's ops (layer_ops.cpp: norms,
+// linears with their TP collectives, FP8 casts, the dense MLP and the
+// layer's assembly; layer_attention.cpp: multi-latent, fused, unfused and
+// ring attention; layer_moe.cpp: the MoE layer). The notation and the
+// sources are layer_ops.cpp's header. Private to workload/.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ptsim/workload/layer_ops.hpp"
+
+namespace ptsim::workload::internal {
+
+using taskgraph::CollectiveKind;
+using taskgraph::KernelClass;
+
+inline OpSpec saving(OpSpec op, double saved) {
+  op.saved_bytes = as_bytes(saved);
+  return op;
+}
+
+inline OpSpec freeing(OpSpec op, double freed) {
+  op.freed_bytes = as_bytes(freed);
+  return op;
+}
+
+inline OpSpec weight_grad(OpSpec op) {
+  op.weight_grad = true;
+  return op;
+}
+
+// Core attention, which selective recomputation reruns; under it the op
+// keeps `kept` bytes of what it saves (the checkpoint's inputs).
+inline OpSpec rerun_by_selective(OpSpec op, double kept = 0) {
+  op.core_attention = true;
+  op.selective_saved_bytes = as_bytes(kept);
+  return op;
+}
+
+// Appends `block`, whose OpSpec::after counts from the block's first op, to
+// `into`, where it counts from the list's first.
+inline void append_block(std::vector<OpSpec>& into, const std::vector<OpSpec>& block) {
+  const int base = static_cast<int>(into.size());
+  for (OpSpec op : block) {
+    if (op.after >= 0) op.after += base;
+    into.push_back(std::move(op));
+  }
+}
+
+// Builds a layer's ops: forward in order, backward collected in reverse
+// (each backward() call adds a group that take() places before the earlier ones).
+class LayerBuilder {
+ public:
+  LayerBuilder(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer)
+      : sliding_(m.is_sliding_window_layer(layer)),
+        m_(m),
+        shape_(shape),
+        t_(static_cast<double>(shape.tp)),
+        N_(shape.tokens()),
+        Nsp_(shape.sp_tokens()),
+        h_(static_cast<double>(m.hidden_size)),
+        tp_(shape.tp > 1),
+        sp_(shape.sequence_parallel),
+        dropout_(m.dropout > 0),
+        fp8_(shape.gemm_dtype == Dtype::Fp8),
+        current_(fp8_ && shape.fp8_current_scaling) {}
+
+  BlockOps take() {
+    BlockOps ops;
+    ops.forward = std::move(fw_);
+    for (auto it = bw_groups_.rbegin(); it != bw_groups_.rend(); ++it) append_block(ops.backward, *it);
+    return ops;
+  }
+
+  // `into_fp8_linear`: the norm is fused into the FP8 linear after it
+  // (Transformer Engine's LayerNormLinear: Megatron-Core's QKV and dense FC1).
+  // Under delayed scaling it writes fp8 directly (read 2, write 1 bytes an
+  // element); under current scaling it writes bf16 and the tensor's amax,
+  // which the linear's quantize then uses (TE normalization.cpp: FULLY_FUSED
+  // against FUSED_NORM_AMAX_FP8).
+  // `width`: the normalized tensor's width (default: the hidden size).
+  void norm(const std::string& name, bool into_fp8_linear = false, double width = 0) {
+    const double w = width > 0 ? width : h_;
+    const double out_bytes = into_fp8_linear && fp8_ && !current_ ? 1 : 2;
+    fw_.push_back(saving(memory_op(name, Nsp_ * w * (2 + out_bytes), KernelClass::Norm), 2 * Nsp_ * w));
+    backward({freeing(memory_op(name + ".bwd", 2 * Nsp_ * w * 4, KernelClass::Norm), 2 * Nsp_ * w)});
+  }
+
+  // Bias, dropout and residual add, fused: reads two tensors, writes one (+ mask).
+  void residual(const std::string& prefix) {
+    if (dropout_) {
+      fw_.push_back(saving(memory_op(prefix + ".bias_dropout_add", Nsp_ * h_ * 7), Nsp_ * h_));
+      backward({freeing(memory_op(prefix + ".bias_dropout_add.bwd", Nsp_ * h_ * 5), Nsp_ * h_)});
+    } else {
+      fw_.push_back(memory_op(prefix + ".residual_add", Nsp_ * h_ * 6));
+    }
+  }
+
+  // The TP region's entry for an input of width `width` that column-parallel
+  // linears consume: all-gathered under SP (forward); its gradient reduced in
+  // backward by the last column-parallel linear's dgrad (see column()).
+  // With TP communication overlap the gather runs in chunks beside the GEMM
+  // that consumes it (async: the op after that GEMM waits). `fp8_linear`: its
+  // consumer is a Transformer Engine linear, which under FP8 quantizes the
+  // shard and gathers fp8 (quantize_shard; TE linear.py and
+  // layernorm_linear.py alike); `from_norm`: with the norm before it fused in.
+  // `width`: the input's width (default: the hidden size).
+  void enter_tp_region(const std::string& prefix, bool fp8_linear = false, bool from_norm = false, double width = 0) {
+    if (!sp_) return;
+    const double w = width > 0 ? width : h_;
+    const bool fp8 = fp8_ && fp8_linear;
+    if (fp8) quantize_shard(fw_, prefix, w, from_norm);
+    fw_.push_back(collective_op(prefix + ".allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
+                                (fp8 ? 1 : 2) * N_ * w, shape_.tp_comm_overlap));
+  }
+
+  // A linear's input kept for its weight gradient: bf16, or under FP8 the
+  // quantized copy Transformer Engine keeps instead, 1 byte an element (TE
+  // linear.py and layernorm_linear.py keep only the fp8 data the wgrad GEMM
+  // reads; the bf16 input is freed unless another op keeps it).
+  double saved_input(double elements) const { return (fp8_ ? 1 : 2) * elements; }
+
+  // Column-parallel linear of `in` → `out_total` (split t ways). `saved` is the
+  // number of input elements kept for its weight gradient (0: another op
+  // already saved them).
+  // `reduce_input_grad`: this linear's dgrad completes the region input's
+  // gradient, which is all-reduced (reduce-scattered under SP) beside its wgrad.
+  // `norm_fused`: the norm before it is fused in (see norm()); under FP8 the
+  // input then arrives quantized and only its transpose for the weight
+  // gradient is made here (delayed scaling: read 1, write 1 bytes an
+  // element; current scaling: the quantize itself, read 2, write 1 + 1).
+  // Under SP a gathered input was quantized before the gather, fused norm or
+  // not (enter_tp_region), and the transpose follows the backward's
+  // regather, which moves fp8 too.
+  // `biased`: the linear carries a bias (add_bias_linear; the QKV
+  // projection also with add_qkv_bias), whose gradient is reduced in backward.
+  void column(const std::string& name, double rows, double in, double out_total, double saved, bool reduce_input_grad,
+              bool gathered_input, bool norm_fused, bool biased) {
+    const double out = out_total / t_;
+    const double saved_bytes = saved_input(saved);
+    const bool fp8_input = fp8_ && (norm_fused || (sp_ && gathered_input));
+    if (!fp8_input) {
+      cast(name, rows, in);
+    } else if (!sp_) {
+      fw_.push_back(memory_op(name + (current_ ? ".fp8_cast" : ".fp8_transpose"), rows * in * (current_ ? 4 : 2)));
+    }
+    fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), saved_bytes));
+    std::vector<OpSpec> bw;
+    cast_grad(name, rows, out, bw);
+    // Under SP the weight gradient needs the whole input again.
+    const bool regather = sp_ && gathered_input;
+    if (regather) {
+      OpSpec ag = collective_op(name + ".input_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
+                                (fp8_input ? 1 : 2) * N_ * in, true);
+      ag.weight_grad = true;
+      bw.push_back(ag);
+    }
+    const int dgrad = static_cast<int>(bw.size());
+    bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, shape_.gemm_dtype));
+    if (regather && fp8_input) {
+      // Made once the regather is done; the reduction below waits for the
+      // dgrad only, and the weight-gradient GEMM runs beside it as before.
+      bw.push_back(weight_grad(memory_op(name + ".input_fp8_transpose", rows * in * 2)));
+    }
+    if (reduce_input_grad && tp_) {
+      OpSpec reduce = collective_op(name + ".dgrad." + (sp_ ? "reducescatter" : "allreduce"),
+                                    sp_ ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
+                                    CommGroup::TensorParallel, 2 * N_ * in, shape_.async_dgrad_reduce());
+      if (regather && fp8_input) reduce.after = dgrad;
+      bw.push_back(reduce);
+    }
+    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), saved_bytes)));
+    if (biased) bw.push_back(weight_grad(bias_grad(name, rows, out)));
+    backward(std::move(bw));
+  }
+
+  // Row-parallel linear of `in_total` (split t ways) → `out`; its output is
+  // all-reduced (reduce-scattered under SP) before the residual.
+  // `input_kept`: another op keeps the bf16 input for its own backward (fused
+  // attention its output), so under FP8 the linear's copy comes beside it;
+  // counted here, freed with the linear's weight gradient.
+  void row(const std::string& name, double rows, double in_total, double out, bool input_kept = false) {
+    const double in = in_total / t_;
+    const double saved = saved_input(rows * in) + (fp8_ && input_kept ? 2 * rows * in : 0);
+    cast(name, rows, in);
+    const int before_gemm = static_cast<int>(fw_.size()) - 1;
+    fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), saved));
+    if (tp_) {
+      OpSpec reduce = collective_op(name + (sp_ ? ".reducescatter" : ".allreduce"),
+                                    sp_ ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
+                                    CommGroup::TensorParallel, 2 * N_ * out);
+      // Pipelined with the GEMM under TP communication overlap: each chunk
+      // is reduced while the next is computed, so it starts with the GEMM.
+      if (shape_.tp_comm_overlap && before_gemm >= 0) reduce.after = before_gemm;
+      fw_.push_back(reduce);
+    }
+    std::vector<OpSpec> bw;
+    // The bias is added after the reduction, on the SP shard (fused with
+    // dropout and the residual): its gradient is reduced from that shard.
+    if (m_.add_bias_linear) bw.push_back(bias_grad(name, Nsp_, out));
+    // Under SP and FP8 the output gradient is quantized on its shard and
+    // gathered in fp8; its transpose for the weight gradient is made after.
+    const bool fp8_gather = sp_ && fp8_;
+    if (fp8_gather) quantize_shard(bw, name + ".grad", out, false);
+    if (sp_)
+      bw.push_back(collective_op(name + ".grad_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
+                                 (fp8_gather ? 1 : 2) * N_ * out, shape_.tp_comm_overlap));
+    if (!fp8_gather) cast_grad(name, rows, out, bw);
+    bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, shape_.gemm_dtype));
+    if (fp8_gather) bw.push_back(weight_grad(memory_op(name + ".grad_fp8_transpose", rows * out * 2)));
+    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), saved)));
+    backward(std::move(bw));
+  }
+
+  void attention() {
+    if (m_.multi_latent_attention) {
+      latent_attention_projections();  // gathers its latents, not the layer input
+    } else {
+      const double d = static_cast<double>(m_.kv_channels);
+      const double q = static_cast<double>(m_.num_attention_heads) * d;
+      const double kv = static_cast<double>(m_.num_query_groups) * d;
+      enter_tp_region("attn.input", true, true);
+      column("attn.qkv", N_, h_, q + 2 * kv, Nsp_ * h_, true, true, true, m_.qkv_bias());
+      if (m_.qk_layernorm) {
+        fw_.push_back(
+            saving(memory_op("attn.qk_norm", 2 * N_ * (q + kv) / t_ * 2, KernelClass::Norm), 2 * N_ * (q + kv) / t_));
+        backward({freeing(memory_op("attn.qk_norm.bwd", 2 * N_ * (q + kv) / t_ * 4, KernelClass::Norm),
+                          2 * N_ * (q + kv) / t_)});
+      }
+      if (m_.position_embedding == model::PositionEmbedding::Rope) rope(q / t_, kv / t_);
+      core_attention(d, d, kv / q);
+    }
+  }
+
+  void mlp(std::int64_t layer) {
+    if (m_.is_moe_layer(layer)) {
+      moe();
+    } else {
+      dense_mlp("mlp", static_cast<double>(m_.ffn_hidden_size), true);
+    }
+  }
+
+ private:
+  // A linear bias's gradient: the output gradient summed over the `rows`
+  // tokens, one reduction kernel reading rows·width bf16 values. Megatron-LM
+  // runs it as its own kernel for every biased linear: `grad_output.sum(dim=0)`
+  // in the linear's backward (qkv), and autograd's sum over the broadcast
+  // dimension where the bias is added outside the GEMM (fc1 in the fused
+  // bias-GeLU, proj and fc2 in the fused bias-dropout-add).
+  static OpSpec bias_grad(const std::string& name, double rows, double width) {
+    return memory_op(name + ".bias_grad", 2 * rows * width + 2 * width);
+  }
+
+  // FP8 GEMMs (Transformer Engine): the input is cast to fp8 with its
+  // transpose for the weight gradient (read 2, write 1 + 1 bytes per element);
+  // the output gradient likewise in backward. Current scaling first reads the
+  // tensor once more for its amax (TE quantizer.cpp: nvte_compute_amax, then
+  // the scale, then the cast: three kernels of one quantize call, priced here
+  // as one task of their bytes).
+  double cast_bytes() const { return current_ ? 6 : 4; }
+  void cast(const std::string& name, double rows, double cols) {
+    if (fp8_) fw_.push_back(memory_op(name + ".fp8_cast", rows * cols * cast_bytes()));
+  }
+  void cast_grad(const std::string& name, double rows, double cols, std::vector<OpSpec>& bw) {
+    if (fp8_) bw.push_back(memory_op(name + ".grad_fp8_cast", rows * cols * cast_bytes()));
+  }
+  // A tensor quantized on its sequence-parallel shard and gathered over TP in
+  // fp8 (TE distributed.py, _all_gather_fp8: the shard is cast row-wise, read
+  // 2 and write 1 bytes an element, and the gather moves one byte an
+  // element). Under current scaling the shard's amax is all-reduced over TP
+  // first so that every shard shares one scale (TE sets the quantizer's amax
+  // reduction group to the TP group for a column-parallel input and a
+  // row-parallel output gradient). `from_norm`: the tensor is a fused norm's
+  // output (see norm()), which under delayed scaling is fp8 already and
+  // under current scaling comes with its amax.
+  void quantize_shard(std::vector<OpSpec>& ops, const std::string& name, double cols, bool from_norm) {
+    if (!current_ && from_norm) return;
+    if (current_) {
+      if (!from_norm) ops.push_back(memory_op(name + ".fp8_amax", 2 * Nsp_ * cols));
+      ops.push_back(
+          collective_op(name + ".fp8_amax_allreduce", CollectiveKind::AllReduce, CommGroup::TensorParallel, 4));
+    }
+    ops.push_back(memory_op(name + ".fp8_cast", 3 * Nsp_ * cols));
+  }
+
+  // One group of backward ops, in issue order; OpSpec::after within it counts
+  // from the group's first op (take() places the group).
+  void backward(std::vector<OpSpec> ops) { bw_groups_.push_back(std::move(ops)); }
+
+  void rope(double q_width, double k_width) {
+    fw_.push_back(memory_op("attn.rope", 2 * 2 * N_ * (q_width + k_width)));
+    backward({memory_op("attn.rope.bwd", 2 * 2 * N_ * (q_width + k_width))});
+  }
+
+  // DeepSeek's multi-head latent attention as Megatron-Core runs it since
+  // July 2025 (multi_latent_attention.py, TE spec at 720c8b40d8 and after):
+  // - the down projections are Transformer Engine Linears in 'duplicated'
+  //   mode, weights whole on every TP rank, run on the rank's own tokens
+  //   (its SP shard; every token without SP), no collective. Their weight
+  //   gradients are summed over TP once a step (layer_tp_replicated_parameters);
+  // - each up projection is a LayerNormColumnParallelLinear: the latent norm
+  //   fused in, the latent gathered over TP under SP (fp8 under FP8), split
+  //   over the heads, its input gradient reduce-scattered (all-reduced
+  //   without SP);
+  // - without a query low rank (q_lora_rank 0) the query projection is a
+  //   ColumnParallelLinear of the gathered layer input;
+  // - the rotary key part, [s/t, b, d_rope], is gathered from the SP region
+  //   in bf16 (reduce-scattered in backward);
+  // then decoupled RoPE and attention with head width d_nope + d_rope for
+  // scores and d_v for values.
+  void latent_attention_projections();
+
+  // Attention proper (after the projections, before the output projection),
+  // then the output projection. q_d / v_d: query-key and value head widths;
+  // kv_ratio: key/value heads over query heads.
+  void core_attention(double qk_d, double v_d, double kv_ratio);
+
+  void unfused_attention(double d, double v_d, double kv_ratio);
+
+  void ring_attention(double bh, double qk_d, double v_d, double kv_ratio, double saved);
+
+  // A fused attention kernel, cuDNN's when the run says so.
+  OpSpec fused_attention(std::string name, double bh, double seq_q, double seq_kv, double qk_d, double v_d,
+                         double kv_ratio, bool causal, bool backward_pass) const {
+    OpSpec op = attention_op(std::move(name), bh, seq_q, seq_kv, qk_d, v_d, kv_ratio, causal, backward_pass);
+    if (shape_.cudnn_attention) op.flags |= taskgraph::kCudnn;
+    return op;
+  }
+
+  static std::string fmt_step(const std::string& prefix, std::int64_t j) {
+    return prefix + ".step" + std::to_string(j);
+  }
+
+  // The activation kernel's name: "<prefix>.swiglu", ".geglu" or ".gelu".
+  std::string activation_name(const std::string& prefix) const {
+    return prefix + "." + model::to_string(m_.activation);
+  }
+
+  void activation(const std::string& prefix, double rows, double fc1_out, double f) {
+    const std::string name = activation_name(prefix);
+    fw_.push_back(saving(memory_op(name, 2 * rows * (fc1_out + f)), 2 * rows * fc1_out));
+    backward({freeing(memory_op(name + ".bwd", 2 * rows * (2 * fc1_out + f)), 2 * rows * fc1_out)});
+  }
+
+  // `norm_fused`: the layer's MLP, whose FC1 takes the pre-MLP norm in (the
+  // shared experts of an MoE layer follow a norm of their own).
+  void dense_mlp(const std::string& prefix, double width, bool norm_fused) {
+    const double gated = m_.gated_mlp() ? 2 : 1;
+    enter_tp_region(prefix + ".input", true, norm_fused);
+    column(prefix + ".fc1", N_, h_, gated * width, Nsp_ * h_, true, true, norm_fused, m_.add_bias_linear);
+    activation(prefix, N_, gated * width / t_, width / t_);
+    row(prefix + ".fc2", N_, width, h_);
+  }
+
+  void moe();
+
+  const bool sliding_;
+  const model::ModelSpec& m_;
+  const MicroShape& shape_;
+  const double t_, N_, Nsp_, h_;
+  const bool tp_, sp_, dropout_, fp8_;
+  const bool current_;  // FP8 current (per-tensor) scaling; false: delayed scaling
+  std::vector<OpSpec> fw_;
+  std::vector<std::vector<OpSpec>> bw_groups_;
+};
+
+}  // namespace ptsim::workload::internal

@@ -1,0 +1,157 @@
+// Attention's ops in a layer (see internal/layer_builder.hpp and
+// layer_ops.cpp's header for the notation): multi-head latent attention's
+// projections, fused attention, the unfused kernels, and ring attention
+// under context parallelism.
+#include "internal/layer_builder.hpp"
+
+namespace ptsim::workload::internal {
+
+void LayerBuilder::latent_attention_projections() {
+  const double heads = static_cast<double>(m_.num_attention_heads);
+  const double dn = static_cast<double>(m_.qk_head_dim), dr = static_cast<double>(m_.qk_pos_emb_head_dim);
+  const double dv = static_cast<double>(m_.v_head_dim), ql = static_cast<double>(m_.q_lora_rank);
+  const double kl = static_cast<double>(m_.kv_lora_rank);
+  // One duplicated down projection of the layer input shard to `out`.
+  // `saved`: bytes of input it keeps for its weight gradient.
+  const auto down = [&](const std::string& name, double out, double saved) {
+    cast(name, Nsp_, h_);
+    fw_.push_back(saving(matmul(name, Nsp_, out, h_, 1, shape_.gemm_dtype), saved));
+    std::vector<OpSpec> bw;
+    cast_grad(name, Nsp_, out, bw);
+    bw.push_back(matmul(name + ".dgrad", Nsp_, h_, out, 1, shape_.gemm_dtype));
+    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", h_, out, Nsp_, 1, shape_.gemm_dtype), saved)));
+    backward(std::move(bw));
+  };
+  // A latent norm fused into its up projection to `out_total` (all heads).
+  const auto up = [&](const std::string& latent, const std::string& name, double width, double out_total) {
+    norm(latent, true, width);
+    enter_tp_region(name + ".input", true, true, width);
+    column(name, N_, width, out_total, Nsp_ * width, true, true, true, m_.add_bias_linear);
+  };
+  // Both down projections read the same bf16 input, kept once; under FP8
+  // each keeps its own quantized copy.
+  if (ql > 0) {
+    down("attn.q_down", ql, saved_input(Nsp_ * h_));
+    up("attn.q_norm", "attn.q_up", ql, heads * (dn + dr));
+  } else {
+    enter_tp_region("attn.q_proj.input", true, false);
+    column("attn.q_proj", N_, h_, heads * (dn + dr), Nsp_ * h_, true, true, false, m_.add_bias_linear);
+  }
+  down("attn.kv_down", kl + dr, fp8_ ? saved_input(Nsp_ * h_) : 0);
+  up("attn.kv_norm", "attn.kv_up", kl, heads * (dn + dv));
+  if (sp_) {
+    fw_.push_back(
+        collective_op("attn.k_rope.allgather", CollectiveKind::AllGather, CommGroup::TensorParallel, 2 * N_ * dr));
+    backward({collective_op("attn.k_rope.reducescatter", CollectiveKind::ReduceScatter, CommGroup::TensorParallel,
+                            2 * N_ * dr)});
+  }
+  rope(heads / t_ * dr, dr);
+  core_attention(dn + dr, dv, 1.0);
+}
+
+void LayerBuilder::core_attention(double qk_d, double v_d, double kv_ratio) {
+  const double b = static_cast<double>(shape_.micro_batch);
+  const double s = static_cast<double>(shape_.seq_length);
+  const double heads = static_cast<double>(m_.num_attention_heads) / t_;
+  const double bh = b * heads;
+  const double q_width = heads * qk_d, kv_width = heads * kv_ratio * (qk_d + v_d);
+  const double lse = 4 * bh * s / static_cast<double>(shape_.cp);
+  const double qkv_saved = 2 * N_ * (q_width + kv_width);
+  if (!shape_.flash_attention) {
+    unfused_attention(qk_d, v_d, kv_ratio);
+  } else if (shape_.cp > 1) {
+    ring_attention(bh, qk_d, v_d, kv_ratio, qkv_saved + lse);
+  } else {
+    const bool sliding = sliding_;
+    const double keys = sliding ? std::min(s, static_cast<double>(m_.sliding_window)) : s;
+    const bool causal = m_.causal && !sliding;  // a window of w keys per query: no further halving
+    // Megatron-Core checkpoints core attention under selective
+    // recomputation whatever its backend (core_r0.8.0 attention.py,
+    // checkpoint_core_attention): the fused kernel is rerun in backward,
+    // with Q, K and V kept as the checkpoint's inputs.
+    fw_.push_back(
+        rerun_by_selective(saving(fused_attention("attn.flash", bh, s, keys, qk_d, v_d, kv_ratio, causal, false),
+                                  qkv_saved + lse),
+                           qkv_saved));
+    backward(
+        {freeing(fused_attention("attn.flash.bwd", bh, s, keys, qk_d, v_d, kv_ratio, causal, true), qkv_saved + lse)});
+  }
+  row("attn.proj", N_, static_cast<double>(m_.num_attention_heads) * v_d, h_, shape_.flash_attention);
+}
+
+void LayerBuilder::unfused_attention(double d, double v_d, double kv_ratio) {
+  const double b = static_cast<double>(shape_.micro_batch);
+  const double s = static_cast<double>(shape_.seq_length);
+  const double heads = static_cast<double>(m_.num_attention_heads) / t_;
+  const double scores = b * heads * s * s;  // attention score elements per rank
+  const double q_width = heads * d, k_width = heads * kv_ratio * d, v_width = heads * kv_ratio * v_d;
+  const double qk_saved = 2 * N_ * (q_width + k_width);  // Q and K stay for the recomputation
+  fw_.push_back(rerun_by_selective(saving(matmul("attn.scores", s, s, d, b * heads), qk_saved), qk_saved));
+  // Soft-capping, cap·tanh(x/cap), as one fused elementwise pass over the
+  // scores (read 2, write 2 bytes an element), its tanh kept for the
+  // backward's 1 − tanh² (read the gradient and the tanh, write 2).
+  const bool softcap = m_.attn_logit_softcapping > 0;
+  if (softcap) fw_.push_back(rerun_by_selective(saving(memory_op("attn.softcap", scores * 4), 2 * scores)));
+  // Fused scale-mask-softmax: reads and writes the scores once; keeps its output.
+  fw_.push_back(
+      rerun_by_selective(saving(memory_op("attn.softmax", 2 * scores * 2, KernelClass::Softmax), 2 * scores)));
+  if (dropout_)  // bf16 in, bf16 out, 1-byte mask kept with the output
+    fw_.push_back(rerun_by_selective(saving(memory_op("attn.dropout", scores * (2 + 2 + 1)), 3 * scores)));
+  // The context GEMM is core attention too: Megatron-LM checkpoints the
+  // whole CoreAttention module, so selective recomputation reruns it (V
+  // stays saved as a checkpoint input).
+  const double v_saved = 2 * N_ * v_width;
+  fw_.push_back(rerun_by_selective(saving(matmul("attn.context", s, v_d, s, b * heads), v_saved), v_saved));
+  std::vector<OpSpec> bw;
+  bw.push_back(matmul("attn.context.dprobs", s, s, v_d, b * heads));
+  bw.push_back(freeing(matmul("attn.context.dv", s, v_d, s, b * heads), v_saved));
+  if (dropout_) bw.push_back(freeing(memory_op("attn.dropout.bwd", scores * 5), 3 * scores));
+  bw.push_back(freeing(memory_op("attn.softmax.bwd", scores * 2 * 3, KernelClass::Softmax), 2 * scores));
+  if (softcap) bw.push_back(freeing(memory_op("attn.softcap.bwd", scores * 6), 2 * scores));
+  bw.push_back(matmul("attn.scores.dq", s, d, s, b * heads));
+  bw.push_back(freeing(matmul("attn.scores.dk", s, d, s, b * heads), qk_saved));
+  backward(std::move(bw));
+}
+
+void LayerBuilder::ring_attention(double bh, double qk_d, double v_d, double kv_ratio, double saved) {
+  const std::int64_t cp = shape_.cp;
+  const double chunk = static_cast<double>(shape_.seq_length) / static_cast<double>(cp);  // queries per sequence
+  const double kv_bytes = 2 * bh * chunk * kv_ratio * (qk_d + v_d);                       // K and V of one block, bf16
+  const bool causal = m_.causal;
+  // Forward: step j attends to the block received j steps around the ring
+  // while block j+1 travels; partial outputs merged by log-sum-exp.
+  const auto steps = [&](const std::string& prefix, bool backward_pass, double bytes, std::vector<OpSpec>& out) {
+    int last_recv = -1;
+    for (std::int64_t j = 0; j < cp; ++j) {
+      if (j + 1 < cp) {
+        OpSpec send;
+        send.name = fmt_step(prefix + ".kv_send", j);
+        send.kind = OpKind::Send;
+        send.collective = CollectiveKind::PointToPoint;
+        send.group = CommGroup::ContextParallel;
+        send.bytes = as_bytes(bytes);
+        send.after = last_recv;  // forwards the block it received (the first: its own)
+        out.push_back(send);
+        OpSpec recv = send;
+        recv.name = fmt_step(prefix + ".kv_recv", j);
+        recv.kind = OpKind::Recv;
+        recv.after = -1;
+        recv.async = true;  // the step after this one consumes it
+        out.push_back(recv);
+        last_recv = static_cast<int>(out.size()) - 1;
+      }
+      out.push_back(fused_attention(fmt_step(prefix, j), bh, chunk, chunk, qk_d, v_d, kv_ratio, causal, backward_pass));
+    }
+    out.push_back(memory_op(prefix + ".cp_merge", static_cast<double>(cp - 1) * 3 * 4 * bh * chunk * v_d));
+  };
+  std::vector<OpSpec> fw;
+  steps("attn.ring", false, kv_bytes, fw);
+  fw.back().saved_bytes = as_bytes(saved);
+  append_block(fw_, fw);  // steps() counts `after` from the block's first op
+  std::vector<OpSpec> bw;
+  steps("attn.ring.bwd", true, 2 * kv_bytes, bw);  // key/value blocks and their gradients
+  bw.back().freed_bytes = as_bytes(saved);
+  backward(std::move(bw));
+}
+
+}  // namespace ptsim::workload::internal

@@ -1,0 +1,88 @@
+// A mixture-of-experts layer's ops (see internal/layer_builder.hpp and
+// layer_ops.cpp's header): Megatron-Core's all-to-all token dispatcher.
+#include "internal/layer_builder.hpp"
+
+namespace ptsim::workload::internal {
+
+void LayerBuilder::moe() {
+  const double E = static_cast<double>(m_.num_moe_experts), k = static_cast<double>(m_.moe_router_topk);
+  const double ep = static_cast<double>(shape_.ep), etp = static_cast<double>(shape_.expert_tp);
+  const double fe = static_cast<double>(m_.moe_ffn_hidden_size);
+  const double T = Nsp_;  // tokens entering this rank's router
+  const double local_experts = E / ep;
+  const double routed = T * k * etp;  // routed tokens this rank's experts process
+  const double received = shape_.capacity_factor ? routed * *shape_.capacity_factor : routed;
+  const double per_expert = std::max(1.0, std::round(received / local_experts));
+  const double rows = per_expert * local_experts;
+  // Padding to capacity costs time but is no model work: the expert GEMMs'
+  // FLOPs count the routed tokens only.
+  const double useful = routed / (per_expert * local_experts);
+  const auto expert_gemm = [&](OpSpec op) {
+    op.flops *= useful;
+    return op;
+  };
+  const double fc1_out = (m_.gated_mlp() ? 2 : 1) * fe / etp;
+  const std::string act = activation_name("moe.experts");
+  const Dtype dt = shape_.gemm_dtype;
+
+  // Router: logits over the experts, fp32 softmax and top-k.
+  fw_.push_back(saving(matmul("moe.router", T, E, h_), 2 * T * h_));
+  fw_.push_back(saving(memory_op("moe.router.topk", T * E * 4 * 3, KernelClass::Softmax), T * E * 4));
+  fw_.push_back(memory_op("moe.permute", T * k * h_ * 2 * 2));
+  // With one expert-parallel rank every expert is local: the permuted
+  // tokens need no exchange (and there is no group to exchange them in).
+  const bool exchange = shape_.ep > 1;
+  if (exchange)
+    fw_.push_back(collective_op("moe.dispatch", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+  if (etp > 1)
+    fw_.push_back(collective_op("moe.dispatch.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
+                                T * k * h_ * 2 * etp));
+  if (fp8_) fw_.push_back(memory_op("moe.experts.fc1.fp8_cast", rows * h_ * cast_bytes()));
+  fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc1", per_expert, fc1_out, h_, local_experts, dt)),
+                       saved_input(rows * h_)));
+  fw_.push_back(saving(memory_op(act, 2 * rows * (fc1_out + fe / etp)), 2 * rows * fc1_out));
+  if (fp8_) fw_.push_back(memory_op("moe.experts.fc2.fp8_cast", rows * fe / etp * cast_bytes()));
+  fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc2", per_expert, h_, fe / etp, local_experts, dt)),
+                       saved_input(rows * fe / etp)));
+  if (etp > 1)
+    fw_.push_back(collective_op("moe.combine.reducescatter", CollectiveKind::ReduceScatter,
+                                CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
+  if (exchange)
+    fw_.push_back(collective_op("moe.combine", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+  fw_.push_back(saving(memory_op("moe.unpermute", T * k * h_ * 2 * 2 + T * h_ * 2), T * k * 4));
+
+  std::vector<OpSpec> bw;
+  bw.push_back(freeing(memory_op("moe.unpermute.bwd", T * k * h_ * 2 * 2 + T * h_ * 2), T * k * 4));
+  if (exchange)
+    bw.push_back(collective_op("moe.combine.bwd", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+  if (etp > 1)
+    bw.push_back(collective_op("moe.combine.bwd.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
+                               T * k * h_ * 2 * etp));
+  if (fp8_) bw.push_back(memory_op("moe.experts.fc2.grad_fp8_cast", rows * h_ * cast_bytes()));
+  bw.push_back(expert_gemm(matmul("moe.experts.fc2.dgrad", per_expert, fe / etp, h_, local_experts, dt)));
+  bw.push_back(
+      weight_grad(freeing(expert_gemm(matmul("moe.experts.fc2.wgrad", fe / etp, h_, per_expert, local_experts, dt)),
+                          saved_input(rows * fe / etp))));
+  bw.push_back(freeing(memory_op(act + ".bwd", 2 * rows * (2 * fc1_out + fe / etp)), 2 * rows * fc1_out));
+  if (fp8_) bw.push_back(memory_op("moe.experts.fc1.grad_fp8_cast", rows * fc1_out * cast_bytes()));
+  bw.push_back(expert_gemm(matmul("moe.experts.fc1.dgrad", per_expert, h_, fc1_out, local_experts, dt)));
+  bw.push_back(
+      weight_grad(freeing(expert_gemm(matmul("moe.experts.fc1.wgrad", h_, fc1_out, per_expert, local_experts, dt)),
+                          saved_input(rows * h_))));
+  if (etp > 1)
+    bw.push_back(collective_op("moe.dispatch.bwd.reducescatter", CollectiveKind::ReduceScatter,
+                               CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
+  if (exchange)
+    bw.push_back(
+        collective_op("moe.dispatch.bwd", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+  bw.push_back(memory_op("moe.permute.bwd", T * k * h_ * 2 * 2));
+  bw.push_back(freeing(memory_op("moe.router.topk.bwd", T * E * 4 * 3, KernelClass::Softmax), T * E * 4));
+  bw.push_back(matmul("moe.router.dgrad", T, h_, E));
+  bw.push_back(weight_grad(freeing(matmul("moe.router.wgrad", h_, E, T), 2 * T * h_)));
+  backward(std::move(bw));
+
+  if (m_.moe_shared_expert_intermediate_size > 0)
+    dense_mlp("moe.shared", static_cast<double>(m_.moe_shared_expert_intermediate_size), false);
+}
+
+}  // namespace ptsim::workload::internal
