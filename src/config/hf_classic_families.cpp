@@ -24,10 +24,11 @@ model::ModelSpec gpt2(ObjectReader& in) {
   return m;
 }
 
-// GPT-NeoX (Pythia): LayerNorm, GeLU, rotary. Its parallel residual puts
-// attention and MLP side by side; the FLOPs and saved tensors are the same
-// as the sequential layer simulated here.
-model::ModelSpec gpt_neox(ObjectReader& in) {
+namespace {
+
+// What GPT-NeoX's and BERT's configs share: the Llama-style key names for a
+// LayerNorm, GeLU transformer with full key/value heads.
+model::ModelSpec layernorm_gelu(ObjectReader& in) {
   model::ModelSpec m;
   m.num_layers = in.integer("num_hidden_layers", 1, kMaxLayers);
   m.hidden_size = in.integer("hidden_size", 1, kMaxDim);
@@ -38,9 +39,19 @@ model::ModelSpec gpt_neox(ObjectReader& in) {
   m.seq_length = in.integer("max_position_embeddings", 1, kMaxSeq);
   m.seq_length_from = "max_position_embeddings";
   set_heads(m, in, "num_attention_heads", std::nullopt);
-  in.optional_choice("hidden_act", {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh"});
   m.activation = model::Activation::Gelu;
   m.normalization = model::Normalization::LayerNorm;
+  return m;
+}
+
+}  // namespace
+
+// GPT-NeoX (Pythia): LayerNorm, GeLU, rotary. Its parallel residual puts
+// attention and MLP side by side; the FLOPs and saved tensors are the same
+// as the sequential layer simulated here.
+model::ModelSpec gpt_neox(ObjectReader& in) {
+  model::ModelSpec m = layernorm_gelu(in);
+  in.optional_choice("hidden_act", {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh"});
   m.position_embedding = model::PositionEmbedding::Rope;
   m.tie_embeddings = in.optional_boolean("tie_word_embeddings").value_or(false);
   m.dropout = in.optional_number("hidden_dropout", 0.0, 0.99).value_or(0.0);
@@ -48,19 +59,8 @@ model::ModelSpec gpt_neox(ObjectReader& in) {
 }
 
 model::ModelSpec bert(ObjectReader& in) {
-  model::ModelSpec m;
-  m.num_layers = in.integer("num_hidden_layers", 1, kMaxLayers);
-  m.hidden_size = in.integer("hidden_size", 1, kMaxDim);
-  m.num_attention_heads = in.integer("num_attention_heads", 1, kMaxDim);
-  m.num_query_groups = m.num_attention_heads;
-  m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
-  m.vocab_size = in.integer("vocab_size", 1, kMaxVocab);
-  m.seq_length = in.integer("max_position_embeddings", 1, kMaxSeq);
-  m.seq_length_from = "max_position_embeddings";
-  set_heads(m, in, "num_attention_heads", std::nullopt);
+  model::ModelSpec m = layernorm_gelu(in);
   in.optional_choice("hidden_act", {"gelu", "gelu_new"});
-  m.activation = model::Activation::Gelu;
-  m.normalization = model::Normalization::LayerNorm;
   m.position_embedding = model::PositionEmbedding::LearnedAbsolute;
   m.tie_embeddings = true;  // the masked-LM decoder shares the word embeddings
   m.causal = false;         // an encoder: every token attends to every other
