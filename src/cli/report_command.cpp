@@ -181,28 +181,28 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   std::int64_t batch = 0, seq = 0;
   unsigned threads = 0;
   po::options_description options("Options");
-  options.add_options()("model", po::value(&model_path)->value_name("FILE"),
-                        "model (ptsim JSON or Hugging Face config.json)")(
-      "hw", po::value(&hw_list)->value_name("FILE[,FILE...]"),
-      "hardware profiles to compare")("tokens", po::value(&tokens)->value_name("T"), "tokens to train, e.g. 15e12")(
-      "gpus", po::value(&gpus_list)->value_name("LIST"),
-      "GPU counts, comma-separated (default 64,128,…,8192)")("days", po::value(&days)->value_name("D"),
-                                                             "deadline: mark the points that train within D days")(
-      "price-per-gpu-hour", po::value(&price)->value_name("USD"),
-      "for the cost column")("gpu-power-watts", po::value(&watts)->value_name("W"),
-                             "for the energy column (GPUs only)")("global-batch-size",
-                                                                  po::value(&batch)->value_name("B"),
-                                                                  "sequences per step (default: ~4M tokens)")(
-      "seq-length", po::value(&seq)->value_name("S"),
-      "sequence length (default: the model's)")("out", po::value(&out_dir)->value_name("DIR"),
-                                                "where report.json, report.md and report.html go")(
-      "renderer", po::value(&renderer)->value_name("SCRIPT"),
-      "the plotting script, an executable (default: render_report.py beside this ptsim)")(
-      "error-bands", po::value(&bands_path)->value_name("FILE"),
-      "validated error per GPU stated on every page (default: the shipped validation/error_bands.json)")(
-      "no-render", "write report.json only")("threads", po::value(&threads)->value_name("N"),
-                                             "simulation threads (default: every core)")(
-      "quiet,q", "no progress on standard error")("help,h", "show this help");
+  // Boost.Program_options' chained calls, one option a line:
+  // clang-format off
+  options.add_options()
+      ("model", po::value(&model_path)->value_name("FILE"), "model (ptsim JSON or Hugging Face config.json)")
+      ("hw", po::value(&hw_list)->value_name("FILE[,FILE...]"), "hardware profiles to compare")
+      ("tokens", po::value(&tokens)->value_name("T"), "tokens to train, e.g. 15e12")
+      ("gpus", po::value(&gpus_list)->value_name("LIST"), "GPU counts, comma-separated (default 64,128,…,8192)")
+      ("days", po::value(&days)->value_name("D"), "deadline: mark the points that train within D days")
+      ("price-per-gpu-hour", po::value(&price)->value_name("USD"), "for the cost column")
+      ("gpu-power-watts", po::value(&watts)->value_name("W"), "for the energy column (GPUs only)")
+      ("global-batch-size", po::value(&batch)->value_name("B"), "sequences per step (default: ~4M tokens)")
+      ("seq-length", po::value(&seq)->value_name("S"), "sequence length (default: the model's)")
+      ("out", po::value(&out_dir)->value_name("DIR"), "where report.json, report.md and report.html go")
+      ("renderer", po::value(&renderer)->value_name("SCRIPT"),
+       "the plotting script, an executable (default: render_report.py beside this ptsim)")
+      ("error-bands", po::value(&bands_path)->value_name("FILE"),
+       "validated error per GPU stated on every page (default: the shipped validation/error_bands.json)")
+      ("no-render", "write report.json only")
+      ("threads", po::value(&threads)->value_name("N"), "simulation threads (default: every core)")
+      ("quiet,q", "no progress on standard error")
+      ("help,h", "show this help");
+  // clang-format on
   po::variables_map vm;
   parse_args(args, options, nullptr, vm, "report");
   if (vm.count("help")) {

@@ -51,13 +51,16 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
   std::string spec_path, json, csv;
   unsigned threads = 0;
   po::options_description options("Options");
-  options.add_options()("spec", po::value(&spec_path)->value_name("SPEC.json"),
-                        "the sweep")("json", po::value(&json)->value_name("FILE"),
-                                     "write the points as JSON")("csv", po::value(&csv)->value_name("FILE"),
-                                                                 "write the points as CSV")(
-      "threads", po::value(&threads)->value_name("N"),
-      "simulation threads (default: every core)")("quiet,q", "no progress on standard error")("help,h",
-                                                                                              "show this help");
+  // Boost.Program_options' chained calls, one option a line:
+  // clang-format off
+  options.add_options()
+      ("spec", po::value(&spec_path)->value_name("SPEC.json"), "the sweep")
+      ("json", po::value(&json)->value_name("FILE"), "write the points as JSON")
+      ("csv", po::value(&csv)->value_name("FILE"), "write the points as CSV")
+      ("threads", po::value(&threads)->value_name("N"), "simulation threads (default: every core)")
+      ("quiet,q", "no progress on standard error")
+      ("help,h", "show this help");
+  // clang-format on
   po::positional_options_description positional;
   positional.add("spec", 1);
   po::variables_map vm;

@@ -37,9 +37,9 @@ void reject_experts(const nlohmann::json& object, const std::string& where,
           where, key, show(object[key]), type));
 }
 
-// What every Llama-derived decoder shares: pre-norm RMSNorm, SwiGLU MLPs,
-// rotary positions, and the pre-training sequence length.
-model::ModelSpec rmsnorm_swiglu_rope(ObjectReader& in) {
+// What every Llama-derived decoder shares: pre-norm RMSNorm, rotary
+// positions, and the pre-training sequence length.
+model::ModelSpec rmsnorm_rope(ObjectReader& in) {
   model::ModelSpec m;
   m.num_layers = in.integer("num_hidden_layers", 1, kMaxLayers);
   m.hidden_size = in.integer("hidden_size", 1, kMaxDim);
@@ -60,22 +60,34 @@ model::ModelSpec rmsnorm_swiglu_rope(ObjectReader& in) {
       m.seq_length_from = "rope_scaling.original_max_position_embeddings";
     }
   }
-  in.choice("hidden_act", {"silu", "swish"});  // SwiGLU's gate activation
-  m.activation = model::Activation::SwiGlu;
   m.normalization = model::Normalization::RmsNorm;
   m.position_embedding = model::PositionEmbedding::Rope;
-  m.tie_embeddings = in.optional_boolean("tie_word_embeddings").value_or(false);
   m.dropout = in.optional_number("attention_dropout", 0.0, 0.99).value_or(0.0);
   return m;
+}
+
+// The above with SwiGLU MLPs and untied embeddings unless the config ties them.
+model::ModelSpec rmsnorm_swiglu_rope(ObjectReader& in) {
+  model::ModelSpec m = rmsnorm_rope(in);
+  in.choice("hidden_act", {"silu", "swish"});  // SwiGLU's gate activation
+  m.activation = model::Activation::SwiGlu;
+  m.tie_embeddings = in.optional_boolean("tie_word_embeddings").value_or(false);
+  return m;
+}
+
+// Grouped key/value heads (num_key_value_heads), the MLP width and the
+// per-head width, as Llama's config names them.
+void read_gqa(ObjectReader& in, model::ModelSpec& m) {
+  m.num_query_groups =
+      in.optional_integer("num_key_value_heads", 1, kMaxDim).value_or(m.num_attention_heads);
+  m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
+  set_heads(m, in, "num_attention_heads", in.optional_integer("head_dim", 1, kMaxDim));
 }
 
 // Llama, Mistral, Qwen2: the above with GQA and no linear biases.
 model::ModelSpec llama_like(ObjectReader& in) {
   model::ModelSpec m = rmsnorm_swiglu_rope(in);
-  m.num_query_groups =
-      in.optional_integer("num_key_value_heads", 1, kMaxDim).value_or(m.num_attention_heads);
-  m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
-  set_heads(m, in, "num_attention_heads", in.optional_integer("head_dim", 1, kMaxDim));
+  read_gqa(in, m);
   m.add_bias_linear = in.optional_boolean("mlp_bias").value_or(false);
   return m;
 }
@@ -164,25 +176,13 @@ model::ModelSpec phi3(ObjectReader& in) {
 // √h scaling is a scalar multiply.
 model::ModelSpec gemma(ObjectReader& in) {
   reject_attention_bias(in);
-  model::ModelSpec m;
-  m.num_layers = in.integer("num_hidden_layers", 1, kMaxLayers);
-  m.hidden_size = in.integer("hidden_size", 1, kMaxDim);
-  m.num_attention_heads = in.integer("num_attention_heads", 1, kMaxDim);
-  m.num_query_groups =
-      in.optional_integer("num_key_value_heads", 1, kMaxDim).value_or(m.num_attention_heads);
-  m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
-  m.vocab_size = in.integer("vocab_size", 1, kMaxVocab);
-  m.seq_length = in.integer("max_position_embeddings", 1, kMaxSeq);
-  m.seq_length_from = "max_position_embeddings";
-  set_heads(m, in, "num_attention_heads", in.optional_integer("head_dim", 1, kMaxDim));
+  model::ModelSpec m = rmsnorm_rope(in);
+  read_gqa(in, m);
   const char* activation_key = in.has("hidden_activation") ? "hidden_activation" : "hidden_act";
   in.choice(activation_key, {"gelu_pytorch_tanh", "gelu"});
   m.activation = model::Activation::GeGlu;
-  m.normalization = model::Normalization::RmsNorm;
-  m.position_embedding = model::PositionEmbedding::Rope;
   m.tie_embeddings = in.optional_boolean("tie_word_embeddings").value_or(true);
   m.add_bias_linear = false;
-  m.dropout = in.optional_number("attention_dropout", 0.0, 0.99).value_or(0.0);
   return m;
 }
 

@@ -70,10 +70,12 @@ void write_chrome_trace(const engine::RunResult& run, const taskgraph::Workload&
   }
   for (const auto& rec : run.timeline) {
     if (!(rec.host_end > rec.host_start)) continue;
+    const auto task = task_of(rec);
     sep();
-    fmt::print(out, R"({{"ph":"X","name":{},"cat":"host issue","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"stream":{}}}}})",
-               quoted(w.op_names[task_of(rec).name]), rec.rank, host_tid, us(rec.host_start),
-               us(rec.host_end - rec.host_start), quoted(w.stream_names[task_of(rec).stream]));
+    fmt::print(out,
+               R"({{"ph":"X","name":{},"cat":"host issue","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"stream":{}}}}})",
+               quoted(w.op_names[task.name]), rec.rank, host_tid, us(rec.host_start), us(rec.host_end - rec.host_start),
+               quoted(w.stream_names[task.stream]));
   }
   for (const auto& rec : run.timeline) {
     const auto task = task_of(rec);

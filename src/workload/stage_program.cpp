@@ -135,19 +135,6 @@ class StageBuilder {
   bool zero3() const { return c_.zero_stage >= 3; }
   bool dualpipe() const { return strategy::describe(c_.schedule).two_directions; }
 
-  const LayerLists& lists(std::int64_t layer) { return blocks_.lists(layer); }
-
-  // ---- blocks -------------------------------------------------------------
-  std::uint32_t layer_forward(std::int64_t layer, bool checkpoint) { return blocks_.layer_forward(layer, checkpoint); }
-  std::uint32_t layer_backward(std::int64_t layer, Pass part) { return blocks_.layer_backward(layer, part); }
-  std::uint32_t layer_recompute(std::int64_t layer, bool full) { return blocks_.layer_recompute(layer, full); }
-  std::uint32_t embedding_block(Pass part) { return blocks_.embedding_block(part); }
-  std::uint32_t output_block(Pass part) { return blocks_.output_block(part); }
-  std::uint32_t boundary_block(const std::string& key, const std::vector<OpSpec>& ops, const std::string& prefix,
-                               std::uint8_t category, bool forward) {
-    return blocks_.boundary_block(key, ops, prefix, category, forward);
-  }
-
   // A pipeline send or receive of one activation (or its gradient). With
   // Megatron-LM 2021's scatter-gather (no SP, TP > 1) each TP rank moves
   // 1/t of it and the receivers all-gather the pieces over TP.
@@ -192,7 +179,7 @@ class StageBuilder {
                                       : c_.fp8_recipe == strategy::Fp8Recipe::Tensorwise ? 6.0
                                                                                           : 4.0;
       const OpSpec cast = memory_op(name, bytes_per_weight * weights);
-      out_.instantiate(boundary_block(name, {cast}, "", categories::kForward, true), -1, -1);
+      out_.instantiate(blocks_.boundary_block(name, {cast}, "", categories::kForward, true), -1, -1);
     }
     // Sharded optimizers whose parameter all-gather overlaps the forward: the
     // updated parameters of each layer arrive before its first forward.
@@ -269,12 +256,12 @@ class StageBuilder {
       out_.instantiate(transfer_block(std::string("pp.recv_activation") + ch.suffix, false, ch.recv_forward_stream,
                                       ch.recv_forward_slot, call_->recv_syncs),
                        mb, -1);
-    if (first_virtual(chunk)) out_.instantiate(embedding_block(strategy::Pass::Forward), mb, -1);
+    if (first_virtual(chunk)) out_.instantiate(blocks_.embedding_block(Pass::Forward), mb, -1);
     for_layers(chunk, false, mb, [&](std::int64_t layer, std::int64_t l) {
-      out_.instantiate(layer_forward(layer, fully_recomputed(l)), mb, static_cast<std::int32_t>(layer));
+      out_.instantiate(blocks_.layer_forward(layer, fully_recomputed(l)), mb, static_cast<std::int32_t>(layer));
     });
     if (last_virtual(chunk)) {
-      out_.instantiate(output_block(strategy::Pass::Forward), mb, -1);
+      out_.instantiate(blocks_.output_block(Pass::Forward), mb, -1);
     } else {
       out_.instantiate(transfer_block(std::string("pp.send_activation") + ch.suffix, true, ch.send_forward_stream,
                                       ch.send_forward_slot, call_->send_syncs),
@@ -302,22 +289,22 @@ class StageBuilder {
   // Full backward (input_only false) or the B of a zero-bubble split.
   void backward(std::int32_t mb, std::size_t chunk, bool final, bool input_only) {
     const Channels& ch = channels(chunk);
-    const strategy::Pass which = input_only ? strategy::Pass::BackwardInput : strategy::Pass::Backward;
+    const strategy::Pass which = input_only ? Pass::BackwardInput : Pass::Backward;
     if (!last_virtual(chunk) && !call_->skip_recv)
       out_.instantiate(transfer_block(std::string("pp.recv_gradient") + ch.suffix, false, ch.recv_backward_stream,
                                       ch.recv_backward_slot, call_->recv_syncs),
                        mb, -1);
     if (last_virtual(chunk)) {
-      out_.instantiate(output_block(which), mb, -1);
+      out_.instantiate(blocks_.output_block(which), mb, -1);
       if (!input_only) dp_.output_gradients(final);
     }
     for_layers(chunk, true, mb, [&](std::int64_t layer, std::int64_t l) {
       if (fully_recomputed(l)) {
-        out_.instantiate(layer_recompute(layer, true), mb, static_cast<std::int32_t>(layer));
-      } else if (selective() && !lists(layer).core_attention.empty()) {
-        out_.instantiate(layer_recompute(layer, false), mb, static_cast<std::int32_t>(layer));
+        out_.instantiate(blocks_.layer_recompute(layer, true), mb, static_cast<std::int32_t>(layer));
+      } else if (selective() && !blocks_.lists(layer).core_attention.empty()) {
+        out_.instantiate(blocks_.layer_recompute(layer, false), mb, static_cast<std::int32_t>(layer));
       }
-      out_.instantiate(layer_backward(layer, which), mb, static_cast<std::int32_t>(layer));
+      out_.instantiate(blocks_.layer_backward(layer, which), mb, static_cast<std::int32_t>(layer));
       if (!input_only) dp_.layer_gradients(layer, mb, final);
     });
     if (!first_virtual(chunk)) {
@@ -325,7 +312,7 @@ class StageBuilder {
                                       ch.send_backward_slot, call_->send_syncs),
                        mb, -1);
     } else {
-      out_.instantiate(embedding_block(which), mb, -1);
+      out_.instantiate(blocks_.embedding_block(which), mb, -1);
       if (!input_only) dp_.embedding_gradients(final);
     }
     if (!input_only) dp_.end_of_gradients(final);
@@ -334,17 +321,17 @@ class StageBuilder {
   // The W of a zero-bubble split: weight gradients of every layer of the chunk.
   void weight_gradients(std::int32_t mb, std::size_t chunk, bool final) {
     if (last_virtual(chunk)) {
-      out_.instantiate(output_block(strategy::Pass::BackwardWeight), mb, -1);
+      out_.instantiate(blocks_.output_block(Pass::BackwardWeight), mb, -1);
       dp_.output_gradients(final);
     }
     const std::int64_t n = ctx_.chunks[chunk].count;
     for (std::int64_t i = n - 1; i >= 0; --i) {
       const std::int64_t layer = ctx_.chunks[chunk].first + i;
-      out_.instantiate(layer_backward(layer, strategy::Pass::BackwardWeight), mb, static_cast<std::int32_t>(layer));
+      out_.instantiate(blocks_.layer_backward(layer, Pass::BackwardWeight), mb, static_cast<std::int32_t>(layer));
       dp_.layer_gradients(layer, mb, final);
     }
     if (first_virtual(chunk)) {
-      out_.instantiate(embedding_block(strategy::Pass::BackwardWeight), mb, -1);
+      out_.instantiate(blocks_.embedding_block(Pass::BackwardWeight), mb, -1);
       dp_.embedding_gradients(final);
     }
     dp_.end_of_gradients(final);
