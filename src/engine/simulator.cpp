@@ -504,21 +504,6 @@ class Run {
     spare_arrivals_.push_back(std::move(arrivals));
   }
 
-  double bus_bytes(Rank rank, const Task& task) const {
-    using taskgraph::CollectiveKind;
-    const auto id = w_.communicator(rank, task.comm_slot);
-    const double n = id == taskgraph::kNoCommunicator ? 1 : static_cast<double>(w_.communicators[id].members.size());
-    const double s = static_cast<double>(task.bytes);
-    switch (task.collective) {
-      case CollectiveKind::AllReduce: return 2 * (n - 1) / n * s;
-      case CollectiveKind::AllGather:
-      case CollectiveKind::ReduceScatter:
-      case CollectiveKind::AllToAll: return (n - 1) / n * s;
-      case CollectiveKind::PointToPoint: return task.kind == TaskKind::Send ? s : 0;
-      default: return s;
-    }
-  }
-
   // The head task of stream s on rank `local` ends now.
   void finish_task(std::uint32_t local, std::uint8_t s, Time now) {
     RankState& r = state_.ranks[local];
@@ -549,7 +534,6 @@ class Run {
     totals.busy += now - stream.started;
     totals.bytes += task.bytes;
     totals.flops += task.flops;
-    if (tp.kind != TaskKind::Compute) totals.bus_bytes += bus_bytes(r.rank, task);
     ++totals.count;
     // A sum over tasks of a hash of (rank, task, finish time): it changes
     // when any task finishes at another time, and not when tasks that finish

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "internal/bus_bytes.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/model/model_spec.hpp"
 
@@ -103,10 +104,11 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
                                                        {"ep", workload::categories::kExpertParallel},
                                                        {"pp", kPipelineParallel},
                                                        {"dp", kDataParallel}};
+  const std::vector<double> bus_bytes = internal::bus_bytes_by_category(w, r.rank);
   for (const auto& [name, category] : dims) {
     auto& d = out.communication[name];
     d.bytes = r.categories[category].bytes;
-    d.bus_bytes = r.categories[category].bus_bytes;
+    d.bus_bytes = bus_bytes[category];
     d.time_s = busy(category);
   }
   out.host_overhead_s = config.host_overhead_s;

@@ -18,10 +18,6 @@ namespace ptsim::engine {
 struct CategoryTotals {
   Time busy;                  // summed task durations
   std::uint64_t bytes = 0;    // summed Task::bytes
-  /// Communication in nccl-tests' bus-bandwidth convention — what one rank
-  /// moves: all-reduce 2(n−1)/n·S, all-gather, reduce-scatter and all-to-all
-  /// (n−1)/n·S, broadcast and reduce S, a send S, a receive 0.
-  double bus_bytes = 0;
   std::uint64_t count = 0;    // tasks run
   double flops = 0;           // summed Task::flops
 };

@@ -62,7 +62,7 @@ inline constexpr const char* kDimensions[] = {"tp", "cp", "ep", "pp", "dp"};
 /// One parallel dimension's communication on the rank that finishes last.
 struct DimensionCommunication {
   std::uint64_t bytes = 0;  // message sizes of its collectives, and bytes it sends and receives
-  double bus_bytes = 0;     // what the rank moves, nccl-tests' bus convention (engine::CategoryTotals)
+  double bus_bytes = 0;     // what the rank moves, nccl-tests' bus convention (report/internal/bus_bytes.hpp)
   double time_s = 0;        // time its operations ran
   double exposed_s = 0;     // of which the compute stream sat idle waiting
 };
