@@ -28,9 +28,12 @@ using namespace ptsim;
 namespace {
 
 const hardware::HardwareProfile& a100() {
-  static const hardware::HardwareProfile hw =
-      config::load_hardware(
-          (std::filesystem::path(PTSIM_SOURCE_DIR) / "hw_profiles/dgx-a100-superpod.json").string());
+  static const hardware::HardwareProfile hw = [] {
+    config::InputFiles read;
+    return config::load_hardware((std::filesystem::path(PTSIM_SOURCE_DIR) / "hw_profiles/dgx-a100-superpod.json")
+                                     .string(),
+                                 read);
+  }();
   return hw;
 }
 

@@ -6,6 +6,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string& path = ptsim::fuzz::write_input(data, size);
-  ptsim::fuzz::expect_only_config_errors([&] { (void)ptsim::config::load_model(path); });
+  ptsim::config::InputFiles read;
+  ptsim::fuzz::expect_only_config_errors([&] { (void)ptsim::config::load_model(path, read); });
   return 0;
 }

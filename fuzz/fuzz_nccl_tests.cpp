@@ -5,7 +5,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string& path = ptsim::fuzz::write_input(data, size);
-  ptsim::fuzz::expect_only_config_errors([&] { (void)ptsim::config::load_nccl_tests(path); });
-  ptsim::fuzz::expect_only_config_errors([&] { (void)ptsim::config::load_nccl_tests(path, "all_gather"); });
+  ptsim::config::InputFiles read;
+  ptsim::fuzz::expect_only_config_errors([&] { (void)ptsim::config::load_nccl_tests(path, read); });
+  ptsim::fuzz::expect_only_config_errors([&] { (void)ptsim::config::load_nccl_tests(path, read, "all_gather"); });
   return 0;
 }

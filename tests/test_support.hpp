@@ -37,12 +37,19 @@ inline std::string scratch_path(const std::string& name) {
   return (dir / name).string();
 }
 
+/// What loaders record for a test that does not check it (one per thread;
+/// a command owns its own config::InputFiles).
+inline config::InputFiles& unchecked_inputs() {
+  static thread_local config::InputFiles files;
+  return files;
+}
+
 inline model::ModelSpec shipped_model(const std::string& stem) {
-  return config::load_model(source_path("configs/models/" + stem + ".json"));
+  return config::load_model(source_path("configs/models/" + stem + ".json"), unchecked_inputs());
 }
 
 inline hardware::HardwareProfile shipped_hardware(const std::string& stem) {
-  return config::load_hardware(source_path("hw_profiles/" + stem + ".json"));
+  return config::load_hardware(source_path("hw_profiles/" + stem + ".json"), unchecked_inputs());
 }
 
 /// A profile whose network is free (infinite bandwidth, no latency) and whose

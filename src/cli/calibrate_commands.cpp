@@ -107,15 +107,18 @@ int run_calibrate(const std::vector<std::string>& args, std::ostream& out) {
   require(measurements, "--measurements FILE", "calibrate");
   require(hw, "--hw PROFILE", "calibrate");
   require(output, "-o OUT", "calibrate");
-  check_output_paths({{"-o", output}}, {measurements, hw});
-  auto set = config::load_measurements(measurements);
+  config::InputFiles read;
+  read.record(measurements);
+  read.record(hw);
+  check_output_paths({{"-o", output}}, read);
+  auto set = config::load_measurements(measurements, read);
   if (vm.count("include-unverified")) accept_unverified(set, out);
-  const auto profile = config::load_hardware(hw);
+  const auto profile = config::load_hardware(hw, read);
   const bool fit_attention = vm.count("fit-attention") != 0;
   const bool gemm_scalar = vm.count("gemm-scalar") != 0;
   const hardware::Calibration c = calibrate::fit(set, profile, {.attention = fit_attention, .gemm_scalar = gemm_scalar});
-  const std::string text = config::calibrated_profile_json(hw, c);
-  write_output_file(output, {measurements, hw}, [&](std::ostream& o) { o << text; });
+  const std::string text = config::calibrated_profile_json(hw, read, c);
+  write_output_file(output, read, [&](std::ostream& o) { o << text; });
   fmt::print(out, "calibrated {} from {} ({} kernels, {} on {})\n", profile.name, measurements,
              set.kernels.size(), set.device, set.date);
   for (const auto& [dtype, t] : c.gemm)
@@ -168,10 +171,13 @@ int run_check_kernels(const std::vector<std::string>& args, std::ostream& out) {
   require(hw, "--hw PROFILE", "check-kernels");
   if (vm.count("max-median-error") && !(bound >= 0))
     throw ConfigError(fmt::format("--max-median-error = {} must be a percentage ≥ 0", bound));
-  check_output_paths({{"--json", json}}, {measurements, hw});
-  auto set = config::load_measurements(measurements);
+  config::InputFiles read;
+  read.record(measurements);
+  read.record(hw);
+  check_output_paths({{"--json", json}}, read);
+  auto set = config::load_measurements(measurements, read);
   if (vm.count("include-unverified")) accept_unverified(set, out);
-  const auto profile = config::load_hardware(hw);
+  const auto profile = config::load_hardware(hw, read);
   const auto report = calibrate::check(set, profile, vm.count("all") > 0);
 
   fmt::print(out, "{} kernels of {} ({}) against {}{}\n", report.summary.count, set.device, set.date, profile.name,
@@ -188,7 +194,7 @@ int run_check_kernels(const std::vector<std::string>& args, std::ostream& out) {
   fmt::print(out, "summary: {} kernels, median |error| {:.1f}%, mean {:.1f}%, max {:.1f}% ({} skipped)\n", s.count,
              s.median_abs_error_pct, s.mean_abs_error_pct, s.max_abs_error_pct, report.skipped);
   if (!json.empty())
-    write_output_file(json, {measurements, hw}, [&](std::ostream& o) {
+    write_output_file(json, read, [&](std::ostream& o) {
       nlohmann::ordered_json j;
       j["schema_version"] = 1;
       j["measurements"] = measurements;

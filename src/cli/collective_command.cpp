@@ -111,13 +111,14 @@ double median(std::vector<double> v) {
 // --compare: every measured row of every log beside ptsim's prediction.
 // `op`: the collective of logs that do not name theirs ("": none given).
 int run_compare(const Flags& f, const std::string& op, std::ostream& out) {
-  std::vector<std::string> inputs = f.compare;
-  inputs.push_back(f.hw_path);
-  check_output_paths({{"--json", f.json_path}}, inputs);
-  const hardware::HardwareProfile hw = config::load_hardware(f.hw_path);
+  config::InputFiles read;
+  for (const auto& path : f.compare) read.record(path);
+  read.record(f.hw_path);
+  check_output_paths({{"--json", f.json_path}}, read);
+  const hardware::HardwareProfile hw = config::load_hardware(f.hw_path, read);
   std::vector<config::NcclTestsLog> logs;
   for (const auto& path : f.compare) {
-    logs.push_back(config::load_nccl_tests(path, op));
+    logs.push_back(config::load_nccl_tests(path, read, op));
     fit::check_log_on_profile(logs.back(), hw);
   }
   nlohmann::ordered_json results = nlohmann::ordered_json::array(), log_list = nlohmann::ordered_json::array();
@@ -162,7 +163,7 @@ int run_compare(const Flags& f, const std::string& op, std::ostream& out) {
     fmt::print(out, "summary: {} logs, {} rows: median |busbw error| {:.1f}%, within 15%: {} of {}\n", logs.size(),
                all_errors.size(), median(all_errors), within, all_errors.size());
   if (!f.json_path.empty())
-    write_output_file(f.json_path, inputs, [&](std::ostream& o) {
+    write_output_file(f.json_path, read, [&](std::ostream& o) {
       nlohmann::ordered_json j;
       j["schema_version"] = 1;
       j["hardware"] = hw.name;
@@ -259,8 +260,10 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
         "({:.1f} GiB available); ask for fewer ranks",
         largest, static_cast<double>(largest) * kBytesPerRank / (1u << 30), *available / (1u << 30)));
 
-  check_output_paths({{"--json", f.json_path}}, {f.hw_path});
-  const hardware::HardwareProfile hw = config::load_hardware(f.hw_path);
+  config::InputFiles read;
+  read.record(f.hw_path);
+  check_output_paths({{"--json", f.json_path}}, read);
+  const hardware::HardwareProfile hw = config::load_hardware(f.hw_path, read);
   const bool nccl_tests = f.format == "nccl-tests";
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   fmt::print(out, "{}{} · {}\n", nccl_tests ? "# ptsim collective: " : "", hw.name, hw.description);
@@ -294,7 +297,7 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
     }
   }
   if (!f.json_path.empty())
-    write_output_file(f.json_path, {f.hw_path}, [&](std::ostream& o) {
+    write_output_file(f.json_path, read, [&](std::ostream& o) {
       nlohmann::ordered_json j;
       j["schema_version"] = 1;
       j["hardware"] = hw.name;

@@ -109,10 +109,11 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
   const std::uint64_t min_bytes = min_bytes_text.empty() ? 0 : parse_size(min_bytes_text, "--min-bytes");
   const std::vector<std::string> names = comma_list(params);
   for (const auto& n : names) fit::parameter(n);  // a ConfigError listing the names
-  std::vector<std::string> inputs = {hw_path, runs_path, software_path};
-  inputs.insert(inputs.end(), logs.begin(), logs.end());
-  check_output_paths({{"--out", out_path}, {"--json", json_path}}, inputs);
-  const hardware::HardwareProfile profile = config::load_hardware(hw_path);
+  config::InputFiles read;
+  for (const std::string& path : {hw_path, runs_path, software_path}) read.record(path);
+  for (const std::string& log : logs) read.record(log);
+  check_output_paths({{"--out", out_path}, {"--json", json_path}}, read);
+  const hardware::HardwareProfile profile = config::load_hardware(hw_path, read);
   const bool quiet = vm.count("quiet") > 0;
   const auto progress = [&](const std::string& line) {
     if (!quiet) fmt::print(stderr, "{}\n", line);
@@ -120,20 +121,20 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
 
   FitOutput result;
   if (!runs_path.empty()) {
-    config::PublishedRuns runs = config::load_runs(runs_path);
+    config::PublishedRuns runs = config::load_runs(runs_path, read);
     std::vector<std::string> excluded;
     std::erase_if(runs.runs, [&](const config::PublishedRun& r) {
       if (!fit::id_matches(excludes, r.id)) return false;
       excluded.push_back(r.id);
       return true;
     });
-    const auto software = config::load_software(software_path);
+    const auto software = config::load_software(software_path, read);
     const fit::RunFitResult r = fit::fit_runs(runs, profile, software, {.parameters = names}, progress);
     result = from_runs(r, profile, excluded, excludes);
   } else {
     std::vector<config::NcclTestsLog> parsed;
     for (const auto& log : logs) {
-      parsed.push_back(config::load_nccl_tests(log, op));
+      parsed.push_back(config::load_nccl_tests(log, read, op));
       auto& points = parsed.back().points;
       std::erase_if(points, [&](const config::NcclTestsPoint& p) { return p.bytes < min_bytes; });
       if (points.empty())
@@ -143,10 +144,10 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
     result = from_collectives(r, profile);
   }
   print_fit(out, result);
-  const std::string text = config::fitted_profile_json(hw_path, fitted_figures(result), result.record);
-  write_output_file(out_path, inputs, [&](std::ostream& o) { o << text; });
+  const std::string text = config::fitted_profile_json(hw_path, read, fitted_figures(result), result.record);
+  write_output_file(out_path, read, [&](std::ostream& o) { o << text; });
   if (!json_path.empty())
-    write_output_file(json_path, inputs, [&](std::ostream& o) { o << fit_json(result).dump(2) << '\n'; });
+    write_output_file(json_path, read, [&](std::ostream& o) { o << fit_json(result).dump(2) << '\n'; });
   fmt::print(out, "wrote {}\n", out_path);
   return 0;
 }

@@ -81,9 +81,10 @@ int run_kernels(const std::vector<std::string>& args, std::ostream& out) {
     fmt::print(out, "{}{}", kUsage, text.str());
     return 0;
   }
-  const std::vector<std::string> read = {inputs.model, inputs.hw, inputs.strategy};
+  config::InputFiles read;
+  record_files(inputs, read);
   check_output_paths({{"--json", json_path}, {"--microbench-list", list_path}}, read);
-  const LoadedRun run = load_run(inputs, vm, "ptsim kernels");
+  const LoadedRun run = load_run(inputs, read, vm, "ptsim kernels");
   const auto kernels = simulate::kernel_inventory(run.model, run.hardware, run.parallel);
 
   fmt::print(out, "{} kernels of one step of {} on {} (calls per step on one rank of each stage)\n",

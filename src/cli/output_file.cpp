@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "ptsim/common/error.hpp"
-#include "ptsim/config/json_file.hpp"
 
 namespace ptsim::cli {
 
@@ -63,12 +62,10 @@ class PendingTemporaries {
 
 namespace {
 
-void refuse_inputs(const std::string& path, const std::vector<std::string>& inputs) {
+void refuse_inputs(const std::string& path, const config::InputFiles& inputs) {
   std::error_code ec;
-  std::vector<std::string> read = config::files_read();
-  read.insert(read.end(), inputs.begin(), inputs.end());
-  for (const auto& input : read)
-    if (!input.empty() && fs::exists(path, ec) && fs::equivalent(path, input, ec))
+  for (const auto& input : inputs.paths())
+    if (fs::exists(path, ec) && fs::equivalent(path, input, ec))
       throw ConfigError(fmt::format("{}: refusing to overwrite {}, an input of this run; choose "
                                     "another output path", path, input));
 }
@@ -76,7 +73,7 @@ void refuse_inputs(const std::string& path, const std::vector<std::string>& inpu
 }  // namespace
 
 void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs,
-                        const std::vector<std::string>& inputs) {
+                        const config::InputFiles& inputs) {
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const auto& [flag, path] = outputs[i];
     if (path.empty()) continue;
@@ -120,7 +117,7 @@ void make_output_directory(const std::string& flag, const std::string& dir) {
   if (!fs::is_directory(dir, ec)) throw ConfigError(fmt::format("{} {}: not a directory", flag, dir));
 }
 
-void write_output_files(const std::vector<OutputFile>& outputs, const std::vector<std::string>& inputs) {
+void write_output_files(const std::vector<OutputFile>& outputs, const config::InputFiles& inputs) {
   std::error_code ec;
   for (const auto& o : outputs) refuse_inputs(o.path, inputs);
   // Names of this process's own beside each target: the rename stays on one
@@ -158,7 +155,7 @@ void write_output_files(const std::vector<OutputFile>& outputs, const std::vecto
   }
 }
 
-void write_output_file(const std::string& path, const std::vector<std::string>& inputs,
+void write_output_file(const std::string& path, const config::InputFiles& inputs,
                        const std::function<void(std::ostream&)>& write) {
   write_output_files({{path, write}}, inputs);
 }

@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "ptsim/config/input_files.hpp"
+
 namespace ptsim::cli {
 
 /// Calls `write` with a stream to a temporary file, then renames it to
-/// `path`. Throws ConfigError when `path` is one of `inputs` or cannot be
-/// written.
-void write_output_file(const std::string& path, const std::vector<std::string>& inputs,
+/// `path`. Throws ConfigError when `path` is one of the command's `inputs`
+/// (the same file, however named) or cannot be written.
+void write_output_file(const std::string& path, const config::InputFiles& inputs,
                        const std::function<void(std::ostream&)>& write);
 
 /// One output of a run: its path and what writes it.
@@ -26,13 +28,15 @@ struct OutputFile {
 /// beside it, and only when every one is complete are they renamed into
 /// place; if one fails, none is left behind. Throws ConfigError as
 /// write_output_file does.
-void write_output_files(const std::vector<OutputFile>& outputs, const std::vector<std::string>& inputs);
+void write_output_files(const std::vector<OutputFile>& outputs, const config::InputFiles& inputs);
 
 /// Checks, before any work, what write_output_file would refuse at its end:
-/// an input of the run, the same path twice among `outputs`, a directory
-/// that does not exist or cannot be written. Throws ConfigError naming the flag.
+/// an input of the run (what `inputs` holds now: a command records the
+/// files it is about to read first), the same path twice among `outputs`,
+/// a directory that does not exist or cannot be written. Throws
+/// ConfigError naming the flag.
 void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs,  // (flag, path)
-                        const std::vector<std::string>& inputs);
+                        const config::InputFiles& inputs);
 
 /// Checks, before any work, that `dir` (given by `flag`) is a writable
 /// directory or can be made: its nearest existing ancestor is one. Throws

@@ -147,13 +147,14 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
   if (objective != "time" && objective != "cost")
     throw ConfigError(fmt::format("--objective = {} is not an objective; use time or cost", objective));
   if (top < 1 || top > 100000) throw ConfigError(fmt::format("--top = {} must lie in [1, 100000]", top));
-  const std::vector<std::string> read = {inputs.model, inputs.hw, inputs.strategy};
+  config::InputFiles read;
+  record_files(inputs, read);
   // Before the search: a bad output path fails now, not after minutes of it.
   check_output_paths({{"--json", json}, {"--csv", csv}}, read);
   plan::PlanRequest request;
-  request.fixed = strategy_input(inputs, vm);
-  request.model = load_model_input(inputs, request.fixed, "ptsim plan", LaunchLayout::Search);
-  request.hardware = config::load_hardware(inputs.hw);
+  request.fixed = strategy_input(inputs, read, vm);
+  request.model = load_model_input(inputs, read, request.fixed, "ptsim plan", LaunchLayout::Search);
+  request.hardware = config::load_hardware(inputs.hw, read);
   if (!request.fixed.gpus) throw ConfigError("ptsim plan: --gpus N is required; see --help");
   if (!request.fixed.global_batch_size) throw ConfigError("ptsim plan: --global-batch-size B is required; see --help");
   request.gpus = *request.fixed.gpus;
@@ -209,13 +210,15 @@ int run_merge(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   if (files.empty()) throw ConfigError("ptsim merge: give the shard files to merge; see --help");
-  check_output_paths({{"--json", json}, {"--csv", csv}}, files);
+  config::InputFiles read;
+  for (const auto& f : files) read.record(f);
+  check_output_paths({{"--json", json}, {"--csv", csv}}, read);
   const nlohmann::ordered_json merged = merge_plan_files(files, top);
   fmt::print(out, "{}", plan_table(merged));
   std::vector<OutputFile> outputs;
   if (!json.empty()) outputs.push_back({json, [&](std::ostream& o) { o << merged.dump(2) << '\n'; }});
   if (!csv.empty()) outputs.push_back({csv, [&](std::ostream& o) { o << plan_csv(merged); }});
-  write_output_files(outputs, files);
+  write_output_files(outputs, read);
   return 0;
 }
 

@@ -24,7 +24,6 @@
 #include "plan_output.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/common/parse_number.hpp"
-#include "ptsim/config/json_file.hpp"
 #include "ptsim/config/load_error_bands.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_model.hpp"
@@ -226,11 +225,13 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
       throw ConfigError(fmt::format("--gpus: '{}' is not a GPU count in [1, 16777216]; give counts separated by commas", g));
     gpu_counts.push_back(*v);
   }
-  const model::ModelSpec model = config::load_model(model_path);
+  config::InputFiles read;
+  const model::ModelSpec model = config::load_model(model_path, read);
   note_sequence_length(model_path, model, seq > 0);
   std::vector<hardware::HardwareProfile> profiles;
-  for (const auto& path : split_list(hw_list, ',')) profiles.push_back(config::load_hardware(path));
-  const nlohmann::ordered_json validated = validated_error_json(profiles, config::load_error_bands(bands_path), bands_path);
+  for (const auto& path : split_list(hw_list, ',')) profiles.push_back(config::load_hardware(path, read));
+  const nlohmann::ordered_json validated =
+      validated_error_json(profiles, config::load_error_bands(bands_path, read), bands_path);
   const std::int64_t seq_length = seq > 0 ? seq : model.seq_length;
   if (batch <= 0) batch = plan::default_global_batch(seq_length);
   const bool quiet = vm.count("quiet") > 0;
@@ -321,9 +322,6 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
 
   make_output_directory("--out", out_dir);
   const std::string json_path = (std::filesystem::path(out_dir) / "report.json").string();
-  std::vector<std::string> read = split_list(hw_list, ',');
-  read.push_back(model_path);
-  read.push_back(bands_path);
   write_output_file(json_path, read, [&](std::ostream& o) { o << j.dump(1) << '\n'; });
   fmt::print(out, "wrote {}\n", json_path);
   if (vm.count("no-render")) return fastest == nullptr ? 3 : 0;

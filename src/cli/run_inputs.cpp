@@ -75,7 +75,7 @@ po::options_description strategy_options() {
   return strategy;
 }
 
-config::StrategyInput strategy_input(const RunInputs& inputs, const po::variables_map& vm) {
+config::StrategyInput strategy_input(const RunInputs& inputs, config::InputFiles& read, const po::variables_map& vm) {
   config::StrategyInput flags;
   for (const auto& f : config::strategy_fields()) {
     const auto used = given(vm, flag_name(f), f.alias);
@@ -101,7 +101,7 @@ config::StrategyInput strategy_input(const RunInputs& inputs, const po::variable
         },
         f.member);
   }
-  return inputs.strategy.empty() ? flags : config::merge(config::load_strategy(inputs.strategy), flags);
+  return inputs.strategy.empty() ? flags : config::merge(config::load_strategy(inputs.strategy, read), flags);
 }
 
 void note_sequence_length(const std::string& model_path, const model::ModelSpec& m, bool seq_given) {
@@ -134,11 +134,11 @@ void require_model_input(const RunInputs& inputs, const std::string& command) {
 
 }  // namespace
 
-model::ModelSpec load_model_input(const RunInputs& inputs, config::StrategyInput& strategy,
+model::ModelSpec load_model_input(const RunInputs& inputs, config::InputFiles& read, config::StrategyInput& strategy,
                                   const std::string& command, LaunchLayout layout) {
   require_model_input(inputs, command);
   if (!inputs.has_megatron) {
-    model::ModelSpec m = config::load_model(inputs.model);
+    model::ModelSpec m = config::load_model(inputs.model, read);
     note_sequence_length(inputs.model, m, strategy.seq_length.has_value());
     return m;
   }
@@ -183,17 +183,24 @@ model::ModelSpec load_model_input(const RunInputs& inputs, config::StrategyInput
   return launch.model;
 }
 
-LoadedRun load_run(const RunInputs& inputs, const po::variables_map& vm, const std::string& command) {
+LoadedRun load_run(const RunInputs& inputs, config::InputFiles& read, const po::variables_map& vm,
+                   const std::string& command) {
   require_model_input(inputs, command);  // before --hw, as --help lists them
   if (inputs.hw.empty()) throw ConfigError(fmt::format("{}: --hw FILE is required; see --help", command));
-  config::StrategyInput input = strategy_input(inputs, vm);
+  config::StrategyInput input = strategy_input(inputs, read, vm);
   LoadedRun run;
-  const model::ModelSpec model = load_model_input(inputs, input, command);
-  run.hardware = config::load_hardware(inputs.hw);
+  const model::ModelSpec model = load_model_input(inputs, read, input, command);
+  run.hardware = config::load_hardware(inputs.hw, read);
   const config::ResolvedRun resolved = config::resolve_run(model, input);
   run.model = resolved.model;
   run.parallel = resolved.parallel;
   return run;
+}
+
+void record_files(const RunInputs& inputs, config::InputFiles& read) {
+  read.record(inputs.model);
+  read.record(inputs.hw);
+  read.record(inputs.strategy);
 }
 
 }  // namespace ptsim::cli

@@ -34,7 +34,7 @@ std::vector<std::string> split_megatron_args(const std::vector<std::string>& arg
 /// Keep: the launch line's parallel layout is the run's (simulate, kernels).
 /// Search: it is dropped for a search to choose (plan).
 enum class LaunchLayout { Keep, Search };
-model::ModelSpec load_model_input(const RunInputs& inputs, config::StrategyInput& strategy,
+model::ModelSpec load_model_input(const RunInputs& inputs, config::InputFiles& read, config::StrategyInput& strategy,
                                   const std::string& command, LaunchLayout layout = LaunchLayout::Keep);
 
 /// --model, --hw, --strategy.
@@ -49,7 +49,8 @@ struct LoadedRun {
 };
 
 /// The strategy flags given (over the --strategy file's values), unchecked.
-config::StrategyInput strategy_input(const RunInputs& inputs, const boost::program_options::variables_map& vm);
+config::StrategyInput strategy_input(const RunInputs& inputs, config::InputFiles& read,
+                                     const boost::program_options::variables_map& vm);
 
 /// Warns on standard error when the model's sequence length is a Hugging
 /// Face config's max_position_embeddings above 8,192 tokens and no
@@ -57,8 +58,12 @@ config::StrategyInput strategy_input(const RunInputs& inputs, const boost::progr
 /// later context extension's, not the length it trains at.
 void note_sequence_length(const std::string& model_path, const model::ModelSpec& m, bool seq_given);
 
-/// Loads and cross-checks the inputs; `command` names the command in errors.
-LoadedRun load_run(const RunInputs& inputs, const boost::program_options::variables_map& vm,
+/// Loads and cross-checks the inputs, each file recorded in `read`;
+/// `command` names the command in errors.
+LoadedRun load_run(const RunInputs& inputs, config::InputFiles& read, const boost::program_options::variables_map& vm,
                    const std::string& command);
+
+/// Records the files `inputs` names (before a command checks its outputs).
+void record_files(const RunInputs& inputs, config::InputFiles& read);
 
 }  // namespace ptsim::cli

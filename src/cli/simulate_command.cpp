@@ -169,10 +169,11 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
   }
   if (f.mode != "explicit" && f.mode != "symmetric" && f.mode != "auto")
     throw ConfigError(fmt::format("--mode = {} is not a mode; use auto, explicit or symmetric", f.mode));
-  const std::vector<std::string> inputs = {f.inputs.model, f.inputs.hw, f.inputs.strategy};
+  config::InputFiles read;
+  record_files(f.inputs, read);
   // Before any work: a bad output path fails now, not after the simulation.
-  check_output_paths({{"--json", f.json}, {"--trace", f.trace}}, inputs);
-  const LoadedRun run = load_run(f.inputs, vm, "ptsim simulate");
+  check_output_paths({{"--json", f.json}, {"--trace", f.trace}}, read);
+  const LoadedRun run = load_run(f.inputs, read, vm, "ptsim simulate");
   simulate::Request request;
   request.model = run.model;
   request.hardware = run.hardware;
@@ -197,7 +198,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
     outputs.push_back({f.trace, [&](std::ostream& o) {
                          report::write_chrome_trace(outcome.run, outcome.step.workload, o);
                        }});
-  write_output_files(outputs, inputs);
+  write_output_files(outputs, read);
   const auto& memory = outcome.result.memory;
   if (!memory.fits && !f.allow_oom) {
     fmt::print(stderr,

@@ -72,14 +72,16 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   if (spec_path.empty()) throw ConfigError("ptsim sweep: give SPEC.json; see --help");
-  check_output_paths({{"--json", json}, {"--csv", csv}}, {spec_path});
-  const config::SweepSpec spec = config::load_sweep_spec(spec_path);
+  config::InputFiles read;
+  read.record(spec_path);
+  check_output_paths({{"--json", json}, {"--csv", csv}}, read);
+  const config::SweepSpec spec = config::load_sweep_spec(spec_path, read);
   const std::string& model_path = spec.model_path;
   const std::int64_t batch = spec.global_batch_size;
   const std::optional<std::int64_t> seq = spec.seq_length;
   const std::vector<std::int64_t>& gpus = spec.gpus;
   const std::vector<config::SweepHardware>& entries = spec.hardware;
-  const model::ModelSpec model = config::load_model(model_path);
+  const model::ModelSpec model = config::load_model(model_path, read);
   note_sequence_length(model_path, model, seq.has_value());
 
   const bool quiet = vm.count("quiet") > 0;
@@ -127,7 +129,7 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
   std::vector<OutputFile> outputs;
   if (!json.empty()) outputs.push_back({json, [&](std::ostream& o) { o << j.dump(2) << '\n'; }});
   if (!csv.empty()) outputs.push_back({csv, [&](std::ostream& o) { o << csv_text; }});
-  write_output_files(outputs, {spec_path, model_path});
+  write_output_files(outputs, read);
   return 0;
 }
 

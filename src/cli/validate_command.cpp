@@ -92,9 +92,11 @@ int run_validate(const std::vector<std::string>& args, std::ostream& out) {
     throw ConfigError("ptsim validate: --leave-one-source-out, --fit-params and --fit-exclude go with --fit-on FILE");
   if (!std::filesystem::is_directory(hw_dir))
     throw ConfigError(fmt::format("ptsim validate: --hw-dir {} is not a directory", hw_dir));
-  check_output_paths({{"--json", json}}, {runs_path, software_path, fit_on});
-  const config::PublishedRuns runs = config::load_runs(runs_path);
-  const auto software = config::load_software(software_path);
+  config::InputFiles read;
+  for (const std::string& path : {runs_path, software_path, fit_on}) read.record(path);
+  check_output_paths({{"--json", json}}, read);
+  const config::PublishedRuns runs = config::load_runs(runs_path, read);
+  const auto software = config::load_software(software_path, read);
   const bool quiet = vm.count("quiet") > 0;
   std::vector<fit::ProfileFit> fits;
   validate::Report report;
@@ -104,7 +106,7 @@ int run_validate(const std::vector<std::string>& args, std::ostream& out) {
     cv.exclude = fit_exclude;
     cv.leave_one_source_out = vm.count("leave-one-source-out") > 0;
     fit::CrossValidation result =
-        fit::cross_validate(runs, config::load_runs(fit_on), validate::profiles_in(hw_dir), software, cv,
+        fit::cross_validate(runs, config::load_runs(fit_on, read), validate::profiles_in(hw_dir, read), software, cv,
                             [&](const std::string& line) {
                               if (!quiet) fmt::print(stderr, "{}\n", line);
                             });
@@ -124,9 +126,10 @@ int run_validate(const std::vector<std::string>& args, std::ostream& out) {
                                 : f.note);
     }
   } else {
-    report = validate::validate_runs(runs, hw_dir, software, [&](std::size_t i, std::size_t n, const std::string& id) {
-      if (!quiet) fmt::print(stderr, "[{}/{}] {}\n", i + 1, n, id);
-    });
+    report = validate::validate_runs(runs, validate::profiles_in(hw_dir, read), software,
+                                     [&](std::size_t i, std::size_t n, const std::string& id) {
+                                       if (!quiet) fmt::print(stderr, "[{}/{}] {}\n", i + 1, n, id);
+                                     });
   }
 
   fmt::print(out, "{:<38} {:>10} {:>10} {:>8}  {:<26} {}\n", "run", "measured", "predicted", "error", "largest part",
@@ -192,7 +195,7 @@ int run_validate(const std::vector<std::string>& args, std::ostream& out) {
                     {"mean_abs_error_pct", s.mean_abs_error_pct},
                     {"max_abs_error_pct", s.max_abs_error_pct},
                     {"failures", report.failures}};
-    write_output_file(json, {runs_path, software_path}, [&](std::ostream& o) { o << j.dump(2) << '\n'; });
+    write_output_file(json, read, [&](std::ostream& o) { o << j.dump(2) << '\n'; });
   }
   if (report.failures > 0) {
     fmt::print(stderr, "ptsim validate: {} run(s) could not be simulated (see the table)\n", report.failures);

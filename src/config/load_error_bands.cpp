@@ -8,8 +8,8 @@
 
 namespace ptsim::config {
 
-std::map<std::string, ErrorBand> load_error_bands(const std::string& path) {
-  const nlohmann::json document = internal::read_json_file(path);
+std::map<std::string, ErrorBand> load_error_bands(const std::string& path, InputFiles& inputs) {
+  const nlohmann::json document = internal::read_json_file(path, inputs);
   internal::ObjectReader in(document, path);
   if (in.string("schema") != "ptsim-error-bands/1")
     in.fail("schema", "is not an error-band schema ptsim reads; expected \"ptsim-error-bands/1\" "

@@ -277,13 +277,13 @@ hardware::HardwareProfile parse_hardware(const nlohmann::json& object, const std
   return hw;
 }
 
-hardware::HardwareProfile load_hardware(const std::string& path) {
-  return parse_hardware(internal::read_json_file(path), path);
+hardware::HardwareProfile load_hardware(const std::string& path, InputFiles& inputs) {
+  return parse_hardware(internal::read_json_file(path, inputs), path);
 }
 
-std::string fitted_profile_json(const std::string& profile_path, const std::vector<FittedFigure>& figures,
-                                const hardware::FitRecord& record) {
-  nlohmann::ordered_json out = internal::read_ordered_json_file(profile_path);
+std::string fitted_profile_json(const std::string& profile_path, InputFiles& inputs,
+                                const std::vector<FittedFigure>& figures, const hardware::FitRecord& record) {
+  nlohmann::ordered_json out = internal::read_ordered_json_file(profile_path, inputs);
   for (const auto& f : figures) {
     out[nlohmann::ordered_json::json_pointer(f.pointer)] = f.value;
     out["sources"][f.pointer] = f.source;

@@ -63,8 +63,8 @@ hardware::KernelMeasurement parse_kernel(const nlohmann::json& j, const std::str
 
 }  // namespace
 
-hardware::MeasurementSet load_measurements(const std::string& path) {
-  const nlohmann::json j = internal::read_json_file(path);
+hardware::MeasurementSet load_measurements(const std::string& path, InputFiles& inputs) {
+  const nlohmann::json j = internal::read_json_file(path, inputs);
   internal::ObjectReader in(j, path);
   const std::string schema = in.string("schema");
   if (schema != "ptsim-measurements/1")
@@ -87,9 +87,9 @@ hardware::MeasurementSet load_measurements(const std::string& path) {
   return m;
 }
 
-std::string calibrated_profile_json(const std::string& profile_path,
+std::string calibrated_profile_json(const std::string& profile_path, InputFiles& inputs,
                                     const hardware::Calibration& calibration) {
-  nlohmann::ordered_json out = internal::read_ordered_json_file(profile_path);
+  nlohmann::ordered_json out = internal::read_ordered_json_file(profile_path, inputs);
   out.erase("calibration");
   out["calibration"] = internal::calibration_to_json(calibration);
   return out.dump(2) + "\n";

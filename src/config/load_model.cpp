@@ -275,8 +275,8 @@ model::ModelSpec parse_model(const nlohmann::json& object, const std::string& wh
   return m;
 }
 
-model::ModelSpec load_model(const std::string& path) {
-  const nlohmann::json object = internal::read_json_file(path);
+model::ModelSpec load_model(const std::string& path, InputFiles& inputs) {
+  const nlohmann::json object = internal::read_json_file(path, inputs);
   return parse_model(object, path, std::filesystem::path(path).stem().string());
 }
 

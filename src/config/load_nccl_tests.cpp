@@ -208,7 +208,8 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& where,
   return log;
 }
 
-NcclTestsLog load_nccl_tests(const std::string& path, const std::string& op) {
+NcclTestsLog load_nccl_tests(const std::string& path, InputFiles& inputs, const std::string& op) {
+  inputs.record(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("{}: cannot be read; check the path", path));
   std::stringstream text;

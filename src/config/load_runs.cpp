@@ -98,8 +98,8 @@ PublishedRun parse_run(const nlohmann::json& object, const std::string& file, st
 
 }  // namespace
 
-PublishedRuns load_runs(const std::string& path) {
-  const nlohmann::json document = internal::read_json_file(path);
+PublishedRuns load_runs(const std::string& path, InputFiles& inputs) {
+  const nlohmann::json document = internal::read_json_file(path, inputs);
   internal::ObjectReader in(document, path);
   const std::string schema = in.string("schema");
   if (schema != "ptsim-runs/1") in.fail("schema", "is not a run schema ptsim reads; expected \"ptsim-runs/1\"");

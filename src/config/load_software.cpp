@@ -8,8 +8,8 @@
 
 namespace ptsim::config {
 
-std::vector<SoftwareProfile> load_software(const std::string& path) {
-  const nlohmann::json document = internal::read_json_file(path);
+std::vector<SoftwareProfile> load_software(const std::string& path, InputFiles& inputs) {
+  const nlohmann::json document = internal::read_json_file(path, inputs);
   internal::ObjectReader in(document, path);
   if (in.string("schema") != "ptsim-software/1")
     in.fail("schema", "is not a software schema ptsim reads; expected \"ptsim-software/1\"");

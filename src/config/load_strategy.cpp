@@ -148,8 +148,8 @@ std::string StrategyInput::where(const std::string& field) const {
   return field;
 }
 
-StrategyInput load_strategy(const std::string& path) {
-  return parse_strategy(internal::read_json_file(path), path);
+StrategyInput load_strategy(const std::string& path, InputFiles& inputs) {
+  return parse_strategy(internal::read_json_file(path, inputs), path);
 }
 
 StrategyInput parse_strategy(const nlohmann::json& object, const std::string& where, const std::string& path) {

@@ -25,10 +25,10 @@ std::string resolve(const std::filesystem::path& base, const std::string& p) {
 // The profile of hardware entry `at` with its overrides applied; each
 // overridden figure's source becomes the sweep.
 SweepHardware hardware_entry(const nlohmann::json& object, const std::string& spec_path, const std::string& at,
-                             const std::filesystem::path& base) {
+                             const std::filesystem::path& base, InputFiles& inputs) {
   internal::ObjectReader h(object, spec_path, at);
   const std::string profile_path = resolve(base, h.string("profile"));
-  nlohmann::json profile = internal::read_json_file(profile_path);
+  nlohmann::json profile = internal::read_json_file(profile_path, inputs);
   if (!profile.is_object()) throw ConfigError(fmt::format("{}: a hardware profile is a JSON object", profile_path));
   SweepHardware entry;
   entry.name = h.optional_string("name").value_or(profile.value("name", profile_path));
@@ -57,8 +57,8 @@ SweepHardware hardware_entry(const nlohmann::json& object, const std::string& sp
 
 }  // namespace
 
-SweepSpec load_sweep_spec(const std::string& path) {
-  const nlohmann::json document = internal::read_json_file(path);
+SweepSpec load_sweep_spec(const std::string& path, InputFiles& inputs) {
+  const nlohmann::json document = internal::read_json_file(path, inputs);
   if (!document.is_object())
     throw ConfigError(fmt::format("{}: a sweep specification is a JSON object; see ptsim sweep --help", path));
   internal::ObjectReader in(document, path);
@@ -81,7 +81,7 @@ SweepSpec load_sweep_spec(const std::string& path) {
     const std::string at = fmt::format("/hardware/{}", i);
     if (!hardware[i].is_object())
       throw ConfigError(fmt::format("{}: {} must be an object with a profile (and name, overrides)", path, at));
-    spec.hardware.push_back(hardware_entry(hardware[i], path, at, base));
+    spec.hardware.push_back(hardware_entry(hardware[i], path, at, base, inputs));
   }
   return spec;
 }

@@ -5,54 +5,29 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <vector>
 #include <fstream>
 #include <sstream>
 
 #include "ptsim/common/error.hpp"
-#include "ptsim/config/json_file.hpp"
-
-namespace ptsim::config {
-
-namespace {
-std::mutex files_mutex;
-std::vector<std::string>& read_so_far() {
-  static std::vector<std::string> files;
-  return files;
-}
-}  // namespace
-
-std::vector<std::string> files_read() {
-  const std::lock_guard lock(files_mutex);
-  return read_so_far();
-}
-
-nlohmann::json read_json_file(const std::string& path) { return internal::read_json_file(path); }
-
-}  // namespace ptsim::config
+#include "ptsim/config/input_files.hpp"
 
 namespace ptsim::config::internal {
 
 using nlohmann::json;
 
-nlohmann::ordered_json read_ordered_json_file(const std::string& path) {
-  read_json_file(path);  // readable and valid JSON, or an error naming the file
+nlohmann::ordered_json read_ordered_json_file(const std::string& path, InputFiles& inputs) {
+  read_json_file(path, inputs);  // readable and valid JSON, or an error naming the file
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
   return nlohmann::ordered_json::parse(text.str());
 }
 
-json read_json_file(const std::string& path) {
+json read_json_file(const std::string& path, InputFiles& inputs) {
+  inputs.record(path);
   std::ifstream in(path);
-  if (!in)
-    throw ConfigError(fmt::format("{}: cannot open the file; check the path and permissions", path));
-  {
-    const std::lock_guard lock(files_mutex);
-    auto& files = read_so_far();
-    if (std::find(files.begin(), files.end(), path) == files.end()) files.push_back(path);
-  }
+  if (!in) throw ConfigError(fmt::format("{}: cannot open the file; check the path and permissions", path));
   std::stringstream text;
   text << in.rdbuf();
   try {

@@ -225,10 +225,12 @@ int merge_and_write(const std::vector<std::string>& texts, const FrontEndArgs& a
   const nlohmann::ordered_json merged = ptsim::cli::merge_plan_files(plans, sources, 0);
   fmt::print("{}", ptsim::cli::plan_table(merged));
   std::fflush(stdout);
+  ptsim::config::InputFiles read;
+  for (const auto& path : a.inputs) read.record(path);
   if (!a.json.empty())
-    ptsim::cli::write_output_file(a.json, a.inputs, [&](std::ostream& o) { o << merged.dump(2) << '\n'; });
+    ptsim::cli::write_output_file(a.json, read, [&](std::ostream& o) { o << merged.dump(2) << '\n'; });
   if (!a.csv.empty())
-    ptsim::cli::write_output_file(a.csv, a.inputs, [&](std::ostream& o) { o << ptsim::cli::plan_csv(merged); });
+    ptsim::cli::write_output_file(a.csv, read, [&](std::ostream& o) { o << ptsim::cli::plan_csv(merged); });
   if (merged.at("candidates").empty()) {
     fmt::print(stderr, "ptsim-plan-mpi: no strategy fits in memory on {} GPUs; try more GPUs or a smaller batch\n",
                merged.at("gpus").get<std::int64_t>());

@@ -62,12 +62,12 @@ std::string dominant_part(const report::StepResult& r) {
 
 }  // namespace
 
-ProfileSource profiles_in(const std::string& hw_dir) {
-  return [hw_dir](const std::string& name) {
+ProfileSource profiles_in(const std::string& hw_dir, config::InputFiles& read) {
+  return [hw_dir, &read](const std::string& name) {
     const std::string path = (std::filesystem::path(hw_dir) / (name + ".json")).string();
     if (!std::filesystem::exists(path))
       throw ConfigError(fmt::format("hardware profile '{}' not found as {}", name, path));
-    return config::load_hardware(path);
+    return config::load_hardware(path, read);
   };
 }
 
@@ -168,11 +168,6 @@ Report validate_runs(const config::PublishedRuns& runs, const ProfileSource& pro
   }
   r.summary = summarize(r.runs);
   return r;
-}
-
-Report validate_runs(const config::PublishedRuns& runs, const std::string& hw_dir,
-                     const std::vector<config::SoftwareProfile>& software, const Progress& progress) {
-  return validate_runs(runs, profiles_in(hw_dir), software, progress);
 }
 
 }  // namespace ptsim::validate

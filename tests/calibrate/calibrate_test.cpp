@@ -76,29 +76,34 @@ TEST_CASE("Malformed measurement files are refused with the key and the fix", "[
                                "date": "2026-11-29", "kernels": [)";
   const std::string good = R"({"op": "copy", "shape": {"bytes": 1e6}, "time_s": 1e-4, "min_s": 1e-4,
                                "max_s": 2e-4, "flops": 0, "bytes": 1e6, "verified": true})";
-  CHECK(config::load_measurements(write("ok.json", head + good + "]}")).kernels.size() == 1);
+  CHECK(config::load_measurements(write("ok.json", head + good + "]}"), test::unchecked_inputs()).kernels.size() == 1);
   // fuzz_measurements: a kernel without a shape once escaped as nlohmann's out_of_range.
-  CHECK_THROWS_WITH(config::load_measurements(write("noshape.json", head + R"({"op": "copy", "time_s": 1e-4}]})")),
+  CHECK_THROWS_WITH(config::load_measurements(write("noshape.json", head + R"({"op": "copy", "time_s": 1e-4}]})"),
+                                              test::unchecked_inputs()),
                     Catch::Contains("/kernels/0/shape is missing"));
-  CHECK_THROWS_WITH(config::load_measurements(write("schema.json", R"({"schema": "x"})")),
+  CHECK_THROWS_WITH(config::load_measurements(write("schema.json", R"({"schema": "x"})"), test::unchecked_inputs()),
                     Catch::Contains("expected \"ptsim-measurements/1\""));
-  CHECK_THROWS_WITH(config::load_measurements(write("empty.json", head + "]}")),
+  CHECK_THROWS_WITH(config::load_measurements(write("empty.json", head + "]}"), test::unchecked_inputs()),
                     Catch::Contains("/kernels = [] is empty; a measurement file holds at least one kernel"));
-  CHECK_THROWS_WITH(
-      config::load_measurements(write("op.json", head + R"({"op": "conv", "shape": {}, "time_s": 1, "min_s": 1,
-                                                            "max_s": 1, "flops": 0, "bytes": 0, "verified": true}]})")),
-      Catch::Contains("/kernels/0/op = \"conv\" is not an operation ptsim knows"));
-  CHECK_THROWS_WITH(
-      config::load_measurements(write("range.json", head + R"({"op": "copy", "shape": {"bytes": 1}, "time_s": 5,
+  CHECK_THROWS_WITH(config::load_measurements(write("op.json",
+                                                    head + R"({"op": "conv", "shape": {}, "time_s": 1, "min_s": 1,
+                                                            "max_s": 1, "flops": 0, "bytes": 0, "verified": true}]})"),
+                                              test::unchecked_inputs()),
+                    Catch::Contains("/kernels/0/op = \"conv\" is not an operation ptsim knows"));
+  CHECK_THROWS_WITH(config::load_measurements(write("range.json",
+                                                    head + R"({"op": "copy", "shape": {"bytes": 1}, "time_s": 5,
                                                                "min_s": 1, "max_s": 2, "flops": 0, "bytes": 1,
-                                                               "verified": true}]})")),
-      Catch::Contains("/kernels/0/time_s = 5 must lie between min_s = 1 and max_s = 2"));
-  CHECK_THROWS_WITH(
-      config::load_measurements(write("gemm.json", head + R"({"op": "gemm", "shape": {"m": 1, "n": 1}, "time_s": 1,
+                                                               "verified": true}]})"),
+                                              test::unchecked_inputs()),
+                    Catch::Contains("/kernels/0/time_s = 5 must lie between min_s = 1 and max_s = 2"));
+  CHECK_THROWS_WITH(config::load_measurements(write("gemm.json",
+                                                    head + R"({"op": "gemm", "shape": {"m": 1, "n": 1}, "time_s": 1,
                                                               "min_s": 1, "max_s": 1, "flops": 0, "bytes": 0,
-                                                              "verified": true}]})")),
-      Catch::Contains("/kernels/0/shape/k is missing; a gemm measurement names its k"));
-  CHECK_THROWS_WITH(config::load_measurements(write("broken.json", head)), Catch::Contains("not valid JSON"));
+                                                              "verified": true}]})"),
+                                              test::unchecked_inputs()),
+                    Catch::Contains("/kernels/0/shape/k is missing; a gemm measurement names its k"));
+  CHECK_THROWS_WITH(config::load_measurements(write("broken.json", head), test::unchecked_inputs()),
+                    Catch::Contains("not valid JSON"));
 }
 
 TEST_CASE("A GEMM grid with a hole cannot be fitted", "[calibrate]") {

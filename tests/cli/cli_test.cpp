@@ -196,6 +196,28 @@ TEST_CASE("ptsim rejects bad input with exit code 2 and one clear line", "[cli]"
     CHECK_THAT(r.err, Catch::Contains("refusing to overwrite"));
     CHECK(ptsim::test::slurp(profile) == original);
   }
+  SECTION("an output over a profile that only a run in the runs file names") {
+    // validate reads the profile from --hw-dir after its outputs were
+    // checked: the writer still refuses it, from what the loaders recorded.
+    const std::filesystem::path dir = ptsim::test::scratch_path("validate-hw");
+    std::filesystem::create_directories(dir);
+    const std::string profile = (dir / "a100-sxm4-80gb.json").string();
+    const std::string original = ptsim::test::slurp(ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json"));
+    std::ofstream(profile) << original;
+    const std::string runs = ptsim::test::scratch_path("validate-runs.json");
+    std::ofstream(runs) << R"({"schema": "ptsim-runs/1", "runs": [
+      {"id": "tiny-a", "source": "test", "hardware": "a100-sxm4-80gb", "num_gpus": 8,
+       "model": {"name": "tiny", "num_layers": 4, "hidden_size": 1024, "num_attention_heads": 16,
+                 "vocab_size": 1024, "seq_length": 512},
+       "parallel": {"tp": 2, "pp": 2, "dp": 2, "cp": 1, "ep": 1, "vpp": 1, "sequence_parallel": false,
+                    "recompute": "none", "zero": 0, "schedule": "1f1b"},
+       "batch": {"global_batch_size": 16, "micro_batch_size": 1},
+       "precision": "bf16", "measured": {"step_time_s": 0.05, "derived_from": "made up for the test"}}]})";
+    const auto r = run("validate --runs " + runs + " --hw-dir " + dir.string() + " --quiet --json " + profile);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("refusing to overwrite") && Catch::Contains("an input of this run"));
+    CHECK(ptsim::test::slurp(profile) == original);
+  }
   SECTION("a shard file with a field of the wrong type") {
     const auto r = run("merge " + ptsim::test::source_path("fuzz/regressions/fuzz_merge/bad2-malformed-shard.json"));
     CHECK(r.code == 2);

@@ -30,11 +30,11 @@ TEST_CASE("ptsim fit --runs writes a profile with its fitted figures, their sour
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("ptsim fit: h100-sxm5-80gb on 9 run(s)"));
   CHECK_THAT(r.out, Catch::Contains("not fitted: sustained.tensor.fp8: no run trains in fp8"));
-  const auto fitted = ptsim::config::load_hardware(out);
+  const auto fitted = ptsim::config::load_hardware(out, ptsim::test::unchecked_inputs());
   REQUIRE(fitted.fit);
   // The runs it was fitted on are exactly the run file's H100 runs.
   std::set<std::string> h100_runs;
-  for (const auto& run : ptsim::config::load_runs(published()).runs)
+  for (const auto& run : ptsim::config::load_runs(published(), ptsim::test::unchecked_inputs()).runs)
     if (run.hardware == "h100-sxm5-80gb") h100_runs.insert(run.id);
   CHECK(std::set<std::string>(fitted.fit->points.begin(), fitted.fit->points.end()) == h100_runs);
   // Every fitted parameter is in the profile, at its fitted value, with the fit as its source.
@@ -60,7 +60,7 @@ TEST_CASE("ptsim fit --nccl-tests fits NVLink SHARP from a measured log", "[cli]
   const auto r = run("fit --nccl-tests " + ptsim::test::data_path("nccl-tests/h100-1x8-nvls-allreduce.partial.log") +
                      " --op all_reduce --hw " + h100() + " --params nvlink.nvls_efficiency --out " + out + " -q");
   REQUIRE(r.code == 0);
-  const auto fitted = ptsim::config::load_hardware(out);
+  const auto fitted = ptsim::config::load_hardware(out, ptsim::test::unchecked_inputs());
   REQUIRE(fitted.fit);
   CHECK(fitted.fit->method == "nccl-tests");
   CHECK(fitted.fit->points.size() == 6);  // 128 MiB … 4 GiB
@@ -73,7 +73,7 @@ TEST_CASE("ptsim fit --nccl-tests fits NVLink SHARP from a measured log", "[cli]
                          " --op all_reduce --hw " + h100() + " --params nvlink.nvls_efficiency --min-bytes 1G --out " +
                          out + " -q");
   REQUIRE(large.code == 0);
-  CHECK(ptsim::config::load_hardware(out).fit->points.size() == 3);
+  CHECK(ptsim::config::load_hardware(out, ptsim::test::unchecked_inputs()).fit->points.size() == 3);
   const auto none = run("fit --nccl-tests " + ptsim::test::data_path("nccl-tests/h100-1x8-nvls-allreduce.partial.log") +
                         " --op all_reduce --hw " + h100() + " --min-bytes 8G --out " + out + " -q");
   CHECK(none.code == 2);

@@ -461,9 +461,9 @@ TEST_CASE("Hugging Face MoE configs outside what ptsim models are rejected", "[c
 }
 
 TEST_CASE("Unreadable and malformed model files are rejected", "[config]") {
-  CHECK_THROWS_WITH(config::load_model(test::data_path("does-not-exist.json")),
+  CHECK_THROWS_WITH(config::load_model(test::data_path("does-not-exist.json"), test::unchecked_inputs()),
                     Catch::Contains("cannot open the file"));
-  CHECK_THROWS_WITH(config::load_model(test::data_path("malformed.json")),
+  CHECK_THROWS_WITH(config::load_model(test::data_path("malformed.json"), test::unchecked_inputs()),
                     Catch::Contains("malformed.json: not valid JSON"));
 }
 
@@ -471,8 +471,9 @@ TEST_CASE("Numbers beyond a double are a ConfigError naming the file (fuzz_model
           "[config]") {
   const std::string path = test::scratch_path("overflow.json");
   std::ofstream(path) << R"({"num_layers": 2, "hidden_size": 1e400})";
-  CHECK_THROWS_AS(config::load_model(path), ConfigError);
-  CHECK_THROWS_WITH(config::load_model(path), Catch::Contains(path + ": a number is out of range"));
+  CHECK_THROWS_AS(config::load_model(path, test::unchecked_inputs()), ConfigError);
+  CHECK_THROWS_WITH(config::load_model(path, test::unchecked_inputs()),
+                    Catch::Contains(path + ": a number is out of range"));
 }
 
 TEST_CASE("A model beyond 1e15 parameters is refused before any count overflows", "[config]") {
@@ -486,5 +487,5 @@ TEST_CASE("A model beyond 1e15 parameters is refused before any count overflows"
   CHECK_THROWS_WITH(parse(j), Catch::Contains("beyond ptsim's limit of 1e+15") &&
                                   Catch::Contains("num_layers = 100, hidden_size = 1048576"));
   // GPT-3's 175e9 is far below it.
-  CHECK_NOTHROW(config::load_model(test::source_path("configs/models/gpt3-175b.json")));
+  CHECK_NOTHROW(config::load_model(test::source_path("configs/models/gpt3-175b.json"), test::unchecked_inputs()));
 }

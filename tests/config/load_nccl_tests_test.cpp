@@ -9,7 +9,7 @@ using namespace ptsim;
 
 namespace {
 config::NcclTestsLog log_of(const std::string& name, const std::string& op = "") {
-  return config::load_nccl_tests(test::data_path("nccl-tests/" + name), op);
+  return config::load_nccl_tests(test::data_path("nccl-tests/" + name), test::unchecked_inputs(), op);
 }
 }  // namespace
 

@@ -132,7 +132,7 @@ TEST_CASE("Strategy files use the flags' keys and are checked strictly", "[confi
   const auto good = write_strategy("good.json",
                                    R"({"gpus": 64, "tensor_model_parallel_size": 8, "pp": 2,
                                        "global_batch_size": 64, "schedule": "gpipe"})");
-  const auto s = config::load_strategy(good);
+  const auto s = config::load_strategy(good, test::unchecked_inputs());
   CHECK(*s.tp == 8);
   CHECK(*s.pp == 2);
   CHECK(*s.schedule == "gpipe");
@@ -146,13 +146,16 @@ TEST_CASE("Strategy files use the flags' keys and are checked strictly", "[confi
   from_file.tp = 7;
   CHECK_THROWS_WITH(resolve(from_file), Catch::Contains("generated-good.json: /tensor_model_parallel_size = 7 must divide"));
 
-  CHECK_THROWS_WITH(config::load_strategy(write_strategy("unknown.json", R"({"tp": 2, "tpp": 3})")),
+  CHECK_THROWS_WITH(config::load_strategy(write_strategy("unknown.json", R"({"tp": 2, "tpp": 3})"),
+                                          test::unchecked_inputs()),
                     Catch::Contains("unknown key 'tpp'"));
-  CHECK_THROWS_WITH(config::load_strategy(write_strategy("twice.json", R"({"tp": 2, "tensor_model_parallel_size": 2})")),
+  CHECK_THROWS_WITH(config::load_strategy(write_strategy("twice.json", R"({"tp": 2, "tensor_model_parallel_size": 2})"),
+                                          test::unchecked_inputs()),
                     Catch::Contains("/tp = 2 repeats tensor_model_parallel_size"));
-  CHECK_THROWS_WITH(config::load_strategy(write_strategy("enum.json", R"({"schedule": "zb"})")),
+  CHECK_THROWS_WITH(config::load_strategy(write_strategy("enum.json", R"({"schedule": "zb"})"),
+                                          test::unchecked_inputs()),
                     Catch::Contains("/schedule = \"zb\" is not one of the accepted values: naive, gpipe, 1f1b"));
-  CHECK_THROWS_WITH(config::load_strategy(write_strategy("type.json", R"({"gpus": "8"})")),
+  CHECK_THROWS_WITH(config::load_strategy(write_strategy("type.json", R"({"gpus": "8"})"), test::unchecked_inputs()),
                     Catch::Contains("/gpus = \"8\" must be an integer"));
 }
 

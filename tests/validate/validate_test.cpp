@@ -1,5 +1,6 @@
 // Published runs, the software profiles of their sources, the choice of
 // unpublished values, and the validation table.
+#include <filesystem>
 #include <fstream>
 
 #include "ptsim/common/error.hpp"
@@ -33,7 +34,7 @@ const char* kTinyRun = R"({"schema": "ptsim-runs/1", "runs": [
 }  // namespace
 
 TEST_CASE("The shipped published runs load, with their unpublished fields named", "[validate]") {
-  const auto runs = config::load_runs(test::source_path("validation/published_runs.json"));
+  const auto runs = config::load_runs(test::source_path("validation/published_runs.json"), test::unchecked_inputs());
   REQUIRE(runs.runs.size() == 25);
   const auto& first = runs.runs.front();
   CHECK(first.id == "narayanan21-t1-gpt-1.7b");
@@ -47,18 +48,20 @@ TEST_CASE("The shipped published runs load, with their unpublished fields named"
 }
 
 TEST_CASE("Malformed run and software files are refused with the key", "[validate]") {
-  CHECK_THROWS_WITH(config::load_runs(write("r1.json", R"({"schema": "x", "runs": []})")),
+  CHECK_THROWS_WITH(config::load_runs(write("r1.json", R"({"schema": "x", "runs": []})"), test::unchecked_inputs()),
                     Catch::Contains("expected \"ptsim-runs/1\""));
   std::string bad = kTinyRun;
   bad.replace(bad.find("\"precision\""), 11, "\"precisionn\"");
-  CHECK_THROWS_WITH(config::load_runs(write("r2.json", bad)), Catch::Contains("unknown key 'precisionn' in /runs/0"));
+  CHECK_THROWS_WITH(config::load_runs(write("r2.json", bad), test::unchecked_inputs()),
+                    Catch::Contains("unknown key 'precisionn' in /runs/0"));
   CHECK_THROWS_WITH(config::load_software(write("s1.json", R"({"schema": "ptsim-software/1", "sources": [
-                      {"runs": "x-", "framework": "f", "settings": {"attention_backend": "fast"}, "evidence": ["e"]}]})")),
+                      {"runs": "x-", "framework": "f", "settings": {"attention_backend": "fast"}, "evidence": ["e"]}]})"),
+                                          test::unchecked_inputs()),
                     Catch::Contains("/sources/0/settings/attention_backend"));
 }
 
 TEST_CASE("Software profiles fill what a run did not publish, by the longest id prefix", "[validate]") {
-  const auto sw = config::load_software(test::source_path("validation/software.json"));
+  const auto sw = config::load_software(test::source_path("validation/software.json"), test::unchecked_inputs());
   const auto* n = config::software_for(sw, "narayanan21-t1-gpt-1.7b");
   REQUIRE(n != nullptr);
   CHECK(*n->settings.attention_backend == "unfused");
@@ -157,8 +160,15 @@ TEST_CASE("Uneven stages interleave with any depth that leaves a layer per virtu
 }
 
 TEST_CASE("Validation compares the simulated step with the measured one", "[validate]") {
-  const auto runs = config::load_runs(write("tiny-runs.json", kTinyRun));
-  const auto report = validate::validate_runs(runs, test::source_path("hw_profiles"), {});
+  config::InputFiles read;
+  const std::string runs_path = write("tiny-runs.json", kTinyRun);
+  const auto runs = config::load_runs(runs_path, read);
+  const auto report = validate::validate_runs(runs, validate::profiles_in(test::source_path("hw_profiles"), read), {});
+  // Every file read is recorded for the output writers, the profile the run
+  // names as well as the run file.
+  const std::string profile_path =
+      (std::filesystem::path(test::source_path("hw_profiles")) / "a100-sxm4-80gb.json").string();
+  CHECK(read.paths() == std::vector<std::string>{runs_path, profile_path});
   REQUIRE(report.runs.size() == 1);
   const auto& r = report.runs[0];
   REQUIRE(r.predicted_s);
@@ -169,8 +179,8 @@ TEST_CASE("Validation compares the simulated step with the measured one", "[vali
   // A missing profile is a failure with the reason, not a crash.
   std::string other = kTinyRun;
   other.replace(other.find("a100-sxm4-80gb"), 14, "no-such-gpu-xx");
-  const auto failed = validate::validate_runs(config::load_runs(write("tiny-runs2.json", other)),
-                                              test::source_path("hw_profiles"), {});
+  const auto failed = validate::validate_runs(config::load_runs(write("tiny-runs2.json", other), read),
+                                              validate::profiles_in(test::source_path("hw_profiles"), read), {});
   CHECK(failed.failures == 1);
   CHECK_THAT(failed.runs[0].failure, Catch::Contains("hardware profile 'no-such-gpu-xx' not found"));
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <vector>
+#include "ptsim/config/input_files.hpp"
 
 namespace ptsim::config {
 
@@ -22,6 +23,6 @@ struct ErrorBand {
 
 /// Bands by GPU name (a profile's gpu.name, e.g. "H100-SXM5-80GB"); throws
 /// ConfigError naming the file and the key.
-std::map<std::string, ErrorBand> load_error_bands(const std::string& path);
+std::map<std::string, ErrorBand> load_error_bands(const std::string& path, InputFiles& inputs);
 
 }  // namespace ptsim::config

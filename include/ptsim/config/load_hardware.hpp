@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "ptsim/hardware/hardware_profile.hpp"
+#include "ptsim/config/input_files.hpp"
 
 namespace ptsim::config {
 
-hardware::HardwareProfile load_hardware(const std::string& path);
+hardware::HardwareProfile load_hardware(const std::string& path, InputFiles& inputs);
 
 hardware::HardwareProfile parse_hardware(const nlohmann::json& object, const std::string& where);
 
@@ -25,7 +26,7 @@ struct FittedFigure {
 /// The profile file at `profile_path` with `figures` set (objects created as
 /// needed), their sources replaced and its "fit" object set to `record`, as
 /// JSON text; throws ConfigError when the result is not a valid profile.
-std::string fitted_profile_json(const std::string& profile_path, const std::vector<FittedFigure>& figures,
-                                const hardware::FitRecord& record);
+std::string fitted_profile_json(const std::string& profile_path, InputFiles& inputs,
+                                const std::vector<FittedFigure>& figures, const hardware::FitRecord& record);
 
 }  // namespace ptsim::config

@@ -9,12 +9,13 @@
 #include <string>
 
 #include "ptsim/model/model_spec.hpp"
+#include "ptsim/config/input_files.hpp"
 
 namespace ptsim::config {
 
 /// Reads and validates a model file. Throws ConfigError naming the file, the
 /// key, the value and the fix.
-model::ModelSpec load_model(const std::string& path);
+model::ModelSpec load_model(const std::string& path, InputFiles& inputs);
 
 /// Parses a model object already read from `where`; `fallback_name` names the
 /// model when the object does not.

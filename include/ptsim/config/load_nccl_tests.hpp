@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#include "ptsim/config/input_files.hpp"
 
 namespace ptsim::config {
 
@@ -41,7 +42,7 @@ const std::vector<std::string>& nccl_tests_ops();
 /// e.g. all_reduce_perf, or a "Collective test starting" line), else `op`;
 /// throws ConfigError naming the file and line for anything it cannot read,
 /// a log without "#  Rank" lines or data rows, or a collective it cannot tell.
-NcclTestsLog load_nccl_tests(const std::string& path, const std::string& op = "");
+NcclTestsLog load_nccl_tests(const std::string& path, InputFiles& inputs, const std::string& op = "");
 
 /// The same from text; `where` names it in messages.
 NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& where, const std::string& op = "");

@@ -8,6 +8,7 @@
 
 #include "ptsim/config/strategy_input.hpp"
 #include "ptsim/model/model_spec.hpp"
+#include "ptsim/config/input_files.hpp"
 
 namespace ptsim::config {
 
@@ -29,6 +30,6 @@ struct PublishedRuns {
 };
 
 /// Reads a run file; throws ConfigError naming the file, the run and the key.
-PublishedRuns load_runs(const std::string& path);
+PublishedRuns load_runs(const std::string& path, InputFiles& inputs);
 
 }  // namespace ptsim::config

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ptsim/config/strategy_input.hpp"
+#include "ptsim/config/input_files.hpp"
 
 namespace ptsim::config {
 
@@ -18,7 +19,7 @@ struct SoftwareProfile {
 };
 
 /// Reads a software file; throws ConfigError naming the file and the key.
-std::vector<SoftwareProfile> load_software(const std::string& path);
+std::vector<SoftwareProfile> load_software(const std::string& path, InputFiles& inputs);
 
 /// The profile for a run id (the longest matching prefix), or nullptr.
 const SoftwareProfile* software_for(const std::vector<SoftwareProfile>& profiles, const std::string& run_id);

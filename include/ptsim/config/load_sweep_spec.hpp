@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ptsim/hardware/hardware_profile.hpp"
+#include "ptsim/config/input_files.hpp"
 
 namespace ptsim::config {
 
@@ -26,6 +27,6 @@ struct SweepSpec {
 };
 
 /// Reads SPEC.json; throws ConfigError naming the file, the key and the fix.
-SweepSpec load_sweep_spec(const std::string& path);
+SweepSpec load_sweep_spec(const std::string& path, InputFiles& inputs);
 
 }  // namespace ptsim::config

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <variant>
 #include <vector>
+#include "ptsim/config/input_files.hpp"
 
 namespace ptsim::config {
 
@@ -93,7 +94,7 @@ struct StrategyField {
 std::span<const StrategyField> strategy_fields();
 
 /// Reads a strategy file: an object whose keys are strategy_fields()' keys or aliases.
-StrategyInput load_strategy(const std::string& path);
+StrategyInput load_strategy(const std::string& path, InputFiles& inputs);
 
 /// Parses a strategy object already read; `where` names the file and
 /// `path` the object's JSON pointer in it (for messages).

@@ -57,8 +57,9 @@ using Progress = std::function<void(std::size_t, std::size_t, const std::string&
 /// stem); throws ConfigError when there is none.
 using ProfileSource = std::function<hardware::HardwareProfile(const std::string& name)>;
 
-/// Profiles read from `hw_dir`/<name>.json.
-ProfileSource profiles_in(const std::string& hw_dir);
+/// Profiles read from `hw_dir`/<name>.json, each recorded in `read` (which
+/// must outlive the source).
+ProfileSource profiles_in(const std::string& hw_dir, config::InputFiles& read);
 
 /// One run on `hw`: its source's software applied, what it left open chosen
 /// as the fastest that fits, simulated.
@@ -72,10 +73,6 @@ double simulate_fixed(const config::PublishedRun& run, const hardware::HardwareP
 
 /// Validates every run with the profiles `profiles` gives.
 Report validate_runs(const config::PublishedRuns& runs, const ProfileSource& profiles,
-                     const std::vector<config::SoftwareProfile>& software, const Progress& progress = {});
-
-/// Validates every run; hardware profiles are read from `hw_dir`/<name>.json.
-Report validate_runs(const config::PublishedRuns& runs, const std::string& hw_dir,
                      const std::vector<config::SoftwareProfile>& software, const Progress& progress = {});
 
 /// What was chosen for a run's open fields, "field=value field=value", or "-".

@@ -10,15 +10,18 @@
 #include <string>
 #include <vector>
 
+#include "ptsim/config/input_files.hpp"
+
 namespace ptsim::config::internal {
 
-/// Reads and parses a JSON file; throws ConfigError naming the file when it
-/// cannot be read or is not valid JSON.
-nlohmann::json read_json_file(const std::string& path);
+/// Reads and parses a JSON file, recorded in `inputs` (even when it cannot be
+/// read: a path given as an input is never an output); throws ConfigError
+/// naming the file when it cannot be read or is not valid JSON.
+nlohmann::json read_json_file(const std::string& path, InputFiles& inputs);
 
 /// A JSON file parsed with its own key order kept (for files ptsim writes
 /// back: a calibrated or fitted profile); errors as read_json_file's.
-nlohmann::ordered_json read_ordered_json_file(const std::string& path);
+nlohmann::ordered_json read_ordered_json_file(const std::string& path, InputFiles& inputs);
 
 /// JSON values printed the way the user wrote them, shortened when long.
 std::string show(const nlohmann::json& value);
