@@ -1,0 +1,144 @@
+// A launch line's parallelism, batch, precision, recomputation, attention
+// and overlap flags → ptsim's strategy JSON (see megatron_args.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+#include "internal/megatron_launch_flags.hpp"
+#include "ptsim/common/error.hpp"
+
+namespace ptsim::config::internal {
+
+using nlohmann::json;
+
+namespace {
+
+// Megatron flags that set a ptsim strategy key with the same meaning: the
+// key is their name, underscores for hyphens (ptsim's strategy keys are
+// Megatron's names).
+constexpr std::array kSameStrategyKey = {"--tensor-model-parallel-size",
+                                         "--pipeline-model-parallel-size",
+                                         "--context-parallel-size",
+                                         "--expert-model-parallel-size",
+                                         "--expert-tensor-parallel-size",
+                                         "--virtual-pipeline-model-parallel-size",
+                                         "--num-layers-per-virtual-pipeline-stage",
+                                         "--decoder-first-pipeline-num-layers",
+                                         "--decoder-last-pipeline-num-layers",
+                                         "--pipeline-model-parallel-layout",
+                                         "--micro-batch-size",
+                                         "--global-batch-size",
+                                         "--moe-expert-capacity-factor",
+                                         "--sequence-parallel",
+                                         "--use-distributed-optimizer",
+                                         "--overlap-grad-reduce",
+                                         "--overlap-param-gather",
+                                         "--fp8-param-gather",
+                                         "--grad-reduce-in-bf16",
+                                         "--tp-comm-overlap",
+                                         "--cross-entropy-loss-fusion",
+                                         "--no-gradient-accumulation-fusion"};
+
+std::string key_of(std::string_view flag) {
+  std::string key(flag.substr(2));
+  std::replace(key.begin(), key.end(), '-', '_');
+  return key;
+}
+
+}  // namespace
+
+json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes) {
+  json strategy = json::object();
+  const std::int64_t tp =
+      flags.has("--tensor-model-parallel-size") ? integer_of(flags.get("--tensor-model-parallel-size")) : 1;
+  // ---- the strategy ----
+  for (const char* flag : kSameStrategyKey) {
+    if (!flags.has(flag)) continue;
+    const GivenFlag& g = flags.get(flag);
+    const std::string key = key_of(flag);
+    if (g.values.empty()) {
+      strategy[key] = true;
+    } else if (key == "pipeline_model_parallel_layout") {
+      strategy[key] = g.values.at(0);
+    } else if (key == "moe_expert_capacity_factor") {
+      strategy[key] = number_of(g);
+    } else {
+      strategy[key] = integer_of(g);
+    }
+    flags.take(flag);
+  }
+  // arguments.py validate_args: "Disabling sequence parallelism because
+  // tensor model parallelism is disabled".
+  if (tp == 1 && strategy.contains("sequence_parallel")) {
+    strategy.erase("sequence_parallel");
+    notes.push_back(
+        "--sequence-parallel with --tensor-model-parallel-size 1: Megatron-LM disables sequence "
+        "parallelism (validate_args), and so does ptsim");
+  }
+  // Precision: fp16 runs on bf16's tensor cores at its rate; FP8 as
+  // Transformer Engine runs it, with the recipes ptsim models.
+  for (const char* f : {"--bf16", "--fp16"}) flags.take(f);
+  if (flags.has("--fp8-format")) {
+    choice_of(flags.get("--fp8-format"), {"e4m3", "hybrid"});
+    strategy["precision"] = "fp8";
+    if (flags.has("--fp8-recipe"))
+      strategy["fp8_recipe"] =
+          choice_of(flags.get("--fp8-recipe"), {"delayed", "tensorwise"}, "blockwise and mxfp8 are not modelled yet");
+  }
+  for (const char* f : {"--fp8-format", "--fp8-recipe", "--fp8-amax-history-len", "--fp8-amax-compute-algo",
+                        "--fp8-margin", "--fp8-interval"})
+    flags.take(f);
+  // Recomputation: selective (--recompute-activations is its old name), or
+  // full by layer: uniform with one layer a chunk (every layer
+  // checkpointed) or block (the first N layers of each stage).
+  std::string granularity = flags.has("--recompute-activations") ? "selective" : "none";
+  if (flags.has("--recompute-granularity"))
+    granularity = choice_of(flags.get("--recompute-granularity"), {"full", "selective"});
+  if (granularity == "full") {
+    if (!flags.has("--recompute-method"))
+      throw ConfigError(
+          fmt::format("{}: --recompute-granularity full needs --recompute-method uniform or block", kMegatronWhere));
+    const std::string method = choice_of(flags.get("--recompute-method"), {"uniform", "block"});
+    const std::int64_t layers =
+        flags.has("--recompute-num-layers") ? integer_of(flags.get("--recompute-num-layers")) : 1;
+    if (method == "uniform" && layers != 1)
+      throw ConfigError(
+          fmt::format("{}: --recompute-method uniform --recompute-num-layers {}: ptsim checkpoints "
+                      "every layer (uniform with 1) or the first N of each stage (block); chunks of "
+                      "several layers are not modelled",
+                      kMegatronWhere, layers));
+    strategy["recompute"] = "full";
+    if (method == "block") strategy["recompute_num_layers"] = layers;
+  } else if (granularity == "selective") {
+    strategy["recompute"] = "selective";
+  }
+  for (const char* f :
+       {"--recompute-activations", "--recompute-granularity", "--recompute-method", "--recompute-num-layers"})
+    flags.take(f);
+  // Attention kernels: Transformer Engine's backends.
+  if (flags.has("--attention-backend")) {
+    const std::string b = choice_of(flags.get("--attention-backend"), {"flash", "fused", "unfused", "local", "auto"});
+    if (b == "fused") strategy["attention_backend"] = "cudnn";  // cuDNN's fused attention
+    if (b == "unfused" || b == "local") strategy["attention_backend"] = "unfused";
+    if (b == "flash") strategy["attention_backend"] = "flash";
+    // auto: Transformer Engine picks; ptsim's default, fused flash-style kernels.
+  }
+  if (flags.has("--use-flash-attn")) strategy["attention_backend"] = "flash";
+  flags.take("--attention-backend");
+  flags.take("--use-flash-attn");
+  if (flags.has("--transformer-impl"))
+    choice_of(flags.get("--transformer-impl"), {"transformer_engine"}, "Megatron's local layers are not modelled");
+  flags.take("--transformer-impl");
+  // Megatron-Core: --overlap-p2p-communication is on unless turned off
+  // (it applies to the interleaved schedule only), and the batched p2p
+  // calls synchronize the device (batch_p2p_sync, True by default).
+  strategy["overlap_p2p_comm"] = !flags.has("--no-overlap-p2p-communication");
+  strategy["batch_p2p_sync"] = true;
+  flags.take("--overlap-p2p-communication");
+  flags.take("--no-overlap-p2p-communication");
+
+  return strategy;
+}
+
+}  // namespace ptsim::config::internal
