@@ -9,8 +9,10 @@
 #include <variant>
 
 #include "ptsim/common/error.hpp"
+#include "ptsim/common/parse_number.hpp"
 #include "ptsim/plan/planner.hpp"
 #include "ptsim/report/json_report.hpp"
+#include "ptsim/strategy/schedule.hpp"
 
 namespace ptsim::cli {
 
@@ -126,17 +128,20 @@ std::string plan_csv(const nlohmann::ordered_json& plan) {
       const auto& v = s.at(key);
       return v.is_string() ? v.get<std::string>() : v.dump();
     };
+    const std::string vpp = get("virtual_pipeline_model_parallel_size", "1");
+    const std::string schedule =
+        get("schedule", std::string(strategy::to_string(strategy::default_schedule(whole_number(vpp).value_or(1)))));
     const auto& b = c.at("breakdown_s");
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", c.at("rank").get<std::size_t>(),
-                       c.at("step_time_s").get<double>(), c.at("mfu").get<double>(),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                       c.at("rank").get<std::size_t>(), c.at("step_time_s").get<double>(), c.at("mfu").get<double>(),
                        c.at("peak_memory_bytes").get<std::uint64_t>(), b.at("compute").get<double>(),
                        b.at("pipeline_bubble").get<double>(), b.at("exposed_communication").get<double>(),
                        b.at("optimizer").get<double>(), c.at("cost_usd").get<double>(),
                        get("tensor_model_parallel_size", "1"), get("pipeline_model_parallel_size", "1"),
                        get("data_parallel_size", "1"), get("context_parallel_size", "1"),
-                       get("expert_model_parallel_size", "1"), get("micro_batch_size", "1"), get("schedule", "1f1b"),
-                       get("virtual_pipeline_model_parallel_size", "1"), get("recompute", "none"),
-                       get("sequence_parallel", "false"), get("zero", "0"), b.at("host_issue").get<double>());
+                       get("expert_model_parallel_size", "1"), get("micro_batch_size", "1"), schedule, vpp,
+                       get("recompute", "none"), get("sequence_parallel", "false"), get("zero", "0"),
+                       b.at("host_issue").get<double>());
   }
   return out;
 }

@@ -63,8 +63,7 @@ void check_pipeline(const Checker& check, const model::ModelSpec& m, strategy::P
                  "give one of the two");
     c.vpp = vpp;
   }
-  const std::string schedule = s.schedule.value_or(std::string(
-      strategy::to_string(c.vpp > 1 ? strategy::ScheduleKind::Interleaved : strategy::ScheduleKind::OneFOneB)));
+  const std::string schedule = s.schedule.value_or(std::string(strategy::to_string(strategy::default_schedule(c.vpp))));
   const strategy::ScheduleDescriptor& described = schedule_of(schedule);
   c.schedule = described.kind;
   if (c.vpp > 1 && c.pp == 1)

@@ -50,7 +50,9 @@ std::string describe(const config::StrategyInput& s) {
   std::string out = fmt::format("tp={} pp={} dp={}", s.tp.value_or(1), s.pp.value_or(1), s.dp.value_or(1));
   if (s.cp.value_or(1) > 1) out += fmt::format(" cp={}", *s.cp);
   if (s.ep.value_or(1) > 1) out += fmt::format(" ep={}", *s.ep);
-  out += fmt::format(" mbs={} {}", s.micro_batch_size.value_or(1), s.schedule.value_or("1f1b"));
+  out +=
+      fmt::format(" mbs={} {}", s.micro_batch_size.value_or(1),
+                  s.schedule.value_or(std::string(strategy::to_string(strategy::default_schedule(s.vpp.value_or(1))))));
   if (s.vpp.value_or(1) > 1) out += fmt::format(" vpp={}", *s.vpp);
   out += fmt::format(" recompute={}", s.recompute.value_or("none"));
   if (s.sequence_parallel.value_or(false)) out += " sp";

@@ -8,6 +8,7 @@
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/resolve_run.hpp"
 #include "ptsim/simulate/simulate_step.hpp"
+#include "ptsim/strategy/schedule.hpp"
 
 namespace ptsim::plan {
 
@@ -86,40 +87,42 @@ std::vector<Option> micro_batch_options(const config::StrategyInput& s) {
 std::vector<Option> schedule_options(const model::ModelSpec& m, const config::StrategyInput& s, bool schedule_free,
                                      bool vpp_free) {
   const std::int64_t pp = s.pp.value_or(1);
-  const bool interleaved_asked = s.schedule && *s.schedule == "interleaved";
+  const std::string one_f_one_b(strategy::to_string(strategy::ScheduleKind::OneFOneB));
+  const std::string interleaved(strategy::to_string(strategy::ScheduleKind::Interleaved));
+  const bool interleaved_asked = s.schedule && *s.schedule == interleaved;
   std::vector<Option> out;
   if (pp == 1) {
     // No pipeline: nothing to interleave.
     if (schedule_free || interleaved_asked)
-      out.push_back({[](config::StrategyInput& x) {
-                       x.schedule = "1f1b";
+      out.push_back({[one_f_one_b](config::StrategyInput& x) {
+                       x.schedule = one_f_one_b;
                        x.vpp.reset();
                      },
-                     "schedule", "1f1b (no pipeline)", 0});
+                     "schedule", one_f_one_b + " (no pipeline)", 0});
     return out;
   }
   if (schedule_free)
-    out.push_back({[](config::StrategyInput& x) {
-                     x.schedule = "1f1b";
+    out.push_back({[one_f_one_b](config::StrategyInput& x) {
+                     x.schedule = one_f_one_b;
                      x.vpp.reset();
                    },
-                   "schedule", "1f1b", 0});
+                   "schedule", one_f_one_b, 0});
   if (schedule_free || (interleaved_asked && vpp_free)) {
     const bool even_stages = m.num_layers % pp == 0;
     const std::int64_t per_stage = m.num_layers / pp;
     for (std::int64_t v = 2; v <= 8 && pp * v <= m.num_layers; ++v)
       if (!even_stages || per_stage % v == 0)
-        out.push_back({[v](config::StrategyInput& x) {
-                         x.schedule = "interleaved";
+        out.push_back({[v, interleaved](config::StrategyInput& x) {
+                         x.schedule = interleaved;
                          x.vpp = v;
                        },
                        "vpp", std::to_string(v), 0});
     if (out.empty() && interleaved_asked)  // no v gives equal chunks or a layer per virtual stage
-      out.push_back({[](config::StrategyInput& x) {
-                       x.schedule = "1f1b";
+      out.push_back({[one_f_one_b](config::StrategyInput& x) {
+                       x.schedule = one_f_one_b;
                        x.vpp.reset();
                      },
-                     "schedule", "1f1b (layers per stage do not split into chunks)", 0});
+                     "schedule", one_f_one_b + " (layers per stage do not split into chunks)", 0});
   }
   return out;
 }

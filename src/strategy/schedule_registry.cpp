@@ -119,6 +119,8 @@ const ScheduleDescriptor* find_schedule(std::string_view name) {
   return nullptr;
 }
 
+ScheduleKind default_schedule(std::int64_t vpp) { return vpp > 1 ? ScheduleKind::Interleaved : ScheduleKind::OneFOneB; }
+
 std::vector<std::string_view> schedule_names() {
   std::vector<std::string_view> names;
   for (const auto& d : kSchedules) names.push_back(d.name);

@@ -14,6 +14,7 @@
 #include "ptsim/config/resolve_run.hpp"
 #include "ptsim/plan/search.hpp"
 #include "ptsim/simulate/simulate_step.hpp"
+#include "ptsim/strategy/schedule.hpp"
 
 namespace ptsim::validate {
 
@@ -88,8 +89,10 @@ RunCheck check_run(const config::PublishedRun& run, const hardware::HardwareProf
       if (f == "cp" || f == "ep") continue;
       if (f == "sequence_parallel" && strategy.tp.value_or(1) == 1) continue;
       if (f == "zero" && strategy.distributed_optimizer.value_or(false)) continue;  // ZeRO-1 by the software
-      if (f == "vpp" && strategy.pp.value_or(1) == 1 && !(strategy.schedule && *strategy.schedule == "interleaved"))
-        continue;
+      // vpp is open only where a pipeline or a schedule that interleaves can use it.
+      const strategy::ScheduleDescriptor* named =
+          strategy.schedule ? strategy::find_schedule(*strategy.schedule) : nullptr;
+      if (f == "vpp" && strategy.pp.value_or(1) == 1 && !(named != nullptr && named->chunks_from_vpp)) continue;
       free.push_back(f);
     }
     const auto candidates = plan::candidates(run.model, strategy, free);

@@ -77,6 +77,10 @@ std::span<const ScheduleDescriptor> schedules();
 const ScheduleDescriptor& describe(ScheduleKind kind);
 /// The schedule of a strategy value, or nullptr.
 const ScheduleDescriptor* find_schedule(std::string_view name);
+/// The schedule a strategy that names none runs: interleaved with vpp > 1
+/// model chunks a stage, 1F1B otherwise (Megatron-LM's rule; the help notes
+/// of the two descriptors say so).
+ScheduleKind default_schedule(std::int64_t vpp);
 /// Every schedule's name, in order ("naive", "gpipe", …).
 std::vector<std::string_view> schedule_names();
 /// "naive | gpipe | 1f1b (default) | …": the choices for --help.
