@@ -27,7 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     inputs.model = std::string(PTSIM_SOURCE_DIR) + "/configs/models/tiny.json";
     inputs.hw = std::string(PTSIM_SOURCE_DIR) + "/hw_profiles/a100-sxm4-80gb.json";
     if (!inputs.strategy.empty()) inputs.strategy = ptsim::fuzz::input_path(".strategy.json");
-    (void)ptsim::cli::load_run(inputs, vm, "fuzz");
+    ptsim::config::InputFiles read;
+    (void)ptsim::cli::load_run(inputs, read, vm, "fuzz");
   });
   return 0;
 }
