@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "plan_output.hpp"
 #include "search_progress.hpp"
 
 namespace ptsim::cli {
@@ -35,6 +36,19 @@ Point plan_point(const model::ModelSpec& model, const hardware::HardwareProfile&
     p.best = result.best.front();
   }
   return p;
+}
+
+void append_best_step(nlohmann::ordered_json& row, const plan::PlannedStrategy& best) {
+  row["label"] = best.label;
+  row["strategy"] = strategy_json(best.strategy);
+  row["step_time_s"] = best.result.step_time_s;
+  row["mfu"] = best.result.throughput.mfu;
+  row["tokens_per_s"] = best.result.throughput.tokens_per_s;
+}
+
+void append_search_counts(nlohmann::ordered_json& row, const Point& p) {
+  row["searched"] = p.searched;
+  row["simulated"] = p.simulated;
 }
 
 std::vector<std::string> split_list(const std::string& text, char sep) {

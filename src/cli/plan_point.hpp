@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,14 @@ struct Point {
 Point plan_point(const model::ModelSpec& model, const hardware::HardwareProfile& hw, std::int64_t gpus,
                  std::int64_t batch, std::optional<std::int64_t> seq, const config::StrategyInput& fixed,
                  unsigned threads, bool quiet);
+
+/// The keys ptsim report's and ptsim sweep's rows share, in their order:
+/// the best strategy and its step (label, strategy, step_time_s, mfu,
+/// tokens_per_s) appended to `row`. Each command adds its own keys after.
+void append_best_step(nlohmann::ordered_json& row, const plan::PlannedStrategy& best);
+
+/// The search's counts (searched, simulated), the last keys of a row that fits.
+void append_search_counts(nlohmann::ordered_json& row, const Point& p);
 
 /// The non-empty items of a `sep`-separated list.
 std::vector<std::string> split_list(const std::string& text, char sep);

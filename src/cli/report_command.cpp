@@ -21,7 +21,6 @@
 #include "search_progress.hpp"
 #include "shipped_files.hpp"
 #include "output_file.hpp"
-#include "plan_output.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/common/parse_number.hpp"
 #include "ptsim/config/load_error_bands.hpp"
@@ -284,27 +283,19 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
                         {"peak_bytes", s.peak_bytes},
                         {"static_bytes", s.static_bytes},
                         {"activations_peak_bytes", s.activations_peak_bytes}});
-    nlohmann::ordered_json row = {{"hardware", p.hardware_name},
-                                  {"gpu", p.gpu},
-                                  {"gpus", p.gpus},
-                                  {"fits", true},
-                                  {"label", p.best->label},
-                                  {"strategy", strategy_json(p.best->strategy)},
-                                  {"step_time_s", r.step_time_s},
-                                  {"mfu", r.throughput.mfu},
-                                  {"tokens_per_s", r.throughput.tokens_per_s},
-                                  {"steps", static_cast<std::int64_t>(cost.steps)},
-                                  {"time_to_train_s", cost.time_s},
-                                  {"time_to_train_days", cost.days},
-                                  {"gpu_hours", cost.gpu_hours},
-                                  {"cost_usd", optional_json(cost.cost_usd)},
-                                  {"energy_mwh", optional_json(cost.energy_mwh)},
-                                  {"meets_deadline", optional_json(cost.meets_deadline)},
-                                  {"breakdown_s", report::breakdown_json(r.breakdown)},
-                                  {"capacity_bytes", r.memory.capacity_bytes},
-                                  {"stages", stages},
-                                  {"searched", p.searched},
-                                  {"simulated", p.simulated}};
+    nlohmann::ordered_json row = {{"hardware", p.hardware_name}, {"gpu", p.gpu}, {"gpus", p.gpus}, {"fits", true}};
+    append_best_step(row, *p.best);
+    row["steps"] = static_cast<std::int64_t>(cost.steps);
+    row["time_to_train_s"] = cost.time_s;
+    row["time_to_train_days"] = cost.days;
+    row["gpu_hours"] = cost.gpu_hours;
+    row["cost_usd"] = optional_json(cost.cost_usd);
+    row["energy_mwh"] = optional_json(cost.energy_mwh);
+    row["meets_deadline"] = optional_json(cost.meets_deadline);
+    row["breakdown_s"] = report::breakdown_json(r.breakdown);
+    row["capacity_bytes"] = r.memory.capacity_bytes;
+    row["stages"] = stages;
+    append_search_counts(row, p);
     list.push_back(row);
     fmt::print(out, "{:<22} {:>6} {:>8.3f}s {:>5.1f}% {:>9.1f} {:>12.0f} {:>12} {:>10}  {}\n", p.hardware_name, p.gpus,
                r.step_time_s, 100 * r.throughput.mfu, cost.days, cost.gpu_hours,

@@ -12,7 +12,6 @@
 #include "commands.hpp"
 #include "output_file.hpp"
 #include "parse_args.hpp"
-#include "plan_output.hpp"
 #include "plan_point.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_model.hpp"
@@ -103,18 +102,12 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
         continue;
       }
       const auto& r = p.best->result;
-      points.push_back({{"hardware", e.name},
-                        {"gpus", g},
-                        {"fits", true},
-                        {"label", p.best->label},
-                        {"strategy", strategy_json(p.best->strategy)},
-                        {"step_time_s", r.step_time_s},
-                        {"mfu", r.throughput.mfu},
-                        {"tokens_per_s", r.throughput.tokens_per_s},
-                        {"peak_memory_bytes", r.memory.peak_bytes},
-                        {"breakdown_s", report::breakdown_json(r.breakdown)},
-                        {"searched", p.searched},
-                        {"simulated", p.simulated}});
+      nlohmann::ordered_json row = {{"hardware", e.name}, {"gpus", g}, {"fits", true}};
+      append_best_step(row, *p.best);
+      row["peak_memory_bytes"] = r.memory.peak_bytes;
+      row["breakdown_s"] = report::breakdown_json(r.breakdown);
+      append_search_counts(row, p);
+      points.push_back(row);
       csv_text += fmt::format("\"{}\",{},true,{},{},{},{},\"{}\"\n", e.name, g, r.step_time_s, r.throughput.mfu,
                               r.throughput.tokens_per_s, r.memory.peak_bytes, p.best->label);
       fmt::print(out, "{:<28} {:>6} {:>8.3f}s {:>5.1f}% {:>12.4g} {:>9.1f}G  {}\n", e.name, g, r.step_time_s,
