@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "commands.hpp"
 #include "parse_args.hpp"
@@ -30,7 +33,8 @@ namespace po = boost::program_options;
 
 namespace {
 
-constexpr const char* kUsage = R"(Usage: ptsim collective --hw FILE [--op OPS] --ranks LIST (--sizes LIST | -b MIN -e MAX [-f F])
+constexpr const char* kUsage =
+    R"(Usage: ptsim collective --hw FILE [--op OPS] --ranks LIST (--sizes LIST | -b MIN -e MAX [-f F])
                         [-d TYPE] [--format table|nccl-tests] [--json FILE]
        ptsim collective --hw FILE --compare LOG [LOG...] [--op OP] [--json FILE]
 
@@ -44,6 +48,8 @@ output, the reduce-scatter input; K, M, G are powers of 1024. -b/-e/-f give
 them as nccl-tests' own flags do, -d its data type (the count column), and
 --format nccl-tests prints nccl-tests' columns (out of place and in place
 alike: ptsim predicts no difference; #wrong N/A) to set beside its output.
+--algo predicts with one algorithm, as NCCL_ALGO forces it (nccl-tests logs
+do not record the environment: say what the run set).
 
 --compare reads measured nccl-tests logs as printed (the rank count, nodes,
 collective and sizes from the log itself; --op for a log that names no
@@ -55,6 +61,7 @@ Examples:
       --ranks 8,16,64,1024 --sizes 1M,16M,256M,1G --json allreduce.json
   ptsim collective --hw hw_profiles/h100-sxm5-80gb.json --ranks 16 -b 8 -e 8G -f 2 --format nccl-tests
   ptsim collective --hw hw_profiles/h100-sxm5-80gb.json --compare all_reduce_2nodes.log --json compare.json
+  ptsim collective --hw hw_profiles/h100-sxm5-80gb.json --compare ring.log --algo ring  # run with NCCL_ALGO=Ring
 
 )";
 
@@ -91,6 +98,7 @@ struct Flags {
       datatype = "float", format = "table";
   std::uint64_t factor = 2;
   std::vector<std::string> compare;
+  std::optional<cost::Algorithm> algo;  // --algo: as NCCL_ALGO forces one
 };
 
 OpInfo op_named(const std::string& name) {
@@ -99,6 +107,17 @@ OpInfo op_named(const std::string& name) {
     throw ConfigError(fmt::format("--op: '{}' is not a collective; use all_reduce, all_gather, "
                                   "reduce_scatter, all_to_all, broadcast, reduce or send_recv", name));
   return *it;
+}
+
+// The plan ptsim predicts, under --algo the best of that algorithm; a
+// collective the forced algorithm cannot run is an error, as in NCCL.
+cost::TransferPlan predicted_plan(const Flags& f, const hardware::HardwareProfile& hw, taskgraph::CollectiveKind kind,
+                                  std::string_view op, std::int64_t ranks, std::uint64_t bytes) {
+  auto plan = cost::isolated_collective(hw, kind, ranks, bytes, f.algo);
+  if (!plan)
+    throw ConfigError(fmt::format("--algo {}: NCCL does not run {} with it on {} ranks of {}", cost::to_string(*f.algo),
+                                  op, ranks, hw.name));
+  return std::move(*plan);
 }
 
 double median(std::vector<double> v) {
@@ -121,6 +140,12 @@ int run_compare(const Flags& f, const std::string& op, std::ostream& out) {
     logs.push_back(config::load_nccl_tests(path, read, op));
     fit::check_log_on_profile(logs.back(), hw);
   }
+  // Every plan before the first line (see run_collective's table).
+  std::vector<cost::TransferPlan> plans;
+  for (const auto& log : logs)
+    for (const auto& row : log.points)
+      plans.push_back(predicted_plan(f, hw, fit::collective_kind(log.op), log.op, log.ranks, row.bytes));
+  auto next_plan = plans.begin();
   nlohmann::ordered_json results = nlohmann::ordered_json::array(), log_list = nlohmann::ordered_json::array();
   std::vector<double> all_errors;
   for (const auto& log : logs) {
@@ -132,7 +157,7 @@ int run_compare(const Flags& f, const std::string& op, std::ostream& out) {
                "busbw", "predicted", "error", "algorithm");
     std::vector<double> errors;
     for (const auto& row : log.points) {
-      const cost::TransferPlan plan = cost::isolated_collective(hw, kind, log.ranks, row.bytes);
+      const cost::TransferPlan& plan = *next_plan++;
       const double t = plan.estimated_s;
       const double algbw = static_cast<double>(row.bytes) / t / 1e9;
       const double busbw = algbw * cost::bus_bandwidth_factor(kind, static_cast<double>(log.ranks));
@@ -181,7 +206,10 @@ int run_compare(const Flags& f, const std::string& op, std::ostream& out) {
 
 int run_collective(const std::vector<std::string>& args, std::ostream& out) {
   Flags f;
+  std::string algo;
   po::options_description options("Options");
+  // Boost.Program_options' chained calls, one option a line:
+  // clang-format off
   options.add_options()
       ("hw", po::value(&f.hw_path)->value_name("FILE"), "hardware profile")
       ("op", po::value(&f.ops_text)->value_name("OPS"),
@@ -198,10 +226,19 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
        "table (default) or nccl-tests (its columns, to set beside its output)")
       ("compare", po::value(&f.compare)->multitoken()->value_name("LOG..."),
        "measured nccl-tests logs: predict each of their rows and set it beside the measurement")
+      ("algo", po::value(&algo)->value_name("NAME"),
+       "the algorithm NCCL_ALGO forced where the log was measured, or to predict: ring, tree, nvls, nvls_tree, "
+       "collnet, hierarchical, direct (default: NCCL's choice)")
       ("json", po::value(&f.json_path)->value_name("FILE"), "write the results as JSON")
       ("help,h", "show this help");
+  // clang-format on
   po::variables_map vm;
   parse_args(args, options, nullptr, vm, "collective");
+  if (!algo.empty()) {
+    f.algo = cost::algorithm_named(algo);
+    if (!f.algo)
+      throw ConfigError(fmt::format("--algo = {} is not an algorithm; use one of {}", algo, cost::algorithm_names()));
+  }
   if (vm.count("help")) {
     std::ostringstream text;
     text << options;
@@ -266,6 +303,13 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
   const hardware::HardwareProfile hw = config::load_hardware(f.hw_path, read);
   const bool nccl_tests = f.format == "nccl-tests";
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  // Every plan before the first line, so that an --algo that cannot run one
+  // of them leaves no partial table.
+  std::vector<cost::TransferPlan> plans;
+  for (const auto& op : ops)
+    for (const std::int64_t n : group_sizes)
+      for (const std::uint64_t bytes : sizes) plans.push_back(predicted_plan(f, hw, op.kind, op.name, n, bytes));
+  auto next_plan = plans.begin();
   fmt::print(out, "{}{} · {}\n", nccl_tests ? "# ptsim collective: " : "", hw.name, hw.description);
   if (!nccl_tests)
     fmt::print(out, "{:<15} {:>6} {:>9} {:>12} {:>12} {:>12}  {}\n", "op", "ranks", "bytes", "time",
@@ -277,7 +321,7 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
         print_nccl_tests_header(out);
       }
       for (const std::uint64_t bytes : sizes) {
-        const cost::TransferPlan plan = cost::isolated_collective(hw, op.kind, n, bytes);
+        const cost::TransferPlan& plan = *next_plan++;
         const double t = plan.estimated_s;
         const double algbw = static_cast<double>(bytes) / t / 1e9;
         const double busbw = algbw * cost::bus_bandwidth_factor(op.kind, static_cast<double>(n));

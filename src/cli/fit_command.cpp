@@ -29,7 +29,8 @@ namespace po = boost::program_options;
 
 namespace {
 
-constexpr const char* kUsage = R"(Usage: ptsim fit --runs FILE --hw PROFILE --out PROFILE [--json FILE] [--params LIST] [--exclude GLOB]...
+constexpr const char* kUsage =
+    R"(Usage: ptsim fit --runs FILE --hw PROFILE --out PROFILE [--json FILE] [--params LIST] [--exclude GLOB]...
        ptsim fit --nccl-tests LOG [LOG...] --hw PROFILE --out PROFILE [--json FILE] [--params LIST] [--op OP]
                  [--min-bytes SIZE]
 
@@ -50,7 +51,7 @@ place); --op names the collective of a log that does not say.
 Parameters (--params, default: all of them, each refused with its reason when
 the measurements cannot identify it; a named one that cannot be is an error):
   sustained.tensor.bf16   sustained.tensor.fp8   sustained.memory
-  nvlink.efficiency   nvlink.latency   nvlink.nvls_efficiency
+  nvlink.efficiency   nvlink.latency   nvlink.nvls_efficiency   nvlink.nvls_latency
   nic.efficiency   nic.latency
 A parameter is refused when no measurement exercises it (a cross-node figure
 from single-node runs), when no prediction moves by 0.01% for a 1% change of

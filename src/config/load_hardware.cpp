@@ -198,8 +198,12 @@ hardware::NvlinkSpec parse_nvlink(ObjectReader in) {
   n.latency_s = in.number("latency_us", 0.0, 1e6) * 1e-6;
   n.efficiency = in.number("efficiency", 0.01, 1.0);
   n.nvls_efficiency = in.optional_number("nvls_efficiency", 0.01, 1.0);
+  if (const auto us = in.optional_number("nvls_latency_us", 0.0, 1e6)) {
+    if (!n.nvls_efficiency) in.fail("nvls_latency_us", "needs nvls_efficiency: a profile without it has no NVLS");
+    n.nvls_latency_s = *us * 1e-6;
+  }
   in.reject_unknown_keys(
-      "accepted keys: domain_gpus, bandwidth_GBps, latency_us, efficiency, nvls_efficiency");
+      "accepted keys: domain_gpus, bandwidth_GBps, latency_us, efficiency, nvls_efficiency, nvls_latency_us");
   return n;
 }
 

@@ -124,19 +124,45 @@ class Planner {
     return plan;
   }
 
+  // A rank's part of an NVLS reduction: S in and out through its own NVLink
+  // ports, reduced in the switch, at the profile's NVLS rate.
+  FlowSpec nvls_flow(Rank r) const {
+    const auto& hw = c_.profile();
+    FlowSpec f{r, r, s_, {}, hw.nvlink.bandwidth_bytes_per_s * *hw.nvlink.nvls_efficiency};
+    f.path.links[f.path.num_links++] = c_.gpu_link(r, hardware::LinkKind::NvlinkOut);
+    f.path.links[f.path.num_links++] = c_.gpu_link(r, hardware::LinkKind::NvlinkIn);
+    return f;
+  }
+
   TransferPlan nvls() const {
     TransferPlan plan{Algorithm::Nvls, Protocol::Simple, {}, 0};
-    const auto& hw = c_.profile();
     PhaseSpec phase;
-    for (const Rank r : l_.domains[0]) {
-      // In and out through the GPU's own NVLink ports, reduced in the switch.
-      FlowSpec f{r, r, s_, {}, hw.nvlink.bandwidth_bytes_per_s * *hw.nvlink.nvls_efficiency};
-      f.path.links[f.path.num_links++] = c_.gpu_link(r, hardware::LinkKind::NvlinkOut);
-      f.path.links[f.path.num_links++] = c_.gpu_link(r, hardware::LinkKind::NvlinkIn);
-      phase.flows.push_back(f);
-    }
+    for (const Rank r : l_.domains[0]) phase.flows.push_back(nvls_flow(r));
     // NCCL: one NVLS operation costs hwLat[NVLINK][NVLS] and no base.
     phase.latency = Time::from_seconds(steps_latency(Algorithm::Nvls, Protocol::Simple, 1, 0));
+    plan.phases.push_back(std::move(phase));
+    return plan;
+  }
+
+  // NVLSTree (NCCL 2.18+): NVLink SHARP reduces inside each domain while a
+  // tree of the domains reduces across them and NVLS multicasts the result
+  // back; NCCL pipelines the parts chunk by chunk, so they share one phase.
+  // Across domains each rank's NIC carries 2S/k each way, as the tree's
+  // (double binary tree: interior in one tree, a leaf in the other), and
+  // S/k between two domains, where the pair needs no tree (NCCL doubles
+  // NVLSTree's inter-node bandwidth on two nodes, tuning.cc "Handle 2 node
+  // case of NVLSTree"). The shard each NIC-facing rank reads from and writes
+  // to the switch (S/k) is left out: 1/k of its NVLS traffic. Latency as
+  // NCCL's: intra + 2·⌊log2 D⌋·inter, no base (tuning.cc v2.30.7-1 l. 427).
+  TransferPlan nvls_tree() const {
+    TransferPlan plan{Algorithm::NvlsTree, Protocol::Simple, {}, 0};
+    PhaseSpec phase;
+    for (const auto& m : l_.domains)
+      for (const Rank r : m) phase.flows.push_back(nvls_flow(r));
+    const double cross = (l_.d() == 2 ? 1.0 : 2.0) * s_ / static_cast<double>(l_.k);
+    for (auto& f : cross_domain_flows(l_, cross, c_)) phase.flows.push_back(f);
+    const double log_d = std::floor(std::log2(static_cast<double>(l_.d())));
+    phase.latency = Time::from_seconds(steps_latency(Algorithm::NvlsTree, Protocol::Simple, 1, 2 * log_d));
     plan.phases.push_back(std::move(phase));
     return plan;
   }
@@ -227,6 +253,10 @@ std::vector<TransferPlan> candidate_plans(CollectiveKind kind, std::uint64_t byt
         if (l.d() > 1) plans.push_back(p.tree(pr));
       }
       if (l.d() == 1 && hw.nvlink.nvls_efficiency) plans.push_back(p.nvls());
+      // NVLSTree needs more than one domain and NVLink SHARP in each (NCCL
+      // disables it on one node, tuning.cc l. 502). NCCL's multi-node NVLS
+      // (NVLink SHARP with IB SHARP) needs CollNet and is not a candidate here.
+      if (l.d() > 1 && l.k > 1 && hw.nvlink.nvls_efficiency) plans.push_back(p.nvls_tree());
       if (l.d() > 1 && l.k > 1)
         plans.push_back(p.hierarchical(Algorithm::Hierarchical,
                                        2 * (d - 1) / d * s / static_cast<double>(l.k), 2 * (d - 1)));

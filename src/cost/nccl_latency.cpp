@@ -15,32 +15,36 @@ namespace {
 
 using Row = std::array<double, 3>;  // LL, LL128, Simple
 
-// Indexed by Algorithm: Ring, Tree, Nvls, Hierarchical, CollNet, Direct.
+// Indexed by Algorithm: Ring, Tree, Nvls, Hierarchical, CollNet, Direct,
+// NvlsTree.
 // Hierarchical is ring phases, Direct (all-to-all, send/recv) NCCL's p2p path,
 // both costed with the Ring row as NCCL's p2p has no row of its own.
-constexpr std::array<Row, 6> kBase = {{
-    {6.6, 14.0, 8.4},   // Ring
-    {6.8, 14.0, 8.4},   // Tree
-    {0.0, 0.0, 0.0},    // NVLS: its cost is the NVLink "step" below
-    {6.6, 14.0, 8.4},   // Hierarchical (ring phases)
-    {0.0, 0.0, 0.0},    // CollNet (Direct)
-    {6.6, 14.0, 8.4},   // Direct
+constexpr std::array<Row, 7> kBase = {{
+    {6.6, 14.0, 8.4},  // Ring
+    {6.8, 14.0, 8.4},  // Tree
+    {0.0, 0.0, 0.0},   // NVLS: its cost is the NVLink "step" below
+    {6.6, 14.0, 8.4},  // Hierarchical (ring phases)
+    {0.0, 0.0, 0.0},   // CollNet (Direct)
+    {6.6, 14.0, 8.4},  // Direct
+    {0.0, 0.0, 0.0},   // NVLSTree: intra + 2·log2(D)·inter steps, no base
 }};
-constexpr std::array<Row, 6> kNvlinkStep = {{
-    {0.6, 1.9, 3.4},    // Ring
-    {0.6, 1.25, 4.0},   // Tree
-    {0.0, 0.0, 25.0},   // NVLS
-    {0.6, 1.9, 3.4},    // Hierarchical
-    {0.0, 0.0, 3.7},    // CollNet (Direct)
-    {0.6, 1.9, 3.4},    // Direct
+constexpr std::array<Row, 7> kNvlinkStep = {{
+    {0.6, 1.9, 3.4},   // Ring
+    {0.6, 1.25, 4.0},  // Tree
+    {0.0, 0.0, 25.0},  // NVLS
+    {0.6, 1.9, 3.4},   // Hierarchical
+    {0.0, 0.0, 3.7},   // CollNet (Direct)
+    {0.6, 1.9, 3.4},   // Direct
+    {0.0, 0.0, 25.0},  // NVLSTree
 }};
-constexpr std::array<Row, 6> kNetworkStep = {{
-    {2.7, 4.0, 14.0},   // Ring
-    {5.0, 8.5, 14.0},   // Tree
-    {0.0, 0.0, 18.0},   // NVLS
-    {2.7, 4.0, 14.0},   // Hierarchical
-    {0.0, 0.0, 31.0},   // CollNet (Direct)
-    {2.7, 4.0, 14.0},   // Direct
+constexpr std::array<Row, 7> kNetworkStep = {{
+    {2.7, 4.0, 14.0},  // Ring
+    {5.0, 8.5, 14.0},  // Tree
+    {0.0, 0.0, 18.0},  // NVLS
+    {2.7, 4.0, 14.0},  // Hierarchical
+    {0.0, 0.0, 31.0},  // CollNet (Direct)
+    {2.7, 4.0, 14.0},  // Direct
+    {0.0, 0.0, 20.9},  // NVLSTree
 }};
 
 constexpr std::size_t idx(Algorithm a) { return static_cast<std::size_t>(a); }
@@ -56,13 +60,16 @@ constexpr double kRingSimpleNetwork = kNetworkStep[0][2];
 LatencyModel::LatencyModel(const hardware::HardwareProfile& hw)
     : base_scale_(hw.collective_base_latency_s / (kRingSimpleBase * 1e-6)),
       nvlink_scale_(hw.nvlink.latency_s / (kRingSimpleNvlink * 1e-6)),
-      network_scale_(hw.nic.latency_s / (kRingSimpleNetwork * 1e-6)) {}
+      network_scale_(hw.nic.latency_s / (kRingSimpleNetwork * 1e-6)),
+      nvls_step_s_(hw.nvlink.nvls_latency_s.value_or(kNvlinkStep[idx(Algorithm::Nvls)][idx(Protocol::Simple)] * 1e-6 *
+                                                     nvlink_scale_)) {}
 
 double LatencyModel::base(Algorithm a, Protocol p) const {
   return kBase[idx(a)][idx(p)] * 1e-6 * base_scale_;
 }
 
 double LatencyModel::step(bool over_nvlink, Algorithm a, Protocol p) const {
+  if (over_nvlink && (a == Algorithm::Nvls || a == Algorithm::NvlsTree) && p == Protocol::Simple) return nvls_step_s_;
   return over_nvlink ? kNvlinkStep[idx(a)][idx(p)] * 1e-6 * nvlink_scale_
                      : kNetworkStep[idx(a)][idx(p)] * 1e-6 * network_scale_;
 }

@@ -14,8 +14,26 @@ std::string_view to_string(Algorithm a) {
     case Algorithm::Hierarchical: return "hierarchical";
     case Algorithm::CollNet: return "collnet";
     case Algorithm::Direct: return "direct";
+    case Algorithm::NvlsTree: return "nvls_tree";
   }
   return "?";
+}
+
+namespace {
+constexpr Algorithm kAlgorithms[] = {Algorithm::Ring,    Algorithm::Tree,         Algorithm::Nvls,  Algorithm::NvlsTree,
+                                     Algorithm::CollNet, Algorithm::Hierarchical, Algorithm::Direct};
+}  // namespace
+
+std::optional<Algorithm> algorithm_named(std::string_view name) {
+  for (const Algorithm a : kAlgorithms)
+    if (to_string(a) == name) return a;
+  return std::nullopt;
+}
+
+std::string algorithm_names() {
+  std::string out;
+  for (const Algorithm a : kAlgorithms) out += (out.empty() ? "" : ", ") + std::string(to_string(a));
+  return out;
 }
 
 std::string_view to_string(Protocol p) {

@@ -50,7 +50,7 @@ struct Point {
 
 // The predicted time and the algorithm NCCL would pick.
 std::pair<double, std::string> predict(const hardware::HardwareProfile& hw, const Point& p) {
-  const cost::TransferPlan plan = cost::isolated_collective(hw, p.kind, p.log->ranks, p.row->bytes);
+  const cost::TransferPlan plan = *cost::isolated_collective(hw, p.kind, p.log->ranks, p.row->bytes);
   return {plan.estimated_s, fmt::format("{}/{}", cost::to_string(plan.algorithm), cost::to_string(plan.protocol))};
 }
 
@@ -71,7 +71,9 @@ CollectiveFitResult fit_collectives(const std::vector<config::NcclTestsLog>& log
     const bool crosses = log.ranks > profile.nvlink.domain_gpus;
     reach(crosses ? Reach::NetworkTier : Reach::NvlinkTier);
     if (crosses && profile.gpus_per_node > 1) reach(Reach::NvlinkTier);  // the ranks of a node talk over NVLink too
-    if (!crosses && kind == taskgraph::CollectiveKind::AllReduce && profile.nvlink.nvls_efficiency)
+    // NVLS inside a domain; NVLSTree across domains of more than one GPU.
+    if (kind == taskgraph::CollectiveKind::AllReduce && profile.nvlink.nvls_efficiency &&
+        (!crosses || profile.nvlink.domain_gpus > 1))
       reach(Reach::NvlsTier);
     const std::string name = std::filesystem::path(log.file).filename().string();
     for (const auto& row : log.points) {

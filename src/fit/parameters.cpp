@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ptsim/common/error.hpp"
+#include "ptsim/cost/nccl_latency.hpp"
 
 namespace ptsim::fit {
 
@@ -33,7 +34,8 @@ double tensor_of(const HardwareProfile& hw, Dtype d) {
 
 const std::vector<Parameter>& parameters() {
   // Bounds are the loader's: a sustained fraction is at most the burst (1);
-  // a bus efficiency at most the line rate.
+  // a bus efficiency at most the line rate. One parameter a block, laid out by hand:
+  // clang-format off
   static const std::vector<Parameter> all = {
       {"sustained.tensor.bf16", {"/gpu/sustained/tensor/bf16", "/gpu/sustained/tensor/fp16"}, "",
        "fraction of the burst tensor-core rate bf16 and fp16 GEMMs and fused attention keep through a step", 0.05,
@@ -62,6 +64,12 @@ const std::vector<Parameter>& parameters() {
        "NVLink SHARP all-reduce algorithm bandwidth over the NVLink line rate", 0.01, 1.0, Reach::NvlsTier,
        [](const HardwareProfile& hw) { return hw.nvlink.nvls_efficiency.value_or(0); },
        [](HardwareProfile& hw, double v) { hw.nvlink.nvls_efficiency = v; }},
+      {"nvlink.nvls_latency", {"/network/nvlink/nvls_latency_us"}, "us",
+       "fixed time of one NVLink SHARP operation (NVLS, NVLSTree's NVLink part)", 0.0, 1e4, Reach::NvlsTier,
+       [](const HardwareProfile& hw) {
+         return cost::LatencyModel(hw).step(true, cost::Algorithm::Nvls, cost::Protocol::Simple) * 1e6;
+       },
+       [](HardwareProfile& hw, double v) { hw.nvlink.nvls_latency_s = v * 1e-6; }},
       {"nic.efficiency", {"/network/nic/efficiency"}, "",
        "NCCL bus bandwidth over the NIC line rate between NVLink domains", 0.01, 1.0, Reach::NetworkTier,
        [](const HardwareProfile& hw) { return hw.nic.efficiency; },
@@ -70,6 +78,7 @@ const std::vector<Parameter>& parameters() {
        Reach::NetworkTier, [](const HardwareProfile& hw) { return hw.nic.latency_s * 1e6; },
        [](HardwareProfile& hw, double v) { hw.nic.latency_s = v * 1e-6; }},
   };
+  // clang-format on
   return all;
 }
 
@@ -94,7 +103,9 @@ std::string unreachable(const Parameter& p, const std::vector<Reach>& reached) {
     case Reach::NetworkTier:
       return "it is a cross-node figure and every measurement stays inside one NVLink domain (single-node runs or "
              "logs)";
-    case Reach::NvlsTier: return "no measurement runs an NVLink SHARP collective inside one NVLink domain";
+    case Reach::NvlsTier:
+      return "no measurement runs an all-reduce NCCL may run with NVLink SHARP (NVLS inside one NVLink domain, "
+             "NVLSTree across domains)";
   }
   return "";
 }

@@ -509,6 +509,25 @@ TEST_CASE("ptsim collective takes nccl-tests' size ranges and columns, and compa
     CHECK(seen);
     CHECK_THAT(r.out, Catch::Contains("all_reduce on 16 ranks (2 nodes)"));
   }
+  SECTION("--algo predicts with the algorithm NCCL_ALGO forced") {
+    // gj-aion's log in NVIDIA/nccl-tests #309 ran NCCL_ALGO=Ring on 2 × 8 H100.
+    const std::string log = ptsim::test::source_path("tests/data/nccl-tests/h100-2x8-ib-ndr-allreduce-ring.log");
+    const std::string json = ptsim::test::scratch_path("compare-ring.json");
+    const auto r = run("collective --hw " + hw + " --compare " + log + " --op all_reduce --algo ring --json " + json);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(slurp(json));
+    REQUIRE(j.at("results").size() == 14);
+    for (const auto& row : j.at("results")) CHECK(row.at("algorithm").get<std::string>().starts_with("ring/"));
+    // NVLS needs one NVLink domain: on 16 ranks of two nodes NCCL cannot run it; nothing is printed.
+    const auto nvls = run("collective --hw " + hw + " --ranks 16 --sizes 1G --algo nvls");
+    CHECK(nvls.code == 2);
+    CHECK(nvls.out.empty());
+    CHECK_THAT(nvls.err, Catch::Contains("--algo nvls: NCCL does not run all_reduce with it on 16 ranks"));
+    const auto bad = run("collective --hw " + hw + " --ranks 16 --sizes 1G --algo NVLSTree");
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.err,
+               Catch::Contains("--algo = NVLSTree is not an algorithm; use one of ring, tree, nvls, nvls_tree"));
+  }
   SECTION("--compare takes its ranks and sizes from the logs") {
     const std::string log = ptsim::test::source_path("tests/data/nccl-tests/h100-hgx-2x8-ib-ndr-allreduce.log");
     const auto r = run("collective --hw " + hw + " --compare " + log + " --op all_reduce --ranks 8");

@@ -33,6 +33,7 @@ TEST_CASE("Shipped profiles load with their figures in SI units", "[config]") {
   CHECK(a100.nic.bandwidth_bytes_per_s == 25e9);  // HDR 200 Gb/s
   CHECK(a100.nvlink.latency_s == Approx(3.4e-6));
   CHECK_FALSE(a100.nvlink.nvls_efficiency);       // no NVLink SHARP on A100's NVSwitch
+  CHECK(test::shipped_hardware("h100-sxm5-80gb").nvlink.nvls_latency_s == Approx(140e-6));
   CHECK_THROWS_WITH(a100.gpu.peak_flops(Dtype::Fp8), Catch::Contains("has no fp8 peak rate"));
   // GB200 NVL72: 72 GPUs in one NVLink domain, trays of 4.
   const auto nvl72 = test::shipped_hardware("gb200-nvl72");
@@ -90,6 +91,12 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
     j["network"]["fabric"]["nccl_collnet_enable"] = true;
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
                       Catch::Contains("nccl_collnet_enable = true") && Catch::Contains("in_network_reduction is false"));
+  }
+  SECTION("an NVLS latency on a profile without NVLS") {
+    j["network"]["nvlink"]["nvls_latency_us"] = 140;
+    j["sources"]["/network/nvlink/nvls_latency_us"] = "x";
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("/network/nvlink/nvls_latency_us = 140 needs nvls_efficiency"));
   }
   SECTION("pods without a level above them") {
     j["network"]["fabric"]["levels"] = 2;

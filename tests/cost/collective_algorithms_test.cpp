@@ -2,6 +2,8 @@
 // the shipped profiles against measured NCCL bus bandwidths.
 #include "ptsim/cost/collective_algorithms.hpp"
 #include "ptsim/cost/cost_model.hpp"
+#include "ptsim/cost/isolated_collective.hpp"
+#include "ptsim/config/load_nccl_tests.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -22,7 +24,7 @@ hardware::HardwareProfile toy() {
   hardware::HardwareProfile hw;
   hw.gpus_per_node = 8;
   hw.collective_base_latency_s = 8.4e-6;
-  hw.nvlink = {8, 100e9, 3.4e-6, 1.0, std::nullopt};
+  hw.nvlink = {8, 100e9, 3.4e-6, 1.0, std::nullopt, std::nullopt};
   hw.nic = {1, 10e9, 14e-6, 1.0};
   hw.fabric.leaf_nodes = 4;
   return hw;
@@ -131,6 +133,64 @@ TEST_CASE("CollNet only where the fabric offers SHARP and NCCL_COLLNET_ENABLE is
   CHECK(find(plans, Algorithm::CollNet, Protocol::Simple).estimated_s == Approx(expected));
 }
 
+TEST_CASE("NVLSTree all-reduce: NVLS inside each domain pipelined with a tree across", "[cost]") {
+  // k = 8 ranks a domain, NVLS at 0.5 · 100 GB/s: S in and out of every GPU
+  // at 50 GB/s, beside S/k each way through each NIC between two domains
+  // and 2S/k beyond; one phase, so the slower part sets the time. NCCL's
+  // latency: 25 µs (NVLink) + 2·⌊log2 D⌋ · 20.9 µs (network) at the toy's
+  // unscaled table, plus the switches each network step crosses.
+  auto hw = toy();
+  const double S = 1e9;
+  {
+    const hardware::Cluster c(hw, 32);
+    const auto plans =
+        cost::candidate_plans(CollectiveKind::AllReduce, 1'000'000'000, ranks(0, 16), c, cost::LatencyModel(hw));
+    CHECK(std::none_of(plans.begin(), plans.end(), [](const auto& p) { return p.algorithm == Algorithm::NvlsTree; }));
+  }
+  hw.nvlink.nvls_efficiency = 0.5;
+  const hardware::Cluster c(hw, 32);
+  const cost::LatencyModel lat(hw);
+  const double hop = c.path(0, 8).switches * hw.fabric.switch_latency_s;
+  // Two domains: NVLS (S / 50 GB/s = 20 ms) outlasts the NICs (S/8 / 10 GB/s = 12.5 ms).
+  const auto two = cost::candidate_plans(CollectiveKind::AllReduce, 1'000'000'000, ranks(0, 16), c, lat);
+  CHECK(find(two, Algorithm::NvlsTree, Protocol::Simple).estimated_s == Approx(S / 50e9 + 25e-6 + 2 * (20.9e-6 + hop)));
+  // Four domains: the NICs carry 2S/8 (25 ms) and set the time; ⌊log2 4⌋ = 2.
+  const auto four = cost::candidate_plans(CollectiveKind::AllReduce, 1'000'000'000, ranks(0, 32), c, lat);
+  CHECK(find(four, Algorithm::NvlsTree, Protocol::Simple).estimated_s ==
+        Approx(2 * S / 8 / 10e9 + 25e-6 + 4 * (20.9e-6 + hop)));
+  // Inside one domain it is NVLS's, never NVLSTree's (NCCL disables it on one node).
+  const auto one = cost::candidate_plans(CollectiveKind::AllReduce, 1'000'000'000, ranks(0, 8), c, lat);
+  CHECK(std::none_of(one.begin(), one.end(), [](const auto& p) { return p.algorithm == Algorithm::NvlsTree; }));
+  // A measured NVLS latency replaces NCCL's 25 µs, in NVLS and NVLSTree alike.
+  hw.nvlink.nvls_latency_s = 140e-6;
+  const hardware::Cluster measured(hw, 32);
+  const cost::LatencyModel lat140(hw);
+  CHECK(find(cost::candidate_plans(CollectiveKind::AllReduce, 1'000'000'000, ranks(0, 8), measured, lat140),
+             Algorithm::Nvls, Protocol::Simple)
+            .estimated_s == Approx(S / 50e9 + 140e-6));
+  CHECK(find(cost::candidate_plans(CollectiveKind::AllReduce, 1'000'000'000, ranks(0, 16), measured, lat140),
+             Algorithm::NvlsTree, Protocol::Simple)
+            .estimated_s == Approx(S / 50e9 + 140e-6 + 2 * (20.9e-6 + hop)));
+}
+
+TEST_CASE("The H100 profile holds two-node NVLSTree all-reduces within 15% of their measured bus bandwidth", "[cost]") {
+  // NVIDIA/nccl-tests #309: 2 × 8 H100, 8 × 400 Gb/s IB, NCCL's default
+  // algorithm (NVLSTree, per the maintainer); not fitted to. From 64 MiB up,
+  // where the ring alone was 16–20% short at 256 MiB and above.
+  const auto hw = test::shipped_hardware("dgx-h100-superpod");
+  const auto log = config::load_nccl_tests(test::data_path("nccl-tests/h100-hgx-2x8-ib-ndr-allreduce.log"),
+                                           test::unchecked_inputs(), "all_reduce");
+  int checked = 0;
+  for (const auto& row : log.points) {
+    if (row.bytes < (64u << 20)) continue;
+    const auto plan = *cost::isolated_collective(hw, CollectiveKind::AllReduce, log.ranks, row.bytes);
+    CHECK(plan.algorithm == Algorithm::NvlsTree);
+    CHECK(row.time_s / plan.estimated_s == Approx(1.0).epsilon(0.15));
+    ++checked;
+  }
+  CHECK(checked == 9);
+}
+
 TEST_CASE("Profiles reproduce NCCL's measured bus bandwidths at 1 GiB", "[cost]") {
   // shared/validation/hardware_reference.md §6.3: all-reduce bus bandwidth on
   // 8 GPUs ≈ 230 GB/s on A100 and ≈ 370 GB/s (ring) / ≈ 480 GB/s (NVLS) on
@@ -151,7 +211,11 @@ TEST_CASE("Profiles reproduce NCCL's measured bus bandwidths at 1 GiB", "[cost]"
           Approx(370e9).epsilon(0.02));
     const auto best = cost::choose_plan(CollectiveKind::AllReduce, GiB, ranks(0, 8), c, lat);
     CHECK(best.algorithm == Algorithm::Nvls);
-    CHECK(busbw_all_reduce(GiB, 8, best.estimated_s) == Approx(480e9).epsilon(0.03));
+    // NVIDIA/nccl-tests #290 measured 465.25 GB/s at 1 GiB (the log the
+    // profile's NVLS latency is fitted to); the peak of ≈ 480 is reached at 4 GiB.
+    CHECK(busbw_all_reduce(GiB, 8, best.estimated_s) == Approx(465.25e9).epsilon(0.03));
+    const auto large = cost::choose_plan(CollectiveKind::AllReduce, 4 * GiB, ranks(0, 8), c, lat);
+    CHECK(busbw_all_reduce(4.0 * GiB, 8, large.estimated_s) == Approx(480e9).epsilon(0.03));
   }
   {
     // One GPU per node on 16 nodes: the ring runs over one NDR NIC per rank.

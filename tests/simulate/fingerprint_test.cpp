@@ -96,6 +96,13 @@
 // Report hashes only, re-recorded (2026-12-02) when the JSON report gained
 // `memory.headroom_bytes` (HBM the step cannot use, 2.29 GiB by default, in
 // `memory.fits`): every fingerprint, makespan, task count and peak stayed.
+// A seventeenth (2026-12-03): NVLSTree all-reduces across NVLink domains
+// (NVLS inside each, pipelined with a tree across), and on the H100 and H200
+// profiles an NVLS operation's fixed time measured at 140 µs (NCCL's tuner:
+// 25 µs). Only runs on those profiles with NVLS or cross-node all-reduces
+// moved: Llama 2 7B DualPipe −2.8% (its data-parallel all-reduces take
+// NVLSTree), GPT 7.5B FP8 +0.8%, the three Llama 3 8B runs on the RoCE
+// cluster +4.2% to +5.6%; peaks and task counts all kept.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

@@ -19,6 +19,9 @@
 // (nccl_latency.hpp, docs/nccl-model-constants.md).
 //   nvls          all-reduce inside one NVLink domain through NVSwitch's
 //                 in-switch reduction: S in and out of each GPU at the NVLS rate.
+//   nvls_tree     all-reduce across domains: NVLS inside each, pipelined with
+//                 a tree across them; 2S/k per NIC each way (S/k on two
+//                 domains), S in and out of each GPU at the NVLS rate.
 //   hierarchical  all-reduce: reduce-scatter inside domains, all-reduce of S/k
 //                 across domains, all-gather inside domains, one after another.
 //   collnet       all-reduce with in-network (SHARP) reduction: as hierarchical,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "ptsim/cost/transfer_plan.hpp"
 #include "ptsim/hardware/hardware_profile.hpp"
@@ -13,9 +14,12 @@
 
 namespace ptsim::cost {
 
-/// The plan and its estimated time for `bytes` (nccl-tests' size) over n ranks.
-TransferPlan isolated_collective(const hardware::HardwareProfile& hw, taskgraph::CollectiveKind kind,
-                                 std::int64_t ranks, std::uint64_t bytes);
+/// The plan and its estimated time for `bytes` (nccl-tests' size) over n
+/// ranks; with `only`, the best plan of that algorithm, as NCCL_ALGO forces
+/// it (nullopt where the algorithm does not apply to the collective there).
+std::optional<TransferPlan> isolated_collective(const hardware::HardwareProfile& hw, taskgraph::CollectiveKind kind,
+                                                std::int64_t ranks, std::uint64_t bytes,
+                                                std::optional<Algorithm> only = std::nullopt);
 
 /// busbw / algbw for the collective over n ranks.
 double bus_bandwidth_factor(taskgraph::CollectiveKind kind, double ranks);

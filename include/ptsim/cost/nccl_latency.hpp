@@ -4,6 +4,8 @@
 // protocol). ptsim keeps NCCL's relative values and anchors them on the
 // profile's Ring/Simple figures (collective_base_latency_us and the NVLink and
 // NIC latency_us), so a profile measured on its own system scales them all.
+// An NVLS operation's NVLink cost is the profile's nvls_latency_us where it
+// is measured (NVLS and NVLSTree alike), else NCCL's 25 µs scaled so.
 #pragma once
 
 #include "ptsim/cost/transfer_plan.hpp"
@@ -23,6 +25,7 @@ class LatencyModel {
   double base_scale_;
   double nvlink_scale_;
   double network_scale_;
+  double nvls_step_s_;
 };
 
 /// Link bytes per payload byte of an algorithm and protocol, as NCCL scales

@@ -5,6 +5,8 @@
 // links a plan takes estimated_s.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -14,11 +16,16 @@
 
 namespace ptsim::cost {
 
-enum class Algorithm : std::uint8_t { Ring, Tree, Nvls, Hierarchical, CollNet, Direct };
+enum class Algorithm : std::uint8_t { Ring, Tree, Nvls, Hierarchical, CollNet, Direct, NvlsTree };
 enum class Protocol : std::uint8_t { LL, LL128, Simple };
 
 std::string_view to_string(Algorithm a);
 std::string_view to_string(Protocol p);
+
+/// The algorithm `to_string` names so, if any.
+std::optional<Algorithm> algorithm_named(std::string_view name);
+/// Every algorithm's name, for messages and help.
+std::string algorithm_names();
 
 struct FlowSpec {
   Rank src = 0;

@@ -152,6 +152,9 @@ struct NvlinkSpec {
   double latency_s = 0;              // per algorithm step
   double efficiency = 0;             // NCCL ring bus bandwidth / line rate
   std::optional<double> nvls_efficiency;  // NVLink SHARP all-reduce algbw / line rate, if any
+  // Fixed time of one NVLink SHARP operation (NCCL's hwLatencies[NVLINK][NVLS],
+  // 25 µs, when not measured): the intercept of an NVLS all-reduce's time.
+  std::optional<double> nvls_latency_s;
 };
 
 struct NicSpec {
