@@ -207,6 +207,9 @@ int run_compare(const Flags& f, const std::string& op, std::ostream& out) {
 int run_collective(const std::vector<std::string>& args, std::ostream& out) {
   Flags f;
   std::string algo;
+  const std::string algo_help =
+      "the algorithm NCCL_ALGO forced where the log was measured, or to predict: " + cost::algorithm_names() +
+      " (default: NCCL's choice)";
   po::options_description options("Options");
   // Boost.Program_options' chained calls, one option a line:
   // clang-format off
@@ -226,24 +229,22 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
        "table (default) or nccl-tests (its columns, to set beside its output)")
       ("compare", po::value(&f.compare)->multitoken()->value_name("LOG..."),
        "measured nccl-tests logs: predict each of their rows and set it beside the measurement")
-      ("algo", po::value(&algo)->value_name("NAME"),
-       "the algorithm NCCL_ALGO forced where the log was measured, or to predict: ring, tree, nvls, nvls_tree, "
-       "collnet, hierarchical, direct (default: NCCL's choice)")
+      ("algo", po::value(&algo)->value_name("NAME"), algo_help.c_str())
       ("json", po::value(&f.json_path)->value_name("FILE"), "write the results as JSON")
       ("help,h", "show this help");
   // clang-format on
   po::variables_map vm;
   parse_args(args, options, nullptr, vm, "collective");
-  if (!algo.empty()) {
-    f.algo = cost::algorithm_named(algo);
-    if (!f.algo)
-      throw ConfigError(fmt::format("--algo = {} is not an algorithm; use one of {}", algo, cost::algorithm_names()));
-  }
   if (vm.count("help")) {
     std::ostringstream text;
     text << options;
     fmt::print(out, "{}{}", kUsage, text.str());
     return 0;
+  }
+  if (!algo.empty()) {
+    f.algo = cost::algorithm_named(algo);
+    if (!f.algo)
+      throw ConfigError(fmt::format("--algo = {} is not an algorithm; use one of {}", algo, cost::algorithm_names()));
   }
   if (f.hw_path.empty()) throw ConfigError("ptsim collective: --hw FILE is required; see --help");
   if (f.format != "table" && f.format != "nccl-tests")

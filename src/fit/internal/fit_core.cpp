@@ -123,7 +123,7 @@ CoreResult fit_parameters(const hardware::HardwareProfile& start, const Measurem
     const std::string why = unreachable(*p, m.reached);
     if (!why.empty())
       refuse(*p, why);
-    else if ((p->name == "nvlink.nvls_efficiency" || p->name == "nvlink.nvls_latency") && !start.nvlink.nvls_efficiency)
+    else if (p->reach == Reach::NvlsTier && !start.nvlink.nvls_efficiency)
       refuse(*p, "the profile has no NVLink SHARP (network.nvlink.nvls_efficiency): NCCL cannot run NVLS on it");
     else
       reachable.push_back(p);
