@@ -132,7 +132,7 @@ def tables():
 
 
 PROFILES = {"a100-sxm4-80gb": "a100", "dgx-a100-superpod": "a100", "h100-sxm5-80gb": "h100", "dgx-h100-superpod": "h100", "h100-roce-llama3": "h100",
-            "h200-sxm-141gb": "h200", "gb200-nvl72": "gb200"}
+            "h200-sxm-141gb": "h200", "gb200-nvl72": "gb200", "gb300-nvl72": "gb200"}
 
 
 def verify_profiles(directory, out):

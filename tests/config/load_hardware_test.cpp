@@ -19,8 +19,8 @@ json read(const std::string& stem) {
 }  // namespace
 
 TEST_CASE("Shipped profiles load with their figures in SI units", "[config]") {
-  for (const char* stem : {"a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb", "b200-sxm-180gb",
-                           "dgx-a100-superpod", "dgx-h100-superpod", "gb200-nvl72", "h100-roce-llama3"}) {
+  for (const char* stem : {"a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb", "b200-sxm-180gb", "b300-sxm-288gb",
+                           "dgx-a100-superpod", "dgx-h100-superpod", "gb200-nvl72", "gb300-nvl72", "h100-roce-llama3"}) {
     const auto hw = test::shipped_hardware(stem);
     CHECK(hw.name == stem);
     CHECK(hw.sources.size() >= 20);
@@ -39,6 +39,19 @@ TEST_CASE("Shipped profiles load with their figures in SI units", "[config]") {
   const auto nvl72 = test::shipped_hardware("gb200-nvl72");
   CHECK(nvl72.nvlink.domain_gpus == 72);
   CHECK(nvl72.gpus_per_node == 4);
+  // Blackwell Ultra: B300 and GB300 keep the B200/GB200 dense bf16 rates;
+  // 275040 and 284208 MiB in nvidia-smi; ConnectX-8 at 800 Gb/s per GPU.
+  const auto b300 = test::shipped_hardware("b300-sxm-288gb");
+  CHECK(b300.gpu.peak_flops(Dtype::Bf16) == 2250e12);
+  CHECK(b300.gpu.memory_bytes == Approx(275040.0 * 1024 * 1024).epsilon(1e-4));
+  CHECK(b300.nic.bandwidth_bytes_per_s == 100e9);
+  CHECK(b300.gpus_per_node == 8);
+  const auto gb300 = test::shipped_hardware("gb300-nvl72");
+  CHECK(gb300.gpu.peak_flops(Dtype::Fp8) == 5000e12);
+  CHECK(gb300.gpu.memory_bytes == Approx(284208.0 * 1024 * 1024).epsilon(1e-4));
+  CHECK(gb300.nvlink.domain_gpus == 72);
+  CHECK(gb300.gpus_per_node == 4);
+  CHECK(gb300.nic.bandwidth_bytes_per_s == 100e9);
   // Meta's Llama 3 cluster: pods of 3072 GPUs, 1:7 between pods.
   const auto roce = test::shipped_hardware("h100-roce-llama3");
   CHECK(roce.fabric.pod_gpus == 3072);

@@ -80,6 +80,26 @@ TEST_CASE("Uncalibrated GEMMs reach the published ceilings", "[cost]") {
   CHECK(a100_rate <= 241.0e12);
 }
 
+TEST_CASE("Blackwell profiles without a table of their own take the B200's measured GEMM shapes", "[cost]") {
+  // The ratio table scales each profile's own tile model, so at a shape
+  // every profile tiles alike the times differ by their ceilings only:
+  // 8192 × 8192 × 8192 is 4096 tiles, 28 waves on 148 SMs (B200, B300,
+  // GB200) and 27 on 152 (GB300; 0.998 against 0.989 of a full wave).
+  const auto t = gemm(8192, 8192, 8192);
+  const auto seconds = [&](const std::string& stem) {
+    const auto hw = test::shipped_hardware(stem);
+    REQUIRE(hw.calibration);
+    return cost::compute_seconds(hw, t, cost::Load::Burst);  // a table's ratio holds the launch
+  };
+  const double b200 = seconds("b200-sxm-180gb");
+  // Ceilings: B200 2250 · 0.7813, B300 2250 · 0.7912, GB200 2500 · 0.7542.
+  CHECK(seconds("b300-sxm-288gb") == Approx(b200 * 0.7813 / 0.7912));
+  CHECK(seconds("gb200-nvl72") == Approx(b200 * (2250 * 0.7813) / (2500 * 0.7542)));
+  // GB300: 2500 · 0.7867 on 152 SMs, wave efficiencies 4096/(28·148) and 4096/(27·152).
+  const double wave148 = 4096.0 / (28 * 148), wave152 = 4096.0 / (27 * 152);
+  CHECK(seconds("gb300-nvl72") == Approx(b200 * (2250 * 0.7813 * wave148) / (2500 * 0.7867 * wave152)));
+}
+
 TEST_CASE("Memory-bound kernels run at the achieved bandwidth", "[cost]") {
   // H200 device-to-device copy of 8.6 GB: about 4.3 TB/s read plus written
   // (shared/validation/hardware_reference.md, H200 measurements).
