@@ -6,7 +6,7 @@
 namespace ptsim {
 
 namespace {
-constexpr std::array<std::string_view, kNumDtypes> kNames = {"bf16", "fp16", "tf32", "fp32", "fp8"};
+constexpr std::array<std::string_view, kNumDtypes> kNames = {"bf16", "fp16", "tf32", "fp32", "fp8", "mxfp8", "nvfp4"};
 }
 
 std::string_view to_string(Dtype d) { return kNames[static_cast<std::size_t>(d)]; }

@@ -67,7 +67,7 @@ hardware::Calibration parse_calibration(const nlohmann::json& object, const std:
   if (in.has("gemm")) {
     ObjectReader gemm = in.object("gemm");
     for (const auto& [dtype, table] : object.at("gemm").items()) {
-      if (!parse_dtype(dtype)) gemm.fail(dtype, "is not a dtype (bf16, fp16, tf32, fp32, fp8)");
+      if (!parse_dtype(dtype)) gemm.fail(dtype, "is not a dtype (bf16, fp16, tf32, fp32, fp8, mxfp8, nvfp4)");
       c.gemm[dtype] = parse_table(gemm.object(dtype));
       const auto& t = c.gemm[dtype];
       if (c.gemm_fit == hardware::GemmFit::Scalar && t.ratio.size() != 1)

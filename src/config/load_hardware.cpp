@@ -122,7 +122,7 @@ std::array<std::optional<double>, kNumDtypes> dtype_fractions(ObjectReader in, c
   }
   if (!out[static_cast<std::size_t>(Dtype::Bf16)])
     in.fail("bf16", fmt::format("is missing; the bf16 {} is required (other dtypes default to it)", what));
-  in.reject_unknown_keys("accepted dtypes: bf16, fp16, tf32, fp32, fp8");
+  in.reject_unknown_keys("accepted dtypes: bf16, fp16, tf32, fp32, fp8, mxfp8, nvfp4");
   return out;
 }
 
@@ -156,7 +156,7 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   }
   if (!gpu.peak_flops_per_s[static_cast<std::size_t>(Dtype::Bf16)])
     peaks.fail("bf16", "is missing; the dense bf16 peak is required");
-  peaks.reject_unknown_keys("accepted dtypes: bf16, fp16, tf32, fp32, fp8");
+  peaks.reject_unknown_keys("accepted dtypes: bf16, fp16, tf32, fp32, fp8, mxfp8, nvfp4");
   gpu.memory_bytes = in.number("memory_GiB", 1e-3, 1e6) * units::kGiB;
   gpu.memory_bandwidth_bytes_per_s = in.number("memory_bandwidth_GBps", 1e-3, 1e7) * units::kGB;
   gpu.sm_count = static_cast<int>(in.integer("sm_count", 1, 100'000));

@@ -87,7 +87,13 @@ PublishedRun parse_run(const nlohmann::json& object, const std::string& file, st
   }
   b.reject_unknown_keys("accepted keys: global_batch_size, micro_batch_size");
 
-  s.precision = in.optional_choice("precision", {"bf16", "fp8"}).value_or("bf16");
+  // "mxfp8" names FP8 under the MXFP8 recipe, as published tables name it.
+  s.precision = in.optional_choice("precision", {"bf16", "fp8", "mxfp8"}).value_or("bf16");
+  if (*s.precision == "mxfp8") {
+    s.precision = "fp8";
+    s.fp8_recipe = "mxfp8";
+    note("fp8_recipe", in, "precision");
+  }
   internal::ObjectReader m = in.object("measured");
   run.measured_step_time_s = m.number("step_time_s", 1e-6, 1e7);
   run.derived_from = m.optional_string("derived_from").value_or("");

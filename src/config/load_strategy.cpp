@@ -16,6 +16,8 @@ using S = StrategyInput;
 
 // Megatron-LM's argument names where it has one; the help text is what
 // `ptsim simulate --help` prints.
+// One option a line, read as a table.
+// clang-format off
 const std::vector<StrategyField> kFields = {
     {"gpus", "gpus", "", &S::gpus, 1, std::int64_t{1} << 24, {}, "N", "GPUs in the job (world size)"},
     {"tp", "tensor_model_parallel_size", "tp", &S::tp, 1, std::int64_t{1} << 24, {}, "T",
@@ -120,12 +122,15 @@ const std::vector<StrategyField> kFields = {
      "(cuDNN's fused attention, as Transformer Engine runs it on Hopper; needs the profile's cuDNN efficiencies)"},
     {"precision", "precision", "", &S::precision, 1, 1, {"bf16", "fp8"}, "DTYPE",
      "the layers' GEMMs: bf16 (default) | fp8 (with casts and amax bookkeeping)"},
-    {"fp8_recipe", "fp8_recipe", "", &S::fp8_recipe, 1, 1, {"delayed", "tensorwise"}, "NAME",
+    {"fp8_recipe", "fp8_recipe", "", &S::fp8_recipe, 1, 1, {"delayed", "tensorwise", "blockwise", "mxfp8"}, "NAME",
      "with --precision fp8, how Transformer Engine scales each tensor: delayed (default; amax histories "
      "reduced over the stage's ranks once per micro-batch) | tensorwise (current scaling: every cast first "
-     "reads its tensor for the amax; under SP the shard amaxes of gathered tensors are all-reduced over TP) "
+     "reads its tensor for the amax; under SP the shard amaxes of gathered tensors are all-reduced over TP) | "
+     "blockwise (fp32 scales per 1x128 or 128x128 block, each tensor quantized both ways; no TP communication "
+     "overlap) | mxfp8 (a scale per 32 elements; needs the profile's mxfp8 rate, Blackwell's) "
      "(Megatron-Core's --fp8-recipe)"},
 };
+// clang-format on
 
 std::vector<std::string> as_strings(const std::vector<std::string_view>& v) {
   return {v.begin(), v.end()};

@@ -83,11 +83,13 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
     choice_of(flags.get("--fp8-format"), {"e4m3", "hybrid"});
     strategy["precision"] = "fp8";
     if (flags.has("--fp8-recipe"))
-      strategy["fp8_recipe"] =
-          choice_of(flags.get("--fp8-recipe"), {"delayed", "tensorwise"}, "blockwise and mxfp8 are not modelled yet");
+      strategy["fp8_recipe"] = choice_of(flags.get("--fp8-recipe"), {"delayed", "tensorwise", "blockwise", "mxfp8"},
+                                         "custom is not modelled");
   }
+  // MXFP8's parameter gather through the gradient buffer is the only one
+  // Megatron-Core has (arguments.py), and what ptsim models for it.
   for (const char* f : {"--fp8-format", "--fp8-recipe", "--fp8-amax-history-len", "--fp8-amax-compute-algo",
-                        "--fp8-margin", "--fp8-interval"})
+                        "--fp8-margin", "--fp8-interval", "--reuse-grad-buf-for-mxfp8-param-ag"})
     flags.take(f);
   // Recomputation: selective (--recompute-activations is its old name), or
   // full by layer: uniform with one layer a chunk (every layer

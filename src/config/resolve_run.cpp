@@ -12,6 +12,7 @@
 #include "internal/run_checker.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/pipeline_layout.hpp"
+#include "ptsim/strategy/quantization.hpp"
 #include "ptsim/strategy/rank_layout.hpp"
 #include "ptsim/strategy/schedule.hpp"
 #include "ptsim/strategy/stage_partition.hpp"
@@ -192,7 +193,9 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
     check.fail("fp8_recipe", *s.fp8_recipe, fmt::format("needs precision fp8 (precision is {})", precision),
                "add --precision fp8, or drop --fp8-recipe");
   c.fp8_recipe = named(s.fp8_recipe.value_or("delayed"),
-                       std::array{strategy::Fp8Recipe::Delayed, strategy::Fp8Recipe::Tensorwise}, "FP8 recipe");
+                       std::array{strategy::Fp8Recipe::Delayed, strategy::Fp8Recipe::Tensorwise,
+                                  strategy::Fp8Recipe::Blockwise, strategy::Fp8Recipe::Mxfp8},
+                       "FP8 recipe");
   check_model_splits(check, m, c, s);
   if (c.pp > m.num_layers)
     check.fail("pp", c.pp,
@@ -244,6 +247,12 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   if (s.tp_comm_overlap.value_or(false) && !c.sequence_parallel)
     check.fail_flag("tp_comm_overlap", "needs --sequence-parallel (its all-gathers and reduce-scatters are what it overlaps)",
                     "add --sequence-parallel or drop --tp-comm-overlap");
+  if (s.tp_comm_overlap.value_or(false) && !strategy::quantization_of(c.precision, c.fp8_recipe).userbuffers)
+    check.fail_flag("tp_comm_overlap",
+                    fmt::format("cannot carry {}-scaled tensors: Transformer Engine's userbuffers take bf16, "
+                                "per-tensor FP8 and MXFP8 only (\"Unsupported quantizer for Userbuffers\")",
+                                strategy::to_string(c.fp8_recipe)),
+                    "drop --tp-comm-overlap or choose another --fp8-recipe");
   if (m.is_moe() && c.tp > 1 && !c.sequence_parallel)
     check.fail("tp", c.tp, "with a mixture-of-experts model needs --sequence-parallel (as Megatron-Core requires)",
                "add --sequence-parallel");

@@ -9,10 +9,19 @@ namespace ptsim::hardware {
 
 double GpuSpec::peak_flops(Dtype d) const {
   const auto& peak = peak_flops_per_s[static_cast<std::size_t>(d)];
-  if (!peak)
-    throw ConfigError(fmt::format("hardware: GPU {} has no {} peak rate (gpu.peak_tflops.{} is "
-                                  "absent); choose a precision the GPU supports",
-                                  name, to_string(d), to_string(d)));
+  if (!peak) {
+    // Block-scaled formats need tensor cores that multiply them: Transformer
+    // Engine refuses MXFP8 and NVFP4 below compute capability 10.0
+    // (quantization.py, _compute_mxfp8_support).
+    const bool block_scaled = d == Dtype::Mxfp8 || d == Dtype::Nvfp4;
+    throw ConfigError(
+        fmt::format("hardware: GPU {} has no {} peak rate (gpu.peak_tflops.{} is "
+                    "absent); {}choose a precision the GPU supports",
+                    name, to_string(d), to_string(d),
+                    block_scaled ? "Blackwell's tensor cores (compute capability 10.x) multiply it, "
+                                   "Hopper's do not; "
+                                 : ""));
+  }
   return *peak;
 }
 

@@ -20,6 +20,8 @@ std::string_view to_string(Fp8Recipe r) {
   switch (r) {
     case Fp8Recipe::Delayed: return "delayed";
     case Fp8Recipe::Tensorwise: return "tensorwise";
+    case Fp8Recipe::Blockwise: return "blockwise";
+    case Fp8Recipe::Mxfp8: return "mxfp8";
   }
   return "?";
 }

@@ -73,8 +73,8 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.main_grad_bytes = c.gradient_bytes();
   s.flash_attention = c.attention != strategy::AttentionBackend::Unfused;
   s.cudnn_attention = c.attention == strategy::AttentionBackend::Cudnn;
-  s.gemm_dtype = c.precision;
-  s.fp8_current_scaling = c.fp8_recipe == strategy::Fp8Recipe::Tensorwise;
+  s.gemm_dtype = c.gemm_dtype();
+  s.quantization = strategy::quantization_of(c.precision, c.fp8_recipe);
   s.ep = c.ep;
   s.expert_tp = c.expert_tp;
   s.capacity_factor = c.moe_capacity_factor;

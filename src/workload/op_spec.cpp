@@ -44,7 +44,7 @@ OpSpec matmul(std::string name, double m, double n, double k, double batch, Dtyp
   op.dtype = dtype;
   op.shape = {dim(m), dim(n), dim(k), dim(batch)};
   op.flops = 2 * m * n * k * batch;
-  const double in = static_cast<double>(bytes_of(dtype));
+  const double in = bytes_of(dtype);
   op.bytes = as_bytes(batch * (in * (m * k + k * n) + kElementBytes * m * n));
   return op;
 }

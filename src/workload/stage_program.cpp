@@ -21,6 +21,7 @@
 #include "internal/step_end.hpp"
 #include "ptsim/strategy/schedule.hpp"
 #include "ptsim/strategy/pipeline_schedule.hpp"
+#include "ptsim/strategy/quantization.hpp"
 #include "ptsim/workload/boundary_ops.hpp"
 #include "ptsim/workload/layer_ops.hpp"
 #include "ptsim/workload/step_workload.hpp"
@@ -162,22 +163,29 @@ class StageBuilder {
 
   // Bytes a layer parameter is gathered in: one under fp8 parameter
   // gathering (Megatron-Core keeps the norms' parameters in bf16, a few in
-  // 10^4 of a layer's, counted at one byte here), else two.
-  double layer_parameter_bytes() const { return c_.fp8_param_gather ? 1.0 : 2.0; }
+  // 10^4 of a layer's, counted at one byte here), else two; MXFP8's are
+  // gathered in bf16 (strategy::Quantization::param_gather_quantized).
+  double layer_parameter_bytes() const { return quantized_param_gather() ? 1.0 : 2.0; }
+  bool quantized_param_gather() const {
+    return c_.fp8_param_gather && strategy::quantization_of(c_.precision, c_.fp8_recipe).param_gather_quantized;
+  }
 
   // ---- steps --------------------------------------------------------------
   void prologue() {
-    // FP8: every linear weight is cast to fp8 (with its transpose) once per
-    // step and reused by all micro-batches (Transformer Engine's
-    // is_first_microbatch caching); current scaling reads it once more for
-    // its amax first. With fp8 parameter gathering the weights arrive in fp8
-    // and only their transpose is made (read 1, write 1 bytes a weight).
+    // FP8: every linear weight is cast to fp8 (with its transpose, or both
+    // block-scaled copies) once per step and reused by all micro-batches
+    // (Transformer Engine's is_first_microbatch caching); current scaling
+    // reads it once more for its amax first. With fp8 parameter gathering
+    // the weights arrive in fp8 and only their column-wise copy is made by a
+    // transpose (read 1, write 1 bytes a weight: per tensor, and blockwise's
+    // 128×128 weight blocks, _create_columnwise); MXFP8 gathers bf16 and
+    // casts as without it.
     if (c_.precision == Dtype::Fp8) {
       const double weights = static_cast<double>(ctx_.layer_parameters.total());
-      const char* name = c_.fp8_param_gather ? "fp8.weight_transpose" : "fp8.weight_cast";
-      const double bytes_per_weight = c_.fp8_param_gather                                 ? 2.0
-                                      : c_.fp8_recipe == strategy::Fp8Recipe::Tensorwise ? 6.0
-                                                                                          : 4.0;
+      const bool transpose = quantized_param_gather();
+      const char* name = transpose ? "fp8.weight_transpose" : "fp8.weight_cast";
+      const double bytes_per_weight =
+          transpose ? 2.0 : strategy::quantization_of(c_.precision, c_.fp8_recipe).cast_bytes();
       const OpSpec cast = memory_op(name, bytes_per_weight * weights);
       out_.instantiate(blocks_.boundary_block(name, {cast}, "", categories::kForward, true), -1, -1);
     }

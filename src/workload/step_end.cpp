@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ptsim/strategy/quantization.hpp"
 #include "ptsim/workload/boundary_ops.hpp"
 #include "ptsim/workload/layer_ops.hpp"
 #include "ptsim/workload/op_spec.hpp"
@@ -120,12 +121,18 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
   // current scaling that scale is this step's: each shard's amax is read
   // first (read 4 bytes a parameter) and the cast waits for the reduction;
   // under delayed scaling the cast uses the scale it has and the reduced
-  // amaxes update the scales after it.
-  const OpSpec step = optimizer_step_op(updated, c.gradient_bytes(), c.fp8_param_gather ? 0 : 2);
-  if (!c.fp8_param_gather) {
+  // amaxes update the scales after it. Blockwise scaling does as current
+  // scaling with one amax per 128×128 weight block
+  // (_cast_master_weights_to_fp8_blockwise_scaling). MXFP8's gather moves
+  // bf16 (strategy::Quantization): the optimizer writes it as without fp8.
+  const strategy::Quantization q = strategy::quantization_of(c.precision, c.fp8_recipe);
+  const bool quantized_gather = c.fp8_param_gather && q.param_gather_quantized;
+  const OpSpec step = optimizer_step_op(updated, c.gradient_bytes(), quantized_gather ? 0 : 2);
+  if (!quantized_gather) {
     step_end_ops(fmt::format("optimizer.{}", updated), {step});
   } else {
     const bool current = c.fp8_recipe == strategy::Fp8Recipe::Tensorwise;
+    const bool blockwise = c.fp8_recipe == strategy::Fp8Recipe::Blockwise;
     const OpSpec cast =
         memory_op("fp8.param_shard_cast", 5.0 * static_cast<double>(updated), taskgraph::KernelClass::Optimizer);
     const auto reduce_amaxes = [&] {
@@ -136,10 +143,17 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
                                       static_cast<std::uint64_t>(4 * tensors), true),
                         -1, -1);
       };
-      reduce(t.dense, slots::kDataParallel);
-      reduce(t.expert, slots::kExpertDataParallel);
+      if (!blockwise) {
+        reduce(t.dense, slots::kDataParallel);
+        reduce(t.expert, slots::kExpertDataParallel);
+        return;
+      }
+      // One fp32 amax per 128 × 128 block of the stage's layer weights.
+      constexpr std::int64_t kBlock = 128 * 128;
+      reduce((ctx.layer_parameters.dense + kBlock - 1) / kBlock, slots::kDataParallel);
+      reduce((ctx.layer_parameters.expert + kBlock - 1) / kBlock, slots::kExpertDataParallel);
     };
-    if (current) {
+    if (current || blockwise) {
       step_end_ops(fmt::format("optimizer.{}.fp8_amax", updated),
                    {step, memory_op("fp8.param_shard_amax", 4.0 * static_cast<double>(updated),
                                     taskgraph::KernelClass::Optimizer)});
@@ -166,10 +180,10 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
     // Under fp8 parameter gathering the layers' parameters sit in a buffer
     // of their own, gathered at one byte each; the embedding and output
     // layer stay bf16 (Megatron's buffers are per dtype).
-    const std::int64_t layers_dense = c.fp8_param_gather ? ctx.layer_parameters.dense : 0;
+    const std::int64_t layers_dense = quantized_gather ? ctx.layer_parameters.dense : 0;
     gather(layers_dense, slots::kDataParallel, 1.0);
     gather(ctx.stage_parameters.dense - layers_dense, slots::kDataParallel, 2.0);
-    gather(ctx.stage_parameters.expert, slots::kExpertDataParallel, (c.fp8_param_gather ? 1.0 : 2.0));
+    gather(ctx.stage_parameters.expert, slots::kExpertDataParallel, (quantized_gather ? 1.0 : 2.0));
   }
 }
 

@@ -1,4 +1,5 @@
 // Composition of a training step's workload (see step_workload.hpp).
+#include "ptsim/strategy/quantization.hpp"
 #include "ptsim/workload/step_workload.hpp"
 
 #include <algorithm>
@@ -152,13 +153,17 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
   StaticMemory total{dense.parameters + experts.parameters, dense.params_bytes + experts.params_bytes,
                      dense.grads_bytes + experts.grads_bytes, dense.optimizer_bytes + experts.optimizer_bytes};
   // FP8 with bf16 parameters: Transformer Engine keeps every layer weight's
-  // fp8 copy and its transpose from the first micro-batch to the last (the
-  // is_first_microbatch weight cache, which Megatron-Core uses), two bytes a
-  // weight beside the bf16 one. With --fp8-param-gather those two bytes are
-  // the parameter itself, already counted. (Under ZeRO-3 the cache would
-  // follow the gathered layers; not modelled.)
+  // fp8 copy and its transpose (block-scaled: both copies with their scales)
+  // from the first micro-batch to the last (the is_first_microbatch weight
+  // cache, which Megatron-Core uses), about two bytes a weight beside the
+  // bf16 one. With --fp8-param-gather those two bytes are the parameter
+  // itself, already counted (under MXFP8 the bf16 view lives in the
+  // gradient buffer, and the two copies are the parameter). (Under ZeRO-3
+  // the cache would follow the gathered layers; not modelled.)
   if (c.precision == Dtype::Fp8 && !c.fp8_param_gather && c.zero_stage < 3)
-    total.params_bytes += static_cast<std::uint64_t>(2 * stage_layer_parameters(model, c, stage).total());
+    total.params_bytes +=
+        static_cast<std::uint64_t>(2 * strategy::quantization_of(c.precision, c.fp8_recipe).copy_bytes *
+                                   static_cast<double>(stage_layer_parameters(model, c, stage).total()));
   return total;
 }
 

@@ -109,8 +109,10 @@ TEST_CASE("A Megatron launch line's other flags: listed as ignored, listed as no
   CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --recompute-granularity full --recompute-method uniform "
                                 "--recompute-num-layers 2"),
                     Catch::Contains("chunks of several layers are not modelled"));
-  CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --fp8-format e4m3 --fp8-recipe mxfp8"),
-                    Catch::Contains("--fp8-recipe mxfp8: ptsim simulates delayed, tensorwise"));
+  CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --fp8-format e4m3 --fp8-recipe custom"),
+                    Catch::Contains("--fp8-recipe custom: ptsim simulates delayed, tensorwise, blockwise, mxfp8"));
+  CHECK(read(kGpt + "--vocab-size 50000 --fp8-format e4m3 --fp8-recipe mxfp8 --reuse-grad-buf-for-mxfp8-param-ag")
+            .strategy.fp8_recipe == "mxfp8");
   CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --squared-relu"), Catch::Contains("--squared-relu"));
   CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --step-batch-size-schedule 0:16 2.4B:320"),
                     Catch::Contains("'2.4B:320' is not a flag") &&

@@ -175,6 +175,17 @@ TEST_CASE("Issue 5's flags refuse their invalid combinations with the rule and t
     s.fp8_recipe.reset();
     CHECK(config::resolve_run(gpt3, s).parallel.fp8_recipe == strategy::Fp8Recipe::Delayed);
   }
+  SECTION("TP communication overlap with blockwise scaling, which Transformer Engine's userbuffers refuse") {
+    auto s = base();
+    s.precision = "fp8";
+    s.fp8_recipe = "blockwise";
+    s.sequence_parallel = true;
+    s.tp_comm_overlap = true;
+    fails(gpt3, s, "cannot carry blockwise-scaled tensors");
+    s.fp8_recipe = "mxfp8";
+    CHECK(config::resolve_run(gpt3, s).parallel.tp_comm_overlap);
+    CHECK(config::resolve_run(gpt3, s).parallel.gemm_dtype() == Dtype::Mxfp8);
+  }
   SECTION("FP8 parameter gathering without FP8 or without the distributed optimizer") {
     auto s = base();
     s.fp8_param_gather = true;

@@ -372,6 +372,65 @@ TEST_CASE("FP8 parameter gathering gathers layer parameters at one byte, transpo
   }
 }
 
+TEST_CASE("Block-scaled FP8 casts weights both ways, MXFP8 gathers parameters in bf16 and blockwise in fp8",
+          "[simulate][fp8]") {
+  // Llama 3 8B on B200s (MXFP8 needs Blackwell's tensor cores), TP 2 × PP 2
+  // × DP 4 as above. A block-scaled weight cast writes both copies with
+  // their scales: read 2, write 2·(1 + 1/32) = 4.0625 bytes a weight, and
+  // Transformer Engine caches both (2.0625 bytes) beside the bf16 weight.
+  // Under --fp8-param-gather MXFP8 gathers bf16 through the gradient buffer
+  // and casts as without it, the optimizer writing its bf16 shard (30 bytes
+  // a shard parameter); blockwise gathers the row-wise fp8 copy, transposes
+  // it (2) and casts the shard after one amax per 128 × 128 block of the
+  // stage's layer weights is reduced over DP.
+  const auto hw = test::shipped_hardware("b200-sxm-180gb");
+  const auto model = test::shipped_model("llama3-8b");
+  config::StrategyInput s;
+  s.gpus = 16;
+  s.tp = 2;
+  s.pp = 2;
+  s.global_batch_size = 8;
+  s.precision = "fp8";
+  s.distributed_optimizer = true;
+  const double copy = 1 + 1.0 / 32;
+  for (const char* recipe : {"mxfp8", "blockwise"}) {
+    const bool mx = std::string(recipe) == "mxfp8";
+    s.fp8_recipe = recipe;
+    for (const bool fp8_gather : {false, true}) {
+      INFO(recipe << ", fp8 parameter gathering " << fp8_gather);
+      s.fp8_param_gather = fp8_gather;
+      const auto run = config::resolve_run(model, s);
+      const auto out = test::simulate(model, hw, s);
+      const std::int64_t stage = 1;
+      const auto params = workload::stage_parameters(out.step.model, run.parallel, stage);
+      const double layers = static_cast<double>(workload::stage_layer_parameters(model, run.parallel, stage).total());
+      const double rest = static_cast<double>(params.total()) - layers;
+      const double shard = std::ceil(static_cast<double>(params.total()) / 4);
+      const auto ops = op_totals(out, stage * 8);
+      CHECK(workload::stage_static_memory(out.step.model, run.parallel, stage).params_bytes ==
+            Approx(2 * static_cast<double>(params.total()) + (fp8_gather ? 0 : 2 * copy * layers)).epsilon(1e-9));
+      if (!fp8_gather || mx) {
+        CHECK(ops.at("zero.param_allgather.bucket").bytes == Approx(2 * (layers + rest)));
+        CHECK(ops.at("fp8.weight_cast").bytes == Approx((2 + 2 * copy) * layers));
+        CHECK(ops.at("optimizer.adam").bytes == Approx(30 * shard));
+        CHECK(ops.count("fp8.param_shard_cast") == 0);
+        continue;
+      }
+      CHECK(ops.at("zero.param_allgather.bucket").bytes == Approx(layers + 2 * rest));
+      CHECK(ops.at("fp8.weight_transpose").bytes == Approx(2 * layers));
+      CHECK(ops.at("optimizer.adam").bytes == Approx(28 * shard));
+      CHECK(ops.at("fp8.param_shard_amax").bytes == Approx(4 * shard));
+      CHECK(ops.at("fp8.param_shard_cast").bytes == Approx(5 * shard));
+      CHECK(ops.at("fp8.param_amax_allreduce").bytes == Approx(4 * std::ceil(layers / (128 * 128))));
+    }
+  }
+  // MXFP8 on Hopper, whose tensor cores do not multiply it, is refused by name.
+  s.fp8_recipe = "mxfp8";
+  s.fp8_param_gather.reset();
+  CHECK_THROWS_WITH(test::simulate(model, test::shipped_hardware("h100-sxm5-80gb"), s),
+                    Catch::Contains("has no mxfp8 peak rate") && Catch::Contains("Hopper's do not"));
+}
+
 TEST_CASE("Per-rank parameters add up to the model's layer counts", "[workload][moe]") {
   // Without model parallelism a rank holds each layer whole; with TP/EP the
   // split parts add up over the group (replicated parts counted once).

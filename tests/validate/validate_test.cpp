@@ -47,6 +47,20 @@ TEST_CASE("The shipped published runs load, with their unpublished fields named"
   CHECK(std::find(open.begin(), open.end(), "tp") == open.end());
 }
 
+TEST_CASE("A run's precision mxfp8 is FP8 under the MXFP8 recipe, which the software file cannot change",
+          "[validate][fp8]") {
+  std::string mx = kTinyRun;
+  mx.replace(mx.find("\"bf16\""), 6, "\"mxfp8\"");
+  const auto runs = config::load_runs(write("r-mx.json", mx), test::unchecked_inputs());
+  REQUIRE(runs.runs.size() == 1);
+  CHECK(*runs.runs[0].strategy.precision == "fp8");
+  CHECK(*runs.runs[0].strategy.fp8_recipe == "mxfp8");
+  std::string bad = kTinyRun;
+  bad.replace(bad.find("\"bf16\""), 6, "\"fp6\"");
+  CHECK_THROWS_WITH(config::load_runs(write("r-fp6.json", bad), test::unchecked_inputs()),
+                    Catch::Contains("precision") && Catch::Contains("mxfp8"));
+}
+
 TEST_CASE("Malformed run and software files are refused with the key", "[validate]") {
   CHECK_THROWS_WITH(config::load_runs(write("r1.json", R"({"schema": "x", "runs": []})"), test::unchecked_inputs()),
                     Catch::Contains("expected \"ptsim-runs/1\""));

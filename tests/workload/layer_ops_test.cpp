@@ -36,17 +36,24 @@ void check_ring_sends(const std::vector<workload::OpSpec>& ops, int expected_for
   CHECK(forwarding == expected_forwarding_sends);
 }
 
-// One sequence of 4096 tokens at TP 4 (experts too) in FP8 under the
-// recipe `current` scaling names, with or without SP.
-workload::MicroShape fp8_tp4(bool sp, bool current) {
+// One sequence of 4096 tokens at TP 4 (experts too) in FP8 under `recipe`,
+// with or without SP.
+workload::MicroShape fp8_tp4(bool sp, strategy::Fp8Recipe recipe) {
   workload::MicroShape s;
   s.seq_length = 4096;
   s.tp = 4;
   s.expert_tp = 4;
   s.sequence_parallel = sp;
-  s.gemm_dtype = Dtype::Fp8;
-  s.fp8_current_scaling = current;
+  strategy::ParallelConfig c;
+  c.precision = Dtype::Fp8;
+  c.fp8_recipe = recipe;
+  s.gemm_dtype = c.gemm_dtype();
+  s.quantization = strategy::quantization_of(c.precision, c.fp8_recipe);
   return s;
+}
+// The per-tensor recipe `current` names.
+workload::MicroShape fp8_tp4(bool sp, bool current) {
+  return fp8_tp4(sp, current ? strategy::Fp8Recipe::Tensorwise : strategy::Fp8Recipe::Delayed);
 }
 
 }  // namespace
@@ -361,6 +368,65 @@ TEST_CASE("FP8 casts, gathers and amax passes follow Transformer Engine's two pe
     if (op.name == "attn.input.allgather") CHECK(static_cast<double>(op.bytes) == Approx(2 * N * h));
     if (op.name == "ln1") CHECK(static_cast<double>(op.bytes) == Approx(N / t * h * 4));
   }
+}
+
+TEST_CASE("Block-scaled FP8 quantizes each tensor both ways and gathers the copies the GEMMs need", "[workload][fp8]") {
+  // Llama 3 8B at TP 4 as above. One quantized copy with its scales is
+  // 1 + 1/32 bytes an element under both recipes (MXFP8: a 1-byte E8M0
+  // scale per 32; blockwise: a 4-byte scale per 128). A cast writes both
+  // copies from bf16: read 2, write 2·(1 + 1/32) = 4.0625 bytes an element.
+  const auto m = test::shipped_model("llama3-8b");
+  const double h = 4096, t = 4, N = 4096, Nsp = N / t, qkv = 6144, proj_in = 4096;
+  const double copy = 1 + 1.0 / 32, cast = 2 + 2 * copy;
+  for (const auto recipe : {strategy::Fp8Recipe::Mxfp8, strategy::Fp8Recipe::Blockwise})
+    for (const bool sp : {false, true}) {
+      const bool mx = recipe == strategy::Fp8Recipe::Mxfp8;
+      INFO(strategy::to_string(recipe) << ", sequence parallel " << sp);
+      const workload::MicroShape s = fp8_tp4(sp, recipe);
+      CHECK(s.gemm_dtype == (mx ? Dtype::Mxfp8 : Dtype::Fp8));  // blockwise multiplies as fp8
+      const auto ops = workload::transformer_layer_ops(m, s, 0);
+      std::map<std::string, double> fw, bw, saved;
+      for (const auto& op : ops.forward) {
+        fw[op.name] += static_cast<double>(op.bytes);
+        saved[op.name] += static_cast<double>(op.saved_bytes);
+      }
+      for (const auto& op : ops.backward) bw[op.name] += static_cast<double>(op.bytes);
+      const double rows = sp ? Nsp : N;
+      // The norm writes bf16 (no fused quantize), and no amax is read or reduced.
+      CHECK(fw.at("ln1") == Approx(rows * h * 4));
+      for (const auto& [name, bytes] : fw) CHECK(name.find("amax") == std::string::npos);
+      // Inputs from another kernel and output gradients: one cast, both copies.
+      CHECK(fw.at("attn.proj.fp8_cast") == Approx(N * proj_in / t * cast));
+      CHECK(bw.at("attn.qkv.grad_fp8_cast") == Approx(N * qkv / t * cast));
+      // What the wgrad GEMM keeps is the column-wise copy, one per element
+      // (FC2's input; the projection's also keeps the attention output in
+      // bf16 beside it, which the fused attention holds).
+      CHECK(saved.at("mlp.fc2") == Approx(N * 14336 / t * copy));
+      CHECK(saved.at("attn.proj") == Approx(N * proj_in / t * (copy + 2)));
+      if (!sp) {
+        CHECK(fw.at("attn.qkv.fp8_cast") == Approx(N * h * cast));  // the norm's bf16 output
+        CHECK(fw.count("attn.qkv.fp8_transpose") == 0);
+        continue;
+      }
+      // Under SP: the shard is quantized both ways, the row-wise copy gathered
+      // for the forward GEMM, the column-wise one regathered for the weight
+      // gradient; the output gradient's gather moves both copies at once.
+      CHECK(fw.at("attn.input.fp8_cast") == Approx(Nsp * h * cast));
+      CHECK(fw.at("attn.input.allgather") == Approx(N * h * copy));
+      CHECK(bw.at("attn.qkv.input_allgather") == Approx(N * h * copy));
+      CHECK(bw.at("attn.proj.grad.fp8_cast") == Approx(Nsp * h * cast));
+      CHECK(bw.at("attn.proj.grad_allgather") == Approx(2 * N * h * copy));
+      CHECK(bw.count("attn.qkv.input_fp8_transpose") == 0);
+      CHECK(bw.count("attn.proj.grad_fp8_transpose") == 0);
+      // MXFP8 uses the gathered copies as they are; blockwise reorders the
+      // gathered column-wise data (swap_first_dims: read 1, write 1).
+      CHECK(bw.count("attn.qkv.input_fp8_swap") == (mx ? 0 : 1));
+      CHECK(bw.count("attn.proj.grad_fp8_swap") == (mx ? 0 : 1));
+      if (!mx) {
+        CHECK(bw.at("attn.qkv.input_fp8_swap") == Approx(N * h * 2));
+        CHECK(bw.at("attn.proj.grad_fp8_swap") == Approx(N * h * 2));
+      }
+    }
 }
 
 TEST_CASE("FP8 shared experts quantize their input shard and gather it in fp8 under SP", "[workload][fp8][moe]") {

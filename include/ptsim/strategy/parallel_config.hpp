@@ -42,6 +42,8 @@ std::string_view to_string(RecomputeKind r);
 enum class Fp8Recipe {
   Delayed,     // scale from an amax history; amaxes reduced over the stage's ranks once per micro-batch
   Tensorwise,  // current scaling: each tensor's own amax, read right before its cast
+  Blockwise,   // DeepSeek-style fp32 scales per 1×128 (activations, gradients) or 128×128 (weights) block
+  Mxfp8,       // MXFP8: an E8M0 scale per 32 elements, multiplied natively by Blackwell's tensor cores
 };
 
 std::string_view to_string(AttentionBackend a);
@@ -175,6 +177,12 @@ struct ParallelConfig {
   Dtype precision = Dtype::Bf16;
   /// Under fp8: how tensors are scaled (ignored under bf16).
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;
+  /// The format the linears' GEMMs multiply in, which sets their tensor-core
+  /// rate: MXFP8 under that recipe (blockwise runs as fp8: emulated on
+  /// Hopper, converted to MXFP8 scales on Blackwell), else the precision.
+  Dtype gemm_dtype() const {
+    return precision == Dtype::Fp8 && fp8_recipe == Fp8Recipe::Mxfp8 ? Dtype::Mxfp8 : precision;
+  }
   /// How ranks map to (tp, cp, ep, dp, pp) coordinates; see RankLayout.
   std::string rank_order = "tp-cp-ep-dp-pp";
   /// Megatron's DDP bucket: gradients are reduced in buckets of this many

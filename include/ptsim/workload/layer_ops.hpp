@@ -15,6 +15,7 @@
 #include "ptsim/common/dtype.hpp"
 #include "ptsim/model/model_spec.hpp"
 #include "ptsim/strategy/parallel_config.hpp"
+#include "ptsim/strategy/quantization.hpp"
 #include "ptsim/workload/op_spec.hpp"
 
 namespace ptsim::workload {
@@ -40,8 +41,8 @@ struct MicroShape {
   bool async_dgrad_reduce() const { return sequence_parallel || async_tp_allreduce; }
   bool flash_attention = true;   // fused attention kernels; false: Megatron's unfused path
   bool cudnn_attention = false;  // the fused kernels are cuDNN's (taskgraph::kCudnn)
-  Dtype gemm_dtype = Dtype::Bf16;  // inputs of the layers' linear GEMMs (fp8 under FP8 training)
-  bool fp8_current_scaling = false;  // FP8 per-tensor current scaling (ParallelConfig::fp8_recipe)
+  Dtype gemm_dtype = Dtype::Bf16;       // the format the layers' linear GEMMs multiply in (ParallelConfig::gemm_dtype)
+  strategy::Quantization quantization;  // how their operands are quantized (none under bf16)
   std::int64_t ep = 1;           // expert parallelism
   std::int64_t expert_tp = 1;    // tensor parallelism inside experts
   /// Tokens per expert as a multiple of an even share (padded to capacity); empty: dropless.

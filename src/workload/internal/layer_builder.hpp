@@ -65,8 +65,8 @@ class LayerBuilder {
         tp_(shape.tp > 1),
         sp_(shape.sequence_parallel),
         dropout_(m.dropout > 0),
-        fp8_(shape.gemm_dtype == Dtype::Fp8),
-        current_(fp8_ && shape.fp8_current_scaling) {}
+        fp8_(shape.quantization.active),
+        q_(shape.quantization) {}
 
   BlockOps take() {
     BlockOps ops;
@@ -80,11 +80,13 @@ class LayerBuilder {
   // Under delayed scaling it writes fp8 directly (read 2, write 1 bytes an
   // element); under current scaling it writes bf16 and the tensor's amax,
   // which the linear's quantize then uses (TE normalization.cpp: FULLY_FUSED
-  // against FUSED_NORM_AMAX_FP8).
+  // against FUSED_NORM_AMAX_FP8); under the block-scaled recipes it writes
+  // bf16 and the quantize runs apart (UNFUSED, unless cuDNN's MXFP8 norm is
+  // switched on by NVTE_NORM_FWD_USE_CUDNN, which this does not model).
   // `width`: the normalized tensor's width (default: the hidden size).
   void norm(const std::string& name, bool into_fp8_linear = false, double width = 0) {
     const double w = width > 0 ? width : h_;
-    const double out_bytes = into_fp8_linear && fp8_ && !current_ ? 1 : 2;
+    const double out_bytes = into_fp8_linear && q_.delayed ? 1 : 2;
     fw_.push_back(saving(memory_op(name, Nsp_ * w * (2 + out_bytes), KernelClass::Norm), 2 * Nsp_ * w));
     backward({freeing(memory_op(name + ".bwd", 2 * Nsp_ * w * 4, KernelClass::Norm), 2 * Nsp_ * w)});
   }
@@ -114,14 +116,15 @@ class LayerBuilder {
     const bool fp8 = fp8_ && fp8_linear;
     if (fp8) quantize_shard(fw_, prefix, w, from_norm);
     fw_.push_back(collective_op(prefix + ".allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
-                                (fp8 ? 1 : 2) * N_ * w, shape_.tp_comm_overlap));
+                                (fp8 ? q_.copy_bytes : 2) * N_ * w, shape_.tp_comm_overlap));
   }
 
   // A linear's input kept for its weight gradient: bf16, or under FP8 the
-  // quantized copy Transformer Engine keeps instead, 1 byte an element (TE
-  // linear.py and layernorm_linear.py keep only the fp8 data the wgrad GEMM
-  // reads; the bf16 input is freed unless another op keeps it).
-  double saved_input(double elements) const { return (fp8_ ? 1 : 2) * elements; }
+  // quantized copy Transformer Engine keeps instead (TE linear.py and
+  // layernorm_linear.py keep only the data the wgrad GEMM reads, per tensor
+  // the row-wise copy it transposes, block-scaled the column-wise one; the
+  // bf16 input is freed unless another op keeps it).
+  double saved_input(double elements) const { return (fp8_ ? q_.copy_bytes : 2) * elements; }
 
   // Column-parallel linear of `in` → `out_total` (split t ways). `saved` is the
   // number of input elements kept for its weight gradient (0: another op
@@ -145,7 +148,11 @@ class LayerBuilder {
     if (!fp8_input) {
       cast(name, rows, in);
     } else if (!sp_) {
-      fw_.push_back(memory_op(name + (current_ ? ".fp8_cast" : ".fp8_transpose"), rows * in * (current_ ? 4 : 2)));
+      // From the fused norm: delayed scaling transposes the fp8 it wrote;
+      // the others quantize its bf16 output both ways (current scaling with
+      // the amax the norm computed).
+      fw_.push_back(q_.delayed ? memory_op(name + ".fp8_transpose", rows * in * 2 * q_.copy_bytes)
+                               : memory_op(name + ".fp8_cast", rows * in * (2 + 2 * q_.copy_bytes)));
     }
     fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), saved_bytes));
     std::vector<OpSpec> bw;
@@ -154,16 +161,16 @@ class LayerBuilder {
     const bool regather = sp_ && gathered_input;
     if (regather) {
       OpSpec ag = collective_op(name + ".input_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
-                                (fp8_input ? 1 : 2) * N_ * in, true);
+                                (fp8_input ? q_.copy_bytes : 2) * N_ * in, true);
       ag.weight_grad = true;
       bw.push_back(ag);
     }
     const int dgrad = static_cast<int>(bw.size());
     bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, shape_.gemm_dtype));
-    if (regather && fp8_input) {
+    if (regather && fp8_input && q_.after_gather_bytes > 0) {
       // Made once the regather is done; the reduction below waits for the
       // dgrad only, and the weight-gradient GEMM runs beside it as before.
-      bw.push_back(weight_grad(memory_op(name + ".input_fp8_transpose", rows * in * 2)));
+      bw.push_back(weight_grad(memory_op(name + ".input" + after_gather_suffix(), rows * in * q_.after_gather_bytes)));
     }
     if (reduce_input_grad && tp_) {
       OpSpec reduce = collective_op(name + ".dgrad." + (sp_ ? "reducescatter" : "allreduce"),
@@ -207,10 +214,12 @@ class LayerBuilder {
     if (fp8_gather) quantize_shard(bw, name + ".grad", out, false);
     if (sp_)
       bw.push_back(collective_op(name + ".grad_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
-                                 (fp8_gather ? 1 : 2) * N_ * out, shape_.tp_comm_overlap));
+                                 (fp8_gather ? q_.grad_gather_copies() * q_.copy_bytes : 2) * N_ * out,
+                                 shape_.tp_comm_overlap));
     if (!fp8_gather) cast_grad(name, rows, out, bw);
     bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, shape_.gemm_dtype));
-    if (fp8_gather) bw.push_back(weight_grad(memory_op(name + ".grad_fp8_transpose", rows * out * 2)));
+    if (fp8_gather && q_.after_gather_bytes > 0)
+      bw.push_back(weight_grad(memory_op(name + ".grad" + after_gather_suffix(), rows * out * q_.after_gather_bytes)));
     bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), saved)));
     backward(std::move(bw));
   }
@@ -255,12 +264,15 @@ class LayerBuilder {
   }
 
   // FP8 GEMMs (Transformer Engine): the input is cast to fp8 with its
-  // transpose for the weight gradient (read 2, write 1 + 1 bytes per element);
-  // the output gradient likewise in backward. Current scaling first reads the
-  // tensor once more for its amax (TE quantizer.cpp: nvte_compute_amax, then
-  // the scale, then the cast: three kernels of one quantize call, priced here
-  // as one task of their bytes).
-  double cast_bytes() const { return current_ ? 6 : 4; }
+  // transpose for the weight gradient (read 2, write 1 + 1 bytes per element),
+  // or block-scaled in both directions with their scales; the output
+  // gradient likewise in backward. Current scaling first reads the tensor
+  // once more for its amax (TE quantizer.cpp: nvte_compute_amax, then the
+  // scale, then the cast: three kernels of one quantize call, priced here as
+  // one task of their bytes). strategy::Quantization holds the bytes.
+  double cast_bytes() const { return q_.cast_bytes(); }
+  // The pass that makes a gathered copy the column-wise operand.
+  const char* after_gather_suffix() const { return q_.per_tensor ? "_fp8_transpose" : "_fp8_swap"; }
   void cast(const std::string& name, double rows, double cols) {
     if (fp8_) fw_.push_back(memory_op(name + ".fp8_cast", rows * cols * cast_bytes()));
   }
@@ -270,20 +282,23 @@ class LayerBuilder {
   // A tensor quantized on its sequence-parallel shard and gathered over TP in
   // fp8 (TE distributed.py, _all_gather_fp8: the shard is cast row-wise, read
   // 2 and write 1 bytes an element, and the gather moves one byte an
-  // element). Under current scaling the shard's amax is all-reduced over TP
-  // first so that every shard shares one scale (TE sets the quantizer's amax
-  // reduction group to the TP group for a column-parallel input and a
-  // row-parallel output gradient). `from_norm`: the tensor is a fused norm's
-  // output (see norm()), which under delayed scaling is fp8 already and
-  // under current scaling comes with its amax.
+  // element; block-scaled, _all_gather_mxfp8 and
+  // _start_all_gather_fp8_blockwise: the shard is quantized both ways and
+  // the gather moves the copies the GEMMs need, with their scales). Under
+  // current scaling the shard's amax is all-reduced over TP first so that
+  // every shard shares one scale (TE sets the quantizer's amax reduction
+  // group to the TP group for a column-parallel input and a row-parallel
+  // output gradient); block scales need no agreement. `from_norm`: the
+  // tensor is a fused norm's output (see norm()), which under delayed
+  // scaling is fp8 already and under current scaling comes with its amax.
   void quantize_shard(std::vector<OpSpec>& ops, const std::string& name, double cols, bool from_norm) {
-    if (!current_ && from_norm) return;
-    if (current_) {
-      if (!from_norm) ops.push_back(memory_op(name + ".fp8_amax", 2 * Nsp_ * cols));
+    if (q_.delayed && from_norm) return;
+    if (q_.amax_bytes > 0) {
+      if (!from_norm) ops.push_back(memory_op(name + ".fp8_amax", q_.amax_bytes * Nsp_ * cols));
       ops.push_back(
           collective_op(name + ".fp8_amax_allreduce", CollectiveKind::AllReduce, CommGroup::TensorParallel, 4));
     }
-    ops.push_back(memory_op(name + ".fp8_cast", 3 * Nsp_ * cols));
+    ops.push_back(memory_op(name + ".fp8_cast", q_.shard_cast_bytes() * Nsp_ * cols));
   }
 
   // One group of backward ops, in issue order; OpSpec::after within it counts
@@ -362,7 +377,7 @@ class LayerBuilder {
   const MicroShape& shape_;
   const double t_, N_, Nsp_, h_;
   const bool tp_, sp_, dropout_, fp8_;
-  const bool current_;  // FP8 current (per-tensor) scaling; false: delayed scaling
+  const strategy::Quantization q_;  // the recipe's quantization bytes
   std::vector<OpSpec> fw_;
   std::vector<std::vector<OpSpec>> bw_groups_;
 };
