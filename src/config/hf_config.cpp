@@ -169,6 +169,24 @@ model::ModelSpec phi3(ObjectReader& in) {
   return m;
 }
 
+// Nemotron (Nemotron-4, Minitron; transformers' NemotronConfig): Llama's
+// attention with grouped key/value heads and rotary positions on part of
+// each head (partial_rotary_factor: the same kernels over the whole head),
+// MLPs of one projection with squared ReLU (hidden_act relu2), LayerNorm
+// (NemotronLayerNorm1P scales by 1 + weight: the same parameters), no
+// biases unless mlp_bias, untied embeddings.
+model::ModelSpec nemotron(ObjectReader& in) {
+  reject_attention_bias(in);
+  model::ModelSpec m = rmsnorm_rope(in);
+  read_gqa(in, m);
+  in.choice("hidden_act", {"relu2"});
+  m.activation = model::Activation::SquaredRelu;
+  m.normalization = model::Normalization::LayerNorm;
+  m.tie_embeddings = in.optional_boolean("tie_word_embeddings").value_or(false);
+  m.add_bias_linear = in.optional_boolean("mlp_bias").value_or(false);
+  return m;
+}
+
 // Gemma (1 and 2): Llama's attention with an explicit head_dim, GeGLU MLPs
 // (a tanh-approximated GeLU gate; transformers reads hidden_activation and
 // falls back to hidden_act), RMSNorm, rotary positions and tied embeddings.
@@ -306,12 +324,13 @@ model::ModelSpec parse_hf_config(const nlohmann::json& object, const std::string
                                  const std::string& fallback_name) {
   ObjectReader in(object, where);
   if (!in.has("model_type"))
-    in.fail("model_type", "is missing: a Hugging Face config names its model_type "
-                          "(llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, mixtral, qwen3_moe, "
-                          "deepseek_v3, gpt_oss, gpt2, gpt_neox or bert)");
+    in.fail("model_type",
+            "is missing: a Hugging Face config names its model_type "
+            "(llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, nemotron, mixtral, qwen3_moe, "
+            "deepseek_v3, gpt_oss, gpt2, gpt_neox or bert)");
   const std::string type =
-      in.choice("model_type", {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "mixtral", "qwen3_moe",
-                               "deepseek_v3", "gpt_oss", "gpt2", "gpt_neox", "bert"});
+      in.choice("model_type", {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "nemotron", "mixtral",
+                               "qwen3_moe", "deepseek_v3", "gpt_oss", "gpt2", "gpt_neox", "bert"});
   model::ModelSpec m;
   if (type == "mixtral") {
     m = mixtral(in);
@@ -339,6 +358,8 @@ model::ModelSpec parse_hf_config(const nlohmann::json& object, const std::string
       m = gemma(in);
     } else if (type == "gemma2") {
       m = gemma2(in);
+    } else if (type == "nemotron") {
+      m = nemotron(in);
     } else {
       // Llama's attention_bias puts biases on q, k, v and o alike, which no
       // published Llama or Mistral config sets.

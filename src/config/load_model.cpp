@@ -179,10 +179,12 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
                                                  m.hidden_size));
     m.kv_channels = kv.value_or(m.hidden_size / m.num_attention_heads);
   }
-  const std::string activation = in.optional_choice("activation", {"gelu", "swiglu", "geglu"}).value_or("gelu");
-  m.activation = activation == "gelu"     ? model::Activation::Gelu
-                 : activation == "swiglu" ? model::Activation::SwiGlu
-                                          : model::Activation::GeGlu;
+  const std::string activation =
+      in.optional_choice("activation", {"gelu", "swiglu", "geglu", "squared-relu"}).value_or("gelu");
+  m.activation = activation == "gelu"           ? model::Activation::Gelu
+                 : activation == "swiglu"       ? model::Activation::SwiGlu
+                 : activation == "squared-relu" ? model::Activation::SquaredRelu
+                                                : model::Activation::GeGlu;
   m.post_sublayer_norms = in.optional_boolean("post_sublayer_norms").value_or(false);
   m.normalization =
       in.optional_choice("normalization", {"layernorm", "rmsnorm"}).value_or("layernorm") ==

@@ -30,10 +30,12 @@ json megatron_model_json(LaunchFlags& flags) {
                                   integer_of(flags.get("--seq-length")),
                                   integer_of(flags.get("--max-position-embeddings"))));
   const bool swiglu = flags.has("--swiglu");
+  const bool squared_relu = flags.has("--squared-relu");
   flags.take("--swiglu");
-  if (flags.has("--squared-relu"))
-    throw ConfigError(fmt::format("{}: --squared-relu: ptsim simulates GeLU and SwiGLU MLPs only", kMegatronWhere));
-  model["activation"] = swiglu ? "swiglu" : "gelu";
+  flags.take("--squared-relu");
+  if (swiglu && squared_relu)
+    throw ConfigError(fmt::format("{}: --swiglu and --squared-relu name two activations; give one", kMegatronWhere));
+  model["activation"] = swiglu ? "swiglu" : squared_relu ? "squared-relu" : "gelu";
   // arguments.py validate_args: 4h, or with SwiGLU 8h/3 rounded down to a multiple of 64.
   model["ffn_hidden_size"] = flags.has("--ffn-hidden-size") ? integer_of(flags.get("--ffn-hidden-size"))
                              : swiglu                       ? (4 * h * 2 / 3) / 64 * 64

@@ -9,6 +9,7 @@ std::string to_string(Activation a) {
     case Activation::Gelu: return "gelu";
     case Activation::SwiGlu: return "swiglu";
     case Activation::GeGlu: return "geglu";
+    case Activation::SquaredRelu: return "squared-relu";
   }
   return "gelu";
 }

@@ -97,6 +97,41 @@ TEST_CASE("Qwen2 and Phi-3 configs give their model cards' parameter counts", "[
   CHECK(test::shipped_model("llama2-7b").seq_length == 4096);
 }
 
+TEST_CASE("Nemotron configs give squared-ReLU MLPs of one projection and the report's parameter count", "[config]") {
+  // Nemotron-4 15B (Parmar et al. 2024, arXiv 2402.16819, Table 1: 32
+  // layers, hidden 6144, 48 heads, 8 KV heads, sequence 4096, vocabulary
+  // 256,000; "3.2B embedding and 12.5B non-embedding parameters") as
+  // transformers' NemotronConfig names it, FFN 4h = 24576. By hand: a layer
+  // is 6144·(6144 + 2·8·128) QKV + 6144² output + 2·6144·24576 MLP + two
+  // LayerNorms of 2·6144 = 390,094,848; 32 of them and the final norm
+  // (12,288) make 12,483,047,424; untied embeddings 2·256000·6144.
+  const json n4 = {{"model_type", "nemotron"},
+                   {"hidden_act", "relu2"},
+                   {"hidden_size", 6144},
+                   {"intermediate_size", 24576},
+                   {"max_position_embeddings", 4096},
+                   {"num_attention_heads", 48},
+                   {"num_hidden_layers", 32},
+                   {"num_key_value_heads", 8},
+                   {"partial_rotary_factor", 0.5},
+                   {"tie_word_embeddings", false},
+                   {"vocab_size", 256000}};
+  const auto m = parse(n4);
+  CHECK(m.activation == model::Activation::SquaredRelu);
+  CHECK_FALSE(m.gated_mlp());
+  CHECK(m.normalization == model::Normalization::LayerNorm);
+  CHECK_FALSE(m.add_bias_linear);
+  CHECK(model::embedding_parameters(m) == 256000LL * 6144);  // the input table; the output layer is its own
+  CHECK(model::total_parameters(m) == 12'483'047'424 + 2 * 256000LL * 6144);
+  // Megatron-style files name it too; another gate is not squared ReLU.
+  json file = tiny();
+  file["activation"] = "squared-relu";
+  CHECK(parse(file).activation == model::Activation::SquaredRelu);
+  json silu = n4;
+  silu["hidden_act"] = "silu";
+  CHECK_THROWS_WITH(parse(silu), Catch::Contains("/hidden_act = \"silu\" is not one of the accepted values"));
+}
+
 TEST_CASE("Gemma and Gemma 2 configs give their model cards' parameter counts", "[config]") {
   // The Gemma 2 report (arXiv 2408.00118, Table 1) gives non-embedding
   // parameters, 2,024,517,888 for 2B, 8,324,201,984 for 9B and

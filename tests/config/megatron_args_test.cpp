@@ -113,7 +113,12 @@ TEST_CASE("A Megatron launch line's other flags: listed as ignored, listed as no
                     Catch::Contains("--fp8-recipe custom: ptsim simulates delayed, tensorwise, blockwise, mxfp8"));
   CHECK(read(kGpt + "--vocab-size 50000 --fp8-format e4m3 --fp8-recipe mxfp8 --reuse-grad-buf-for-mxfp8-param-ag")
             .strategy.fp8_recipe == "mxfp8");
-  CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --squared-relu"), Catch::Contains("--squared-relu"));
+  // --squared-relu: one projection (FFN 4h, Megatron's default without a gate).
+  const auto relu2 = read(kGpt + "--vocab-size 50000 --squared-relu");
+  CHECK(relu2.model.activation == model::Activation::SquaredRelu);
+  CHECK(relu2.model.ffn_hidden_size == 4 * relu2.model.hidden_size);
+  CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --squared-relu --swiglu"),
+                    Catch::Contains("--swiglu and --squared-relu name two activations"));
   CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --step-batch-size-schedule 0:16 2.4B:320"),
                     Catch::Contains("'2.4B:320' is not a flag") &&
                         Catch::Contains("follows --step-batch-size-schedule 0:16"));

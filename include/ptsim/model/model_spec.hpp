@@ -8,10 +8,11 @@
 
 namespace ptsim::model {
 
-/// The MLP's activation: GeLU on one projection, or a gated linear unit whose
-/// first projection makes a gate and an up half (SwiGLU: SiLU gate, Llama;
-/// GeGLU: tanh-approximated GeLU gate, Gemma).
-enum class Activation { Gelu, SwiGlu, GeGlu };
+/// The MLP's activation: GeLU or squared ReLU (relu(x)², Nemotron; Megatron's
+/// --squared-relu) on one projection, or a gated linear unit whose first
+/// projection makes a gate and an up half (SwiGLU: SiLU gate, Llama; GeGLU:
+/// tanh-approximated GeLU gate, Gemma).
+enum class Activation { Gelu, SwiGlu, GeGlu, SquaredRelu };
 enum class Normalization { LayerNorm, RmsNorm };
 enum class PositionEmbedding { LearnedAbsolute, Rope, None };
 
@@ -77,7 +78,7 @@ struct ModelSpec {
 
   bool is_moe() const { return num_moe_experts > 0; }
   /// A gated MLP: fc1 makes 2·width outputs, gate and up halves.
-  bool gated_mlp() const { return activation != Activation::Gelu; }
+  bool gated_mlp() const { return activation == Activation::SwiGlu || activation == Activation::GeGlu; }
   /// Norms in each layer: before attention and before the MLP, and with
   /// post_sublayer_norms after each too.
   std::int64_t norms_per_layer() const { return post_sublayer_norms ? 4 : 2; }

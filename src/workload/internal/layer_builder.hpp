@@ -349,7 +349,12 @@ class LayerBuilder {
     return prefix + ".step" + std::to_string(j);
   }
 
-  // The activation kernel's name: "<prefix>.swiglu", ".geglu" or ".gelu".
+  // The activation kernel's name: "<prefix>.swiglu", ".geglu", ".gelu" or
+  // ".squared-relu". Every one is one elementwise kernel each way: reads the
+  // FC1 output (both halves when gated) and writes the activation, keeping
+  // its input; the backward reads the gradient and that input. Megatron-Core's
+  // squared_relu, torch.pow(F.relu(x), 2), is one kernel under its jit_fuser
+  // (megatron/core/activations.py at d98e8a64dd: torch.compile).
   std::string activation_name(const std::string& prefix) const {
     return prefix + "." + model::to_string(m_.activation);
   }
