@@ -88,7 +88,7 @@ PublishedRun parse_run(const nlohmann::json& object, const std::string& file, st
   b.reject_unknown_keys("accepted keys: global_batch_size, micro_batch_size");
 
   // "mxfp8" names FP8 under the MXFP8 recipe, as published tables name it.
-  s.precision = in.optional_choice("precision", {"bf16", "fp8", "mxfp8"}).value_or("bf16");
+  s.precision = in.optional_choice("precision", {"bf16", "fp8", "mxfp8", "nvfp4"}).value_or("bf16");
   if (*s.precision == "mxfp8") {
     s.precision = "fp8";
     s.fp8_recipe = "mxfp8";

@@ -70,6 +70,9 @@ const std::vector<StrategyField> kFields = {
      "with --precision fp8 and ZeRO 1 or 2: the optimizer casts its updated shard to fp8 and the parameters are "
      "gathered in fp8 (1 byte each); each rank then transposes its fp8 weights once per step instead of casting "
      "them (Megatron-Core's --fp8-param-gather)"},
+    {"fp4_param_gather", "fp4_param_gather", "", &S::fp4_param_gather, 1, 1, {}, "",
+     "with NVFP4 and ZeRO 1 or 2: the parameters are gathered in NVFP4 (half a byte each) and each rank makes their "
+     "column-wise copy once per step (Megatron-Core's --fp4-param-gather)"},
     {"grad_reduce_in_bf16", "grad_reduce_in_bf16", "", &S::grad_reduce_in_bf16, 1, 1, {}, "",
      "keep and reduce gradients in bf16 (2 bytes) instead of Megatron's fp32 (4 bytes) under bf16 training"},
     {"zero3_blocking", "zero3_blocking", "", &S::zero3_blocking, 1, 1, {}, "",
@@ -120,8 +123,14 @@ const std::vector<StrategyField> kFields = {
     {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn"}, "NAME",
      "flash (fused attention kernels, default) | unfused (separate QK, softmax, dropout, PV kernels) | cudnn "
      "(cuDNN's fused attention, as Transformer Engine runs it on Hopper; needs the profile's cuDNN efficiencies)"},
-    {"precision", "precision", "", &S::precision, 1, 1, {"bf16", "fp8"}, "DTYPE",
-     "the layers' GEMMs: bf16 (default) | fp8 (with casts and amax bookkeeping)"},
+    {"precision", "precision", "", &S::precision, 1, 1, {"bf16", "fp8", "nvfp4"}, "DTYPE",
+     "the layers' GEMMs: bf16 (default) | fp8 (with casts and amax bookkeeping) | nvfp4 (Transformer Engine's "
+     "NVFP4 recipe, the same as --fp4-format e2m1; needs the profile's nvfp4 rate, Blackwell's)"},
+    {"fp4_format", "fp4_format", "", &S::fp4_format, 1, 1, {"e2m1"}, "FORMAT",
+     "FP4 training in E2M1 values (Megatron-Core's --fp4-format; sets --precision nvfp4)"},
+    {"fp4_recipe", "fp4_recipe", "", &S::fp4_recipe, 1, 1, {"nvfp4"}, "NAME",
+     "with FP4 training: nvfp4 (default; a scale per 16 values and one per tensor, the Hadamard transform on "
+     "weight-gradient operands, stochastic rounding of gradients; Megatron-Core's --fp4-recipe)"},
     {"fp8_recipe", "fp8_recipe", "", &S::fp8_recipe, 1, 1, {"delayed", "tensorwise", "blockwise", "mxfp8"}, "NAME",
      "with --precision fp8, how Transformer Engine scales each tensor: delayed (default; amax histories "
      "reduced over the stage's ranks once per micro-batch) | tensorwise (current scaling: every cast first "

@@ -35,6 +35,7 @@ constexpr std::array kSameStrategyKey = {"--tensor-model-parallel-size",
                                          "--overlap-grad-reduce",
                                          "--overlap-param-gather",
                                          "--fp8-param-gather",
+                                         "--fp4-param-gather",
                                          "--grad-reduce-in-bf16",
                                          "--tp-comm-overlap",
                                          "--cross-entropy-loss-fusion",
@@ -91,6 +92,17 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
   for (const char* f : {"--fp8-format", "--fp8-recipe", "--fp8-amax-history-len", "--fp8-amax-compute-algo",
                         "--fp8-margin", "--fp8-interval", "--reuse-grad-buf-for-mxfp8-param-ag"})
     flags.take(f);
+  // FP4: Transformer Engine's NVFP4 recipe (Megatron-Core: fp4 excludes fp8).
+  if (flags.has("--fp4-format")) {
+    choice_of(flags.get("--fp4-format"), {"e2m1"});
+    if (strategy.contains("precision"))
+      throw ConfigError(fmt::format("{}: --fp4-format and --fp8-format both given; Megatron-Core trains in one of them",
+                                    kMegatronWhere));
+    strategy["fp4_format"] = "e2m1";
+    if (flags.has("--fp4-recipe"))
+      strategy["fp4_recipe"] = choice_of(flags.get("--fp4-recipe"), {"nvfp4"}, "custom is not modelled");
+  }
+  for (const char* f : {"--fp4-format", "--fp4-recipe"}) flags.take(f);
   // Recomputation: selective (--recompute-activations is its old name), or
   // full by layer: uniform with one layer a chunk (every layer
   // checkpointed) or block (the first N layers of each stage).

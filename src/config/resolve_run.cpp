@@ -114,7 +114,7 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   }
   c.overlap_grad_reduce = s.overlap_grad_reduce.value_or(false);
   c.overlap_param_gather = s.overlap_param_gather.value_or(false);
-  c.fp8_param_gather = s.fp8_param_gather.value_or(false);
+  c.fp8_param_gather = s.fp8_param_gather.value_or(false) || s.fp4_param_gather.value_or(false);
   c.grad_reduce_in_bf16 = s.grad_reduce_in_bf16.value_or(false);
   c.zero3_blocking = s.zero3_blocking.value_or(false);
   c.tp_comm_overlap = s.tp_comm_overlap.value_or(false);
@@ -142,10 +142,12 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   if (c.overlap_param_gather && c.zero_stage == 0)
     check.fail_flag("overlap_param_gather", "needs sharded parameters or optimizer states",
                     "add --use-distributed-optimizer or --zero 1|2|3");
-  if (c.fp8_param_gather && c.precision != Dtype::Fp8)
+  if (s.fp8_param_gather.value_or(false) && c.precision != Dtype::Fp8)
     check.fail_flag("fp8_param_gather", "needs FP8 training", "add --precision fp8 or drop --fp8-param-gather");
+  if (s.fp4_param_gather.value_or(false) && c.precision != Dtype::Nvfp4)
+    check.fail_flag("fp4_param_gather", "needs FP4 training", "add --fp4-format e2m1 or drop --fp4-param-gather");
   if (c.fp8_param_gather && (c.zero_stage < 1 || c.zero_stage > 2))
-    check.fail_flag("fp8_param_gather",
+    check.fail_flag(s.fp4_param_gather.value_or(false) ? "fp4_param_gather" : "fp8_param_gather",
                     "needs Megatron's distributed optimizer, which gathers the parameters (ZeRO 1 or 2)",
                     "add --use-distributed-optimizer or drop --fp8-param-gather");
 }
@@ -187,8 +189,19 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
                       std::array{strategy::AttentionBackend::Flash, strategy::AttentionBackend::Unfused,
                                  strategy::AttentionBackend::Cudnn},
                       "attention backend");
-  const std::string precision = s.precision.value_or("bf16");
-  c.precision = named(precision, std::array{Dtype::Bf16, Dtype::Fp8}, "precision");
+  std::string precision = s.precision.value_or("bf16");
+  if (s.fp4_format) {
+    if (s.precision && *s.precision != "nvfp4")
+      check.fail("fp4_format", *s.fp4_format,
+                 fmt::format("trains in FP4, which excludes precision {} (Megatron-Core: fp4 and fp8 are exclusive)",
+                             *s.precision),
+                 "drop --precision or --fp4-format");
+    precision = "nvfp4";
+  }
+  c.precision = named(precision, std::array{Dtype::Bf16, Dtype::Fp8, Dtype::Nvfp4}, "precision");
+  if (s.fp4_recipe && c.precision != Dtype::Nvfp4)
+    check.fail("fp4_recipe", *s.fp4_recipe, fmt::format("needs FP4 training (precision is {})", precision),
+               "add --fp4-format e2m1, or drop --fp4-recipe");
   if (s.fp8_recipe && c.precision != Dtype::Fp8)
     check.fail("fp8_recipe", *s.fp8_recipe, fmt::format("needs precision fp8 (precision is {})", precision),
                "add --precision fp8, or drop --fp8-recipe");
@@ -251,7 +264,7 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
     check.fail_flag("tp_comm_overlap",
                     fmt::format("cannot carry {}-scaled tensors: Transformer Engine's userbuffers take bf16, "
                                 "per-tensor FP8 and MXFP8 only (\"Unsupported quantizer for Userbuffers\")",
-                                strategy::to_string(c.fp8_recipe)),
+                                c.precision == Dtype::Nvfp4 ? "nvfp4" : strategy::to_string(c.fp8_recipe)),
                     "drop --tp-comm-overlap or choose another --fp8-recipe");
   if (m.is_moe() && c.tp > 1 && !c.sequence_parallel)
     check.fail("tp", c.tp, "with a mixture-of-experts model needs --sequence-parallel (as Megatron-Core requires)",

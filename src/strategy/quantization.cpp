@@ -5,6 +5,22 @@ namespace ptsim::strategy {
 
 Quantization quantization_of(Dtype precision, Fp8Recipe recipe) {
   Quantization q;
+  if (precision == Dtype::Nvfp4) {
+    // NVFP4BlockScaling: inputs and gradients get a Hadamard-transform amax
+    // pass, then one fused cast both ways (stochastic rounding on the
+    // gradients, inside the cast); weights a plain amax pass and a cast.
+    q.active = true;
+    q.tag = "fp4";
+    q.copy_bytes = 0.5 + 1.0 / 16;
+    q.amax_bytes = 2;
+    q.tp_amax_bytes = 8;
+    q.after_gather_bytes = 2 * q.copy_bytes;
+    q.userbuffers = false;
+    q.param_gather_bytes = 0.5;
+    q.param_transpose_bytes = 1;
+    q.param_amax_block = 16 * 16;
+    return q;
+  }
   if (precision != Dtype::Fp8) return q;
   q.active = true;
   switch (recipe) {
@@ -17,16 +33,19 @@ Quantization quantization_of(Dtype precision, Fp8Recipe recipe) {
       q.per_tensor = true;
       q.copy_bytes = 1;
       q.amax_bytes = 2;
+      q.norm_gives_amax = true;
+      q.tp_amax_bytes = 4;
       q.after_gather_bytes = 2;
       break;
     case Fp8Recipe::Blockwise:
       q.copy_bytes = 1 + 4.0 / 128;
       q.after_gather_bytes = 2;
       q.userbuffers = false;
+      q.param_amax_block = 128 * 128;
       break;
     case Fp8Recipe::Mxfp8:
       q.copy_bytes = 1 + 1.0 / 32;
-      q.param_gather_quantized = false;
+      q.param_gather_bytes = 2;
       break;
   }
   return q;

@@ -37,11 +37,11 @@ void LayerBuilder::moe() {
   if (etp > 1)
     fw_.push_back(collective_op("moe.dispatch.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
                                 T * k * h_ * 2 * etp));
-  if (fp8_) fw_.push_back(memory_op("moe.experts.fc1.fp8_cast", rows * h_ * cast_bytes()));
+  if (fp8_) fw_.push_back(memory_op("moe.experts.fc1" + q(".", "cast"), rows * h_ * cast_bytes()));
   fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc1", per_expert, fc1_out, h_, local_experts, dt)),
                        saved_input(rows * h_)));
   fw_.push_back(saving(memory_op(act, 2 * rows * (fc1_out + fe / etp)), 2 * rows * fc1_out));
-  if (fp8_) fw_.push_back(memory_op("moe.experts.fc2.fp8_cast", rows * fe / etp * cast_bytes()));
+  if (fp8_) fw_.push_back(memory_op("moe.experts.fc2" + q(".", "cast"), rows * fe / etp * cast_bytes()));
   fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc2", per_expert, h_, fe / etp, local_experts, dt)),
                        saved_input(rows * fe / etp)));
   if (etp > 1)
@@ -58,13 +58,13 @@ void LayerBuilder::moe() {
   if (etp > 1)
     bw.push_back(collective_op("moe.combine.bwd.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
                                T * k * h_ * 2 * etp));
-  if (fp8_) bw.push_back(memory_op("moe.experts.fc2.grad_fp8_cast", rows * h_ * cast_bytes()));
+  if (fp8_) bw.push_back(memory_op("moe.experts.fc2" + q(".grad_", "cast"), rows * h_ * cast_bytes()));
   bw.push_back(expert_gemm(matmul("moe.experts.fc2.dgrad", per_expert, fe / etp, h_, local_experts, dt)));
   bw.push_back(
       weight_grad(freeing(expert_gemm(matmul("moe.experts.fc2.wgrad", fe / etp, h_, per_expert, local_experts, dt)),
                           saved_input(rows * fe / etp))));
   bw.push_back(freeing(memory_op(act + ".bwd", 2 * rows * (2 * fc1_out + fe / etp)), 2 * rows * fc1_out));
-  if (fp8_) bw.push_back(memory_op("moe.experts.fc1.grad_fp8_cast", rows * fc1_out * cast_bytes()));
+  if (fp8_) bw.push_back(memory_op("moe.experts.fc1" + q(".grad_", "cast"), rows * fc1_out * cast_bytes()));
   bw.push_back(expert_gemm(matmul("moe.experts.fc1.dgrad", per_expert, h_, fc1_out, local_experts, dt)));
   bw.push_back(
       weight_grad(freeing(expert_gemm(matmul("moe.experts.fc1.wgrad", h_, fc1_out, per_expert, local_experts, dt)),

@@ -162,30 +162,32 @@ class StageBuilder {
   }
 
   // Bytes a layer parameter is gathered in: one under fp8 parameter
-  // gathering (Megatron-Core keeps the norms' parameters in bf16, a few in
-  // 10^4 of a layer's, counted at one byte here), else two; MXFP8's are
-  // gathered in bf16 (strategy::Quantization::param_gather_quantized).
-  double layer_parameter_bytes() const { return quantized_param_gather() ? 1.0 : 2.0; }
-  bool quantized_param_gather() const {
-    return c_.fp8_param_gather && strategy::quantization_of(c_.precision, c_.fp8_recipe).param_gather_quantized;
+  // gathering, half under NVFP4's (Megatron-Core keeps the norms' parameters
+  // in bf16, a few in 10^4 of a layer's, counted as the weights here), else
+  // two; MXFP8's are gathered in bf16 (strategy::Quantization).
+  double layer_parameter_bytes() const {
+    return quantized_param_gather() ? shape_.quantization.param_gather_bytes : 2.0;
   }
+  bool quantized_param_gather() const { return c_.fp8_param_gather && shape_.quantization.param_gather_quantized(); }
 
   // ---- steps --------------------------------------------------------------
   void prologue() {
-    // FP8: every linear weight is cast to fp8 (with its transpose, or both
-    // block-scaled copies) once per step and reused by all micro-batches
-    // (Transformer Engine's is_first_microbatch caching); current scaling
-    // reads it once more for its amax first. With fp8 parameter gathering
-    // the weights arrive in fp8 and only their column-wise copy is made by a
-    // transpose (read 1, write 1 bytes a weight: per tensor, and blockwise's
-    // 128×128 weight blocks, _create_columnwise); MXFP8 gathers bf16 and
-    // casts as without it.
-    if (c_.precision == Dtype::Fp8) {
+    // FP8 and NVFP4: every linear weight is quantized (with its transpose,
+    // or both block-scaled copies) once per step and reused by all
+    // micro-batches (Transformer Engine's is_first_microbatch caching);
+    // current scaling and NVFP4 read it once more for its amax first. With
+    // quantized parameter gathering the weights arrive quantized and only
+    // their column-wise copy is made from the row-wise one (per tensor and
+    // blockwise's 128×128 weight blocks: read 1, write 1 bytes a weight,
+    // _create_columnwise; NVFP4's 16×16 blocks: half that,
+    // _nvfp4_2d_multi_tensor_transpose); MXFP8 gathers bf16 and casts as
+    // without it.
+    if (shape_.quantization.active) {
       const double weights = static_cast<double>(ctx_.layer_parameters.total());
       const bool transpose = quantized_param_gather();
-      const char* name = transpose ? "fp8.weight_transpose" : "fp8.weight_cast";
+      const std::string name = fmt::format("{}.weight_{}", shape_.quantization.tag, transpose ? "transpose" : "cast");
       const double bytes_per_weight =
-          transpose ? 2.0 : strategy::quantization_of(c_.precision, c_.fp8_recipe).cast_bytes();
+          transpose ? shape_.quantization.param_transpose_bytes : shape_.quantization.cast_bytes();
       const OpSpec cast = memory_op(name, bytes_per_weight * weights);
       out_.instantiate(blocks_.boundary_block(name, {cast}, "", categories::kForward, true), -1, -1);
     }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -123,42 +124,45 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
   // under delayed scaling the cast uses the scale it has and the reduced
   // amaxes update the scales after it. Blockwise scaling does as current
   // scaling with one amax per 128×128 weight block
-  // (_cast_master_weights_to_fp8_blockwise_scaling). MXFP8's gather moves
-  // bf16 (strategy::Quantization): the optimizer writes it as without fp8.
+  // (_cast_master_weights_to_fp8_blockwise_scaling), NVFP4 with one per
+  // 16×16 block and writes half a byte a parameter
+  // (_cast_master_weights_to_nvfp4_2d). MXFP8's gather moves bf16
+  // (strategy::Quantization): the optimizer writes it as without fp8.
   const strategy::Quantization q = strategy::quantization_of(c.precision, c.fp8_recipe);
-  const bool quantized_gather = c.fp8_param_gather && q.param_gather_quantized;
+  const bool quantized_gather = c.fp8_param_gather && q.param_gather_quantized();
   const OpSpec step = optimizer_step_op(updated, c.gradient_bytes(), quantized_gather ? 0 : 2);
   if (!quantized_gather) {
     step_end_ops(fmt::format("optimizer.{}", updated), {step});
   } else {
-    const bool current = c.fp8_recipe == strategy::Fp8Recipe::Tensorwise;
-    const bool blockwise = c.fp8_recipe == strategy::Fp8Recipe::Blockwise;
-    const OpSpec cast =
-        memory_op("fp8.param_shard_cast", 5.0 * static_cast<double>(updated), taskgraph::KernelClass::Optimizer);
+    const std::string tag = q.tag;
+    const OpSpec cast = memory_op(tag + ".param_shard_cast", (4 + q.param_gather_bytes) * static_cast<double>(updated),
+                                  taskgraph::KernelClass::Optimizer);
     const auto reduce_amaxes = [&] {
       const Fp8WeightTensors t = fp8_weight_tensors(ctx);
       const auto reduce = [&](std::int64_t tensors, std::uint8_t slot) {
         if (tensors == 0 || dp.group_of(slot) == 1) return;
-        out.instantiate(dp.collective("fp8.param_amax_allreduce", slot, CollectiveKind::AllReduce,
+        out.instantiate(dp.collective(tag + ".param_amax_allreduce", slot, CollectiveKind::AllReduce,
                                       static_cast<std::uint64_t>(4 * tensors), true),
                         -1, -1);
       };
-      if (!blockwise) {
+      if (q.param_amax_block == 0) {
         reduce(t.dense, slots::kDataParallel);
         reduce(t.expert, slots::kExpertDataParallel);
         return;
       }
-      // One fp32 amax per 128 × 128 block of the stage's layer weights.
-      constexpr std::int64_t kBlock = 128 * 128;
-      reduce((ctx.layer_parameters.dense + kBlock - 1) / kBlock, slots::kDataParallel);
-      reduce((ctx.layer_parameters.expert + kBlock - 1) / kBlock, slots::kExpertDataParallel);
+      // One fp32 amax per block of the stage's layer weights.
+      const auto blocks = [&](std::int64_t n) {
+        return static_cast<std::int64_t>(std::ceil(static_cast<double>(n) / q.param_amax_block));
+      };
+      reduce(blocks(ctx.layer_parameters.dense), slots::kDataParallel);
+      reduce(blocks(ctx.layer_parameters.expert), slots::kExpertDataParallel);
     };
-    if (current || blockwise) {
-      step_end_ops(fmt::format("optimizer.{}.fp8_amax", updated),
-                   {step, memory_op("fp8.param_shard_amax", 4.0 * static_cast<double>(updated),
+    if (!q.delayed) {
+      step_end_ops(fmt::format("optimizer.{}.{}_amax", updated, tag),
+                   {step, memory_op(tag + ".param_shard_amax", 4.0 * static_cast<double>(updated),
                                     taskgraph::KernelClass::Optimizer)});
       reduce_amaxes();
-      step_end_ops(fmt::format("optimizer.{}.fp8_cast", updated), {cast});
+      step_end_ops(fmt::format("optimizer.{}.{}_cast", updated, tag), {cast});
     } else {
       step_end_ops(fmt::format("optimizer.{}.fp8", updated), {step, cast});
       reduce_amaxes();
@@ -181,9 +185,9 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
     // of their own, gathered at one byte each; the embedding and output
     // layer stay bf16 (Megatron's buffers are per dtype).
     const std::int64_t layers_dense = quantized_gather ? ctx.layer_parameters.dense : 0;
-    gather(layers_dense, slots::kDataParallel, 1.0);
+    gather(layers_dense, slots::kDataParallel, q.param_gather_bytes);
     gather(ctx.stage_parameters.dense - layers_dense, slots::kDataParallel, 2.0);
-    gather(ctx.stage_parameters.expert, slots::kExpertDataParallel, (quantized_gather ? 1.0 : 2.0));
+    gather(ctx.stage_parameters.expert, slots::kExpertDataParallel, quantized_gather ? q.param_gather_bytes : 2.0);
   }
 }
 

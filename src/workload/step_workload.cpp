@@ -160,10 +160,10 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
   // itself, already counted (under MXFP8 the bf16 view lives in the
   // gradient buffer, and the two copies are the parameter). (Under ZeRO-3
   // the cache would follow the gathered layers; not modelled.)
-  if (c.precision == Dtype::Fp8 && !c.fp8_param_gather && c.zero_stage < 3)
-    total.params_bytes +=
-        static_cast<std::uint64_t>(2 * strategy::quantization_of(c.precision, c.fp8_recipe).copy_bytes *
-                                   static_cast<double>(stage_layer_parameters(model, c, stage).total()));
+  const strategy::Quantization q = strategy::quantization_of(c.precision, c.fp8_recipe);
+  if (q.active && !c.fp8_param_gather && c.zero_stage < 3)
+    total.params_bytes += static_cast<std::uint64_t>(
+        2 * q.copy_bytes * static_cast<double>(stage_layer_parameters(model, c, stage).total()));
   return total;
 }
 

@@ -113,6 +113,12 @@ TEST_CASE("A Megatron launch line's other flags: listed as ignored, listed as no
                     Catch::Contains("--fp8-recipe custom: ptsim simulates delayed, tensorwise, blockwise, mxfp8"));
   CHECK(read(kGpt + "--vocab-size 50000 --fp8-format e4m3 --fp8-recipe mxfp8 --reuse-grad-buf-for-mxfp8-param-ag")
             .strategy.fp8_recipe == "mxfp8");
+  const auto fp4 = read(kGpt + "--vocab-size 50000 --fp4-format e2m1 --fp4-recipe nvfp4 --fp4-param-gather");
+  CHECK(fp4.strategy.fp4_format == "e2m1");
+  CHECK(fp4.strategy.fp4_recipe == "nvfp4");
+  CHECK(fp4.strategy.fp4_param_gather == true);
+  CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --fp8-format e4m3 --fp4-format e2m1"),
+                    Catch::Contains("--fp4-format and --fp8-format both given"));
   // --squared-relu: one projection (FFN 4h, Megatron's default without a gate).
   const auto relu2 = read(kGpt + "--vocab-size 50000 --squared-relu");
   CHECK(relu2.model.activation == model::Activation::SquaredRelu);

@@ -186,6 +186,26 @@ TEST_CASE("Issue 5's flags refuse their invalid combinations with the rule and t
     CHECK(config::resolve_run(gpt3, s).parallel.tp_comm_overlap);
     CHECK(config::resolve_run(gpt3, s).parallel.gemm_dtype() == Dtype::Mxfp8);
   }
+  SECTION("FP4 training: its flags need it, it excludes FP8, and userbuffers cannot carry it") {
+    auto s = base();
+    s.fp4_recipe = "nvfp4";
+    fails(gpt3, s, "--fp4-recipe = nvfp4 needs FP4 training (precision is bf16)");
+    s.fp4_format = "e2m1";
+    CHECK(config::resolve_run(gpt3, s).parallel.precision == Dtype::Nvfp4);
+    CHECK(config::resolve_run(gpt3, s).parallel.gemm_dtype() == Dtype::Nvfp4);
+    s.precision = "fp8";
+    fails(gpt3, s, "trains in FP4, which excludes precision fp8");
+    s.precision.reset();
+    s.sequence_parallel = true;
+    s.tp_comm_overlap = true;
+    fails(gpt3, s, "cannot carry nvfp4-scaled tensors");
+    auto g = base();
+    g.fp4_param_gather = true;
+    g.distributed_optimizer = true;
+    fails(gpt3, g, "--fp4-param-gather needs FP4 training");
+    g.precision = "nvfp4";
+    CHECK(config::resolve_run(gpt3, g).parallel.fp8_param_gather);
+  }
   SECTION("FP8 parameter gathering without FP8 or without the distributed optimizer") {
     auto s = base();
     s.fp8_param_gather = true;

@@ -424,11 +424,54 @@ TEST_CASE("Block-scaled FP8 casts weights both ways, MXFP8 gathers parameters in
       CHECK(ops.at("fp8.param_amax_allreduce").bytes == Approx(4 * std::ceil(layers / (128 * 128))));
     }
   }
+  // NVFP4 (--fp4-format e2m1): weights cast with an amax pass, read 2 + 2,
+  // write 2·(1/2 + 1/16); under --fp4-param-gather gathered at half a byte,
+  // their column-wise copy made by a pass of read 1/2, write 1/2, the shard
+  // cast (read 4, write 1/2) after one amax per 16 × 16 weight block is
+  // reduced over DP.
+  s.fp8_recipe.reset();
+  s.fp8_param_gather.reset();
+  s.precision.reset();
+  s.fp4_format = "e2m1";
+  const double fp4_copy = 0.5 + 1.0 / 16;
+  for (const bool fp4_gather : {false, true}) {
+    INFO("NVFP4, parameter gathering " << fp4_gather);
+    s.fp4_param_gather = fp4_gather;
+    const auto run = config::resolve_run(model, s);
+    REQUIRE(run.parallel.precision == Dtype::Nvfp4);
+    const auto out = test::simulate(model, hw, s);
+    const std::int64_t stage = 1;
+    const auto params = workload::stage_parameters(out.step.model, run.parallel, stage);
+    const double layers = static_cast<double>(workload::stage_layer_parameters(model, run.parallel, stage).total());
+    const double rest = static_cast<double>(params.total()) - layers;
+    const double shard = std::ceil(static_cast<double>(params.total()) / 4);
+    const auto ops = op_totals(out, stage * 8);
+    CHECK(workload::stage_static_memory(out.step.model, run.parallel, stage).params_bytes ==
+          Approx(2 * static_cast<double>(params.total()) + (fp4_gather ? 0 : 2 * fp4_copy * layers)).epsilon(1e-9));
+    if (!fp4_gather) {
+      CHECK(ops.at("fp4.weight_cast").bytes == Approx((4 + 2 * fp4_copy) * layers));
+      CHECK(ops.at("zero.param_allgather.bucket").bytes == Approx(2 * (layers + rest)));
+      continue;
+    }
+    CHECK(ops.at("zero.param_allgather.bucket").bytes == Approx(0.5 * layers + 2 * rest));
+    CHECK(ops.at("fp4.weight_transpose").bytes == Approx(layers));
+    CHECK(ops.at("optimizer.adam").bytes == Approx(28 * shard));
+    CHECK(ops.at("fp4.param_shard_amax").bytes == Approx(4 * shard));
+    CHECK(ops.at("fp4.param_shard_cast").bytes == Approx(4.5 * shard));
+    CHECK(ops.at("fp4.param_amax_allreduce").bytes == Approx(4 * std::ceil(layers / 256)));
+  }
+  s.fp4_format.reset();
+  s.fp4_param_gather.reset();
+  s.precision = "fp8";
   // MXFP8 on Hopper, whose tensor cores do not multiply it, is refused by name.
   s.fp8_recipe = "mxfp8";
   s.fp8_param_gather.reset();
   CHECK_THROWS_WITH(test::simulate(model, test::shipped_hardware("h100-sxm5-80gb"), s),
                     Catch::Contains("has no mxfp8 peak rate") && Catch::Contains("Hopper's do not"));
+  s.fp8_recipe.reset();
+  s.precision = "nvfp4";
+  CHECK_THROWS_WITH(test::simulate(model, test::shipped_hardware("h100-sxm5-80gb"), s),
+                    Catch::Contains("has no nvfp4 peak rate"));
 }
 
 TEST_CASE("Per-rank parameters add up to the model's layer counts", "[workload][moe]") {

@@ -55,6 +55,9 @@ TEST_CASE("A run's precision mxfp8 is FP8 under the MXFP8 recipe, which the soft
   REQUIRE(runs.runs.size() == 1);
   CHECK(*runs.runs[0].strategy.precision == "fp8");
   CHECK(*runs.runs[0].strategy.fp8_recipe == "mxfp8");
+  std::string fp4 = kTinyRun;
+  fp4.replace(fp4.find("\"bf16\""), 6, "\"nvfp4\"");
+  CHECK(*config::load_runs(write("r-fp4.json", fp4), test::unchecked_inputs()).runs[0].strategy.precision == "nvfp4");
   std::string bad = kTinyRun;
   bad.replace(bad.find("\"bf16\""), 6, "\"fp6\"");
   CHECK_THROWS_WITH(config::load_runs(write("r-fp6.json", bad), test::unchecked_inputs()),

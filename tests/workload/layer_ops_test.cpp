@@ -51,6 +51,13 @@ workload::MicroShape fp8_tp4(bool sp, strategy::Fp8Recipe recipe) {
   s.quantization = strategy::quantization_of(c.precision, c.fp8_recipe);
   return s;
 }
+// One sequence of 4096 tokens at TP 4 under NVFP4, with or without SP.
+workload::MicroShape nvfp4_tp4(bool sp) {
+  workload::MicroShape s = fp8_tp4(sp, strategy::Fp8Recipe::Delayed);
+  s.gemm_dtype = Dtype::Nvfp4;
+  s.quantization = strategy::quantization_of(Dtype::Nvfp4, strategy::Fp8Recipe::Delayed);
+  return s;
+}
 // The per-tensor recipe `current` names.
 workload::MicroShape fp8_tp4(bool sp, bool current) {
   return fp8_tp4(sp, current ? strategy::Fp8Recipe::Tensorwise : strategy::Fp8Recipe::Delayed);
@@ -427,6 +434,51 @@ TEST_CASE("Block-scaled FP8 quantizes each tensor both ways and gathers the copi
         CHECK(bw.at("attn.proj.grad_fp8_swap") == Approx(N * h * 2));
       }
     }
+}
+
+TEST_CASE("NVFP4 reads every tensor for its amax, quantizes it both ways and reduces gathered amaxes over TP",
+          "[workload][fp8]") {
+  // Llama 3 8B at TP 4 as above. One NVFP4 copy with its scales is 1/2 +
+  // 1/16 bytes an element (two values a byte, a 1-byte scale per 16). Every
+  // cast first reads its tensor for the amax (inputs and gradients: of
+  // their Hadamard transform too, one pass), then writes both copies: read
+  // 2 + 2, write 2·(1/2 + 1/16) = 5.125 bytes an element. The norm writes
+  // bf16 without an amax (TE normalization.cpp: UNFUSED with the Hadamard
+  // transform).
+  const auto m = test::shipped_model("llama3-8b");
+  const double h = 4096, t = 4, N = 4096, Nsp = N / t, proj_in = 4096;
+  const double copy = 0.5 + 1.0 / 16, cast = 4 + 2 * copy;
+  for (const bool sp : {false, true}) {
+    INFO("sequence parallel " << sp);
+    const workload::MicroShape s = nvfp4_tp4(sp);
+    const auto ops = workload::transformer_layer_ops(m, s, 0);
+    std::map<std::string, double> fw, bw;
+    for (const auto& op : ops.forward) fw[op.name] += static_cast<double>(op.bytes);
+    for (const auto& op : ops.backward) bw[op.name] += static_cast<double>(op.bytes);
+    CHECK(fw.at("ln1") == Approx((sp ? Nsp : N) * h * 4));
+    CHECK(fw.at("attn.proj.fp4_cast") == Approx(N * proj_in / t * cast));
+    for (const auto& [name, bytes] : fw) CHECK(name.find("fp8") == std::string::npos);
+    for (const auto& op : ops.forward)
+      if (op.kind == workload::OpKind::Matmul && op.name.rfind("attn.qkv", 0) == 0) CHECK(op.dtype == Dtype::Nvfp4);
+    if (!sp) {
+      CHECK(fw.at("attn.qkv.fp4_cast") == Approx(N * h * cast));  // the norm's output: no amax came with it
+      continue;
+    }
+    // Under SP: the shard's amax is read and its row-wise and column-wise
+    // amaxes all-reduced over TP (8 bytes) before the cast of both copies;
+    // the gathers move the copies the GEMMs need, and the gathered
+    // column-wise copies are reordered (read and write 1/2 + 1/16).
+    CHECK(fw.at("attn.input.fp4_amax") == Approx(Nsp * h * 2));
+    CHECK(fw.at("attn.input.fp4_amax_allreduce") == 8);
+    CHECK(fw.at("attn.input.fp4_cast") == Approx(Nsp * h * (2 + 2 * copy)));
+    CHECK(fw.at("attn.input.allgather") == Approx(N * h * copy));
+    CHECK(bw.at("attn.qkv.input_allgather") == Approx(N * h * copy));
+    CHECK(bw.at("attn.qkv.input_fp4_swap") == Approx(N * h * 2 * copy));
+    CHECK(bw.at("attn.proj.grad.fp4_amax") == Approx(Nsp * h * 2));
+    CHECK(bw.at("attn.proj.grad.fp4_amax_allreduce") == 8);
+    CHECK(bw.at("attn.proj.grad_allgather") == Approx(2 * N * h * copy));
+    CHECK(bw.at("attn.proj.grad_fp4_swap") == Approx(N * h * 2 * copy));
+  }
 }
 
 TEST_CASE("FP8 shared experts quantize their input shard and gather it in fp8 under SP", "[workload][fp8][moe]") {

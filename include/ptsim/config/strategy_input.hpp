@@ -46,6 +46,7 @@ struct StrategyInput {
   std::optional<bool> overlap_grad_reduce;
   std::optional<bool> overlap_param_gather;
   std::optional<bool> fp8_param_gather;
+  std::optional<bool> fp4_param_gather;
   std::optional<bool> grad_reduce_in_bf16;
   std::optional<bool> zero3_blocking;
   std::optional<bool> tp_comm_overlap;
@@ -60,8 +61,10 @@ struct StrategyInput {
   std::optional<double> memory_headroom_gib;
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp
   std::optional<std::string> attention_backend;  // flash | unfused
-  std::optional<std::string> precision;          // bf16 | fp8
-  std::optional<std::string> fp8_recipe;         // delayed | tensorwise (with precision fp8)
+  std::optional<std::string> precision;          // bf16 | fp8 | nvfp4
+  std::optional<std::string> fp8_recipe;         // delayed | tensorwise | blockwise | mxfp8 (with precision fp8)
+  std::optional<std::string> fp4_format;         // e2m1: FP4 training (precision nvfp4), Megatron-Core's --fp4-format
+  std::optional<std::string> fp4_recipe;         // nvfp4 (with FP4 training)
   /// Field name ("tp", "global_batch_size", …) → how the user wrote it
   /// ("--tensor-model-parallel-size/--tp", "s.json: /tp").
   std::map<std::string, std::string> origin;

@@ -95,8 +95,9 @@ struct ParallelConfig {
   int zero_stage = 0;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
-  /// Under fp8 with the distributed optimizer: parameters are kept and
-  /// gathered in fp8 (Megatron-Core's --fp8-param-gather).
+  /// Under fp8 or nvfp4 with the distributed optimizer: parameters are kept
+  /// and gathered quantized (Megatron-Core's --fp8-param-gather and
+  /// --fp4-param-gather; strategy::Quantization says in what).
   bool fp8_param_gather = false;
   /// Gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16;
   /// DeepSpeed's fp16 ZeRO). By default Megatron-LM accumulates and reduces
@@ -172,8 +173,9 @@ struct ParallelConfig {
   /// MoE token capacity per expert as a multiple of an even share; empty: dropless.
   std::optional<double> moe_capacity_factor;
   AttentionBackend attention = AttentionBackend::Flash;
-  /// Inputs of the transformer layers' linear GEMMs: bf16, or fp8 (e4m3) under
-  /// FP8 training; everything else stays bf16.
+  /// Inputs of the transformer layers' linear GEMMs: bf16, fp8 (e4m3) under
+  /// FP8 training or nvfp4 (e2m1, Transformer Engine's NVFP4 recipe) under
+  /// FP4 training; everything else stays bf16.
   Dtype precision = Dtype::Bf16;
   /// Under fp8: how tensors are scaled (ignored under bf16).
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;

@@ -151,8 +151,8 @@ class LayerBuilder {
       // From the fused norm: delayed scaling transposes the fp8 it wrote;
       // the others quantize its bf16 output both ways (current scaling with
       // the amax the norm computed).
-      fw_.push_back(q_.delayed ? memory_op(name + ".fp8_transpose", rows * in * 2 * q_.copy_bytes)
-                               : memory_op(name + ".fp8_cast", rows * in * (2 + 2 * q_.copy_bytes)));
+      fw_.push_back(q_.delayed ? memory_op(name + q(".", "transpose"), rows * in * 2 * q_.copy_bytes)
+                               : memory_op(name + q(".", "cast"), rows * in * q_.norm_output_cast_bytes()));
     }
     fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), saved_bytes));
     std::vector<OpSpec> bw;
@@ -272,12 +272,14 @@ class LayerBuilder {
   // one task of their bytes). strategy::Quantization holds the bytes.
   double cast_bytes() const { return q_.cast_bytes(); }
   // The pass that makes a gathered copy the column-wise operand.
-  const char* after_gather_suffix() const { return q_.per_tensor ? "_fp8_transpose" : "_fp8_swap"; }
+  std::string after_gather_suffix() const { return q("_", q_.per_tensor ? "transpose" : "swap"); }
+  // A quantization kernel's name part: ".fp8_cast", "_fp4_swap", ...
+  std::string q(const char* sep, const char* what) const { return sep + std::string(q_.tag) + "_" + what; }
   void cast(const std::string& name, double rows, double cols) {
-    if (fp8_) fw_.push_back(memory_op(name + ".fp8_cast", rows * cols * cast_bytes()));
+    if (fp8_) fw_.push_back(memory_op(name + q(".", "cast"), rows * cols * cast_bytes()));
   }
   void cast_grad(const std::string& name, double rows, double cols, std::vector<OpSpec>& bw) {
-    if (fp8_) bw.push_back(memory_op(name + ".grad_fp8_cast", rows * cols * cast_bytes()));
+    if (fp8_) bw.push_back(memory_op(name + q(".grad_", "cast"), rows * cols * cast_bytes()));
   }
   // A tensor quantized on its sequence-parallel shard and gathered over TP in
   // fp8 (TE distributed.py, _all_gather_fp8: the shard is cast row-wise, read
@@ -288,17 +290,19 @@ class LayerBuilder {
   // current scaling the shard's amax is all-reduced over TP first so that
   // every shard shares one scale (TE sets the quantizer's amax reduction
   // group to the TP group for a column-parallel input and a row-parallel
-  // output gradient); block scales need no agreement. `from_norm`: the
-  // tensor is a fused norm's output (see norm()), which under delayed
-  // scaling is fp8 already and under current scaling comes with its amax.
+  // output gradient); NVFP4 likewise reduces its row-wise and column-wise
+  // amaxes (8 bytes); MXFP8 and blockwise scales need no agreement.
+  // `from_norm`: the tensor is a fused norm's output (see norm()), which
+  // under delayed scaling is fp8 already and under current scaling comes
+  // with its amax.
   void quantize_shard(std::vector<OpSpec>& ops, const std::string& name, double cols, bool from_norm) {
     if (q_.delayed && from_norm) return;
-    if (q_.amax_bytes > 0) {
-      if (!from_norm) ops.push_back(memory_op(name + ".fp8_amax", q_.amax_bytes * Nsp_ * cols));
-      ops.push_back(
-          collective_op(name + ".fp8_amax_allreduce", CollectiveKind::AllReduce, CommGroup::TensorParallel, 4));
-    }
-    ops.push_back(memory_op(name + ".fp8_cast", q_.shard_cast_bytes() * Nsp_ * cols));
+    if (q_.amax_bytes > 0 && !(from_norm && q_.norm_gives_amax))
+      ops.push_back(memory_op(name + q(".", "amax"), q_.amax_bytes * Nsp_ * cols));
+    if (q_.tp_amax_bytes > 0)
+      ops.push_back(collective_op(name + q(".", "amax_allreduce"), CollectiveKind::AllReduce, CommGroup::TensorParallel,
+                                  q_.tp_amax_bytes));
+    ops.push_back(memory_op(name + q(".", "cast"), q_.shard_cast_bytes() * Nsp_ * cols));
   }
 
   // One group of backward ops, in issue order; OpSpec::after within it counts
