@@ -13,6 +13,14 @@ Cluster::Cluster(const HardwareProfile& profile, std::int64_t world_size)
   PTSIM_ASSERT(profile.nvlink.domain_gpus > 0, "NVLink domains hold at least one GPU");
   if (profile.fabric.pod_gpus > 0)
     num_pods_ = (world_size + profile.fabric.pod_gpus - 1) / profile.fabric.pod_gpus;
+  domain_gpus_ = profile.nvlink.domain_gpus;
+  const std::int64_t domain_nodes = profile.nvlink.domain_gpus / profile.gpus_per_node;
+  const std::int64_t nodes = num_nodes();
+  if (domain_nodes > 1 && nodes > domain_nodes) {
+    std::int64_t segment = domain_nodes;
+    while (nodes % segment != 0) --segment;
+    domain_gpus_ = segment * profile.gpus_per_node;
+  }
   const double nvlink = profile.nvlink.bandwidth_bytes_per_s * profile.nvlink.efficiency;
   const double nic = profile.nic.gpu_bandwidth_bytes_per_s() * profile.nic.efficiency;
   capacity_.reserve(static_cast<std::size_t>(4 * world_size + 2 * (num_pods_ > 1 ? num_pods_ : 0)));

@@ -69,3 +69,21 @@ TEST_CASE("A degraded link loses capacity", "[hardware]") {
   c.slow_down({c.gpu_link(5, LinkKind::NicOut), 4.0});
   CHECK(c.capacity(c.gpu_link(5, LinkKind::NicOut)) == Approx(50e9 * 0.9 / 4));
 }
+
+TEST_CASE("A job takes the same nodes from each multi-node NVLink domain, as Megatron-Bridge's segment", "[hardware]") {
+  // GB200 NVL72: 18 trays of 4 GPUs a rack. Megatron-Bridge's launcher asks
+  // Slurm for --segment = the largest divisor of the job's nodes up to 18.
+  const auto nvl72 = test::shipped_hardware("gb200-nvl72");
+  CHECK(hardware::Cluster(nvl72, 72).job_domain_gpus() == 72);    // 18 nodes: one rack
+  CHECK(hardware::Cluster(nvl72, 64).job_domain_gpus() == 72);    // 16 nodes fit one rack
+  CHECK(hardware::Cluster(nvl72, 256).job_domain_gpus() == 64);   // 64 nodes: 4 racks of 16
+  CHECK(hardware::Cluster(nvl72, 80).job_domain_gpus() == 40);    // 20 nodes: 2 racks of 10
+  CHECK(hardware::Cluster(nvl72, 1440).job_domain_gpus() == 72);  // 360 nodes: 20 full racks
+  // So at 256 GPUs an expert-parallel group of 64 consecutive ranks stays
+  // on NVLink, and ranks 63 and 64 sit in different racks.
+  const hardware::Cluster c(nvl72, 256);
+  CHECK(c.path(64, 127).over_nvlink);
+  CHECK_FALSE(c.path(63, 64).over_nvlink);
+  // Single-node domains are the node, whatever the job.
+  CHECK(hardware::Cluster(test::shipped_hardware("h100-sxm5-80gb"), 1024).job_domain_gpus() == 8);
+}

@@ -1,6 +1,12 @@
 // Cluster: the hardware instantiated for a job of `world_size` ranks — where
 // each rank sits (node, NVLink domain, rail, pod) and the links a transfer
 // crosses. Ranks fill nodes in order (rank r lives on node r / gpus_per_node).
+// Where an NVLink domain spans nodes (GB200/GB300 NVL72 racks of 18 trays),
+// the job takes the same number of nodes from each domain it uses, the
+// largest divisor of its node count that a domain holds: Megatron-Bridge's
+// launcher asks Slurm for that --segment (scripts/performance/utils/
+// executors.py at 067f987df: for 4-GPU nodes, the largest divisor of the
+// nodes up to 18), so 64 nodes run as 4 domains of 16 trays, 64 GPUs each.
 //
 // Links, each one direction of one resource shared by the transfers that
 // cross it at the same time:
@@ -51,7 +57,9 @@ class Cluster {
   std::int64_t num_nodes() const;
   std::int64_t num_pods() const { return num_pods_; }
   std::int64_t node_of(Rank r) const { return r / profile_->gpus_per_node; }
-  std::int64_t domain_of(Rank r) const { return r / profile_->nvlink.domain_gpus; }
+  std::int64_t domain_of(Rank r) const { return r / domain_gpus_; }
+  /// GPUs of this job in each NVLink domain it uses (see the header).
+  std::int64_t job_domain_gpus() const { return domain_gpus_; }
   std::int64_t rail_of(Rank r) const { return r % profile_->gpus_per_node; }
   std::int64_t pod_of(Rank r) const { return num_pods_ == 1 ? 0 : r / profile_->fabric.pod_gpus; }
 
@@ -77,6 +85,7 @@ class Cluster {
  private:
   const HardwareProfile* profile_;
   std::int64_t world_size_;
+  std::int64_t domain_gpus_ = 1;
   std::int64_t num_pods_ = 1;
   std::vector<double> capacity_;
 };
