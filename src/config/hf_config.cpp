@@ -293,8 +293,10 @@ model::ModelSpec deepseek_v3(ObjectReader& in) {
   // part plus the RoPE part (128 + 64 = 192 in DeepSeek-V3); values are
   // v_head_dim wide.
   m.kv_channels = m.qk_head_dim + m.qk_pos_emb_head_dim;
-  // num_nextn_predict_layers: the multi-token-prediction module is not
-  // simulated (docs/model-sources.md).
+  // The multi-token-prediction modules trained beside the model (Megatron-
+  // Bridge's DeepSeek bridge takes num_nextn_predict_layers as
+  // mtp_num_layers).
+  m.mtp_num_layers = in.optional_integer("num_nextn_predict_layers", 0, kMaxLayers).value_or(0);
   return m;
 }
 

@@ -202,14 +202,16 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
   m.add_qkv_bias = in.optional_boolean("add_qkv_bias").value_or(false);
   m.dropout = in.optional_number("dropout", 0.0, 0.99).value_or(0.1);
   m.causal = in.optional_boolean("causal").value_or(true);
+  m.mtp_num_layers = in.optional_integer("mtp_num_layers", 0, kMaxLayers).value_or(0);
   in.reject_unknown_keys(
       "accepted keys: name, source, num_layers, hidden_size, num_attention_heads, "
       "num_query_groups, ffn_hidden_size, kv_channels, vocab_size, seq_length, activation, "
       "normalization, post_sublayer_norms, position_embedding_type, tie_embeddings, add_bias_linear, "
-      "add_qkv_bias, dropout, causal, qk_layernorm, attn_logit_softcapping, final_logit_softcapping, sliding_window, sliding_window_layers, multi_latent_attention, q_lora_rank, "
+      "add_qkv_bias, dropout, causal, qk_layernorm, attn_logit_softcapping, final_logit_softcapping, sliding_window, "
+      "sliding_window_layers, multi_latent_attention, q_lora_rank, "
       "kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim, num_moe_experts, "
       "moe_router_topk, moe_ffn_hidden_size, moe_shared_expert_intermediate_size, "
-      "first_dense_layers");
+      "first_dense_layers, mtp_num_layers");
   return m;
 }
 

@@ -122,6 +122,9 @@ json megatron_model_json(LaunchFlags& flags) {
   for (const char* f : {"--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
                         "--moe-shared-expert-intermediate-size", "--moe-layer-freq"})
     flags.take(f);
+  // Multi-token prediction depths on the last stage.
+  if (flags.has("--mtp-num-layers")) model["mtp_num_layers"] = integer_of(flags.get("--mtp-num-layers"));
+  flags.take("--mtp-num-layers");
   // Multi-head latent attention.
   if (flags.has("--multi-latent-attention")) {
     model["multi_latent_attention"] = true;

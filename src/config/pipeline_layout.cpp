@@ -102,8 +102,8 @@ std::vector<std::string> expand_pipeline_layout(const std::string& layout, const
   return stages;
 }
 
-std::vector<std::int64_t> pipeline_layout_layers(const std::string& layout, std::int64_t num_layers,
-                                                 std::int64_t pp, const std::string& where) {
+std::vector<std::int64_t> pipeline_layout_layers(const std::string& layout, std::int64_t num_layers, std::int64_t pp,
+                                                 std::int64_t mtp_layers, const std::string& where) {
   const std::vector<std::string> stages = expand_pipeline_layout(layout, where);
   const auto n = static_cast<std::int64_t>(stages.size());
   const auto fail = [&](const std::string& rule, const std::string& fix) {
@@ -115,7 +115,12 @@ std::vector<std::int64_t> pipeline_layout_layers(const std::string& layout, std:
   std::string all;
   for (const auto& s : stages) all += s;
   const auto count = [&](char ch) { return std::count(all.begin(), all.end(), ch); };
-  if (count('m') > 0) fail("places MTP layers (m), which ptsim does not model", "leave them out");
+  if (count('m') != mtp_layers)
+    fail(fmt::format("places {} MTP layers (m) where the model has mtp_num_layers = {}", count('m'), mtp_layers),
+         "name each MTP depth once, with the loss");
+  if (mtp_layers > 0 && stages.back().find('m') == std::string::npos)
+    fail("places the MTP layers (m) away from the loss, which ptsim runs with them on the last virtual stage",
+         "put them in the last stage, before L");
   if (count('E') != 1 || all.front() != 'E')
     fail("must begin with the embedding, E, and name it once", "start the first stage with E");
   if (count('L') != 1 || all.back() != 'L')

@@ -54,7 +54,7 @@ void check_pipeline(const Checker& check, const model::ModelSpec& m, strategy::P
       check.fail("pipeline_layout", layout,
                  fmt::format("places every layer, so {} cannot also be given", s.where(other)), "give one of the two");
     }
-    layout_layers = pipeline_layout_layers(layout, L, c.pp, s.where("pipeline_layout"));
+    layout_layers = pipeline_layout_layers(layout, L, c.pp, m.mtp_num_layers, s.where("pipeline_layout"));
     const auto vpp = static_cast<std::int64_t>(layout_layers.size()) / c.pp;
     if (s.vpp && *s.vpp != vpp)
       check.fail("vpp", *s.vpp,

@@ -123,8 +123,13 @@ std::int64_t output_parameters(const ModelSpec& m) {
   return norm_parameters(m, m.hidden_size) + head;
 }
 
+std::int64_t mtp_depth_parameters(const ModelSpec& m) {
+  return layer_parameters(m, m.mtp_layer_kind()) + 2 * m.hidden_size * m.hidden_size +
+         3 * norm_parameters(m, m.hidden_size);
+}
+
 std::int64_t total_parameters(const ModelSpec& m) {
-  std::int64_t p = embedding_parameters(m) + output_parameters(m);
+  std::int64_t p = embedding_parameters(m) + output_parameters(m) + m.mtp_num_layers * mtp_depth_parameters(m);
   for (std::int64_t l = 0; l < m.num_layers; ++l) p += layer_parameters(m, l);
   return p;
 }

@@ -18,6 +18,77 @@ OpSpec with_freed(OpSpec op, double freed) {
   return op;
 }
 
+// Appends `block`, whose OpSpec::after counts from its first op, to `into`.
+void append(std::vector<OpSpec>& into, const std::vector<OpSpec>& block) {
+  const int base = static_cast<int>(into.size());
+  for (OpSpec op : block) {
+    if (op.after >= 0) op.after += base;
+    into.push_back(std::move(op));
+  }
+}
+
+// One multi-token-prediction depth (Megatron-Core's
+// MultiTokenPredictionLayer, multi_token_prediction.py at d98e8a64dd): the
+// embedding of the tokens one further ahead (the shared VocabParallelEmbedding),
+// enorm on it and hnorm on the previous hidden state, their concatenation,
+// eh_proj (a column-parallel 2h → h linear whose output is gathered over
+// TP), one transformer layer built as the model's last, then the depth's
+// own final norm, the shared LM head and its cross-entropy (output_ops).
+BlockOps mtp_depth_ops(const model::ModelSpec& m, const MicroShape& shape) {
+  using taskgraph::CollectiveKind;
+  const double N = shape.tokens();
+  const double Nsp = shape.sp_tokens();
+  const double h = static_cast<double>(m.hidden_size);
+  const double t = static_cast<double>(shape.tp);
+  const BlockOps embedding = embedding_ops(m, shape);
+  const BlockOps layer = transformer_layer_ops(m, shape, m.mtp_layer_kind());
+  const BlockOps output = output_ops(m, shape);
+  BlockOps ops;
+  auto& fw = ops.forward;
+  auto& bw = ops.backward;
+  append(fw, embedding.forward);
+  for (const char* norm : {"mtp.enorm", "mtp.hnorm"})
+    fw.push_back(with_saved(memory_op(norm, 2 * Nsp * h * 2, taskgraph::KernelClass::Norm), 2 * Nsp * h));
+  fw.push_back(memory_op("mtp.concat", 2 * Nsp * h * 2 * 2));  // read both halves, write 2h
+  // Column-parallel over TP: under SP its input is gathered first; the
+  // output is gathered over TP (and scattered back to the SP shard).
+  const bool sp = shape.sequence_parallel;
+  if (sp)
+    fw.push_back(collective_op("mtp.eh_proj.input_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
+                               2 * N * 2 * h));
+  fw.push_back(with_saved(matmul("mtp.eh_proj", N, h / t, 2 * h), 2 * Nsp * 2 * h));
+  if (shape.tp > 1)
+    fw.push_back(
+        collective_op("mtp.eh_proj.output_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel, 2 * N * h));
+  append(fw, layer.forward);
+  append(fw, output.forward);
+
+  append(bw, output.backward);
+  append(bw, layer.backward);
+  if (shape.tp > 1)
+    bw.push_back(collective_op("mtp.eh_proj.output_allgather.bwd", CollectiveKind::ReduceScatter,
+                               CommGroup::TensorParallel, 2 * N * h));
+  if (sp) {
+    OpSpec ag = collective_op("mtp.eh_proj.input_allgather.bwd", CollectiveKind::AllGather, CommGroup::TensorParallel,
+                              2 * N * 2 * h, true);
+    ag.weight_grad = true;
+    bw.push_back(ag);
+  }
+  bw.push_back(matmul("mtp.eh_proj.dgrad", N, 2 * h, h / t));
+  if (shape.tp > 1)
+    bw.push_back(collective_op(sp ? "mtp.eh_proj.dgrad.reducescatter" : "mtp.eh_proj.dgrad.allreduce",
+                               sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
+                               CommGroup::TensorParallel, 2 * N * 2 * h, shape.async_dgrad_reduce()));
+  OpSpec wgrad = with_freed(matmul("mtp.eh_proj.wgrad", 2 * h, h / t, N), 2 * Nsp * 2 * h);
+  wgrad.weight_grad = true;
+  bw.push_back(wgrad);
+  bw.push_back(memory_op("mtp.concat.bwd", 2 * Nsp * h * 2 * 2));  // split the 2h gradient
+  for (const char* norm : {"mtp.hnorm.bwd", "mtp.enorm.bwd"})
+    bw.push_back(with_freed(memory_op(norm, 2 * Nsp * h * 4, taskgraph::KernelClass::Norm), 2 * Nsp * h));
+  append(bw, embedding.backward);
+  return ops;
+}
+
 }  // namespace
 
 BlockOps embedding_ops(const model::ModelSpec& m, const MicroShape& shape) {
@@ -141,6 +212,18 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
   bw.push_back(wgrad);
   bw.push_back(with_freed(memory_op("final_norm.bwd", 2 * Nsp * h * 4, taskgraph::KernelClass::Norm), 2 * Nsp * h));
   if (!shape.gradient_accumulation_fusion) accumulate_after_weight_gradients(bw, shape.main_grad_bytes);
+  return ops;
+}
+
+BlockOps last_stage_ops(const model::ModelSpec& m, const MicroShape& shape) {
+  BlockOps ops = output_ops(m, shape);
+  for (std::int64_t d = 0; d < m.mtp_num_layers; ++d) {
+    const BlockOps depth = mtp_depth_ops(m, shape);
+    append(ops.forward, depth.forward);
+    std::vector<OpSpec> backward = depth.backward;  // the deeper depth's backward runs first
+    append(backward, ops.backward);
+    ops.backward = std::move(backward);
+  }
   return ops;
 }
 

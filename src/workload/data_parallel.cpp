@@ -53,11 +53,12 @@ void DataParallel::layer_gradients(std::int64_t layer, std::int32_t mb, bool fin
 }
 
 void DataParallel::output_gradients(bool final) {
-  const std::int64_t n = output_parameters_per_rank(m_, c_.tp, separate_head());
+  RankParameters p{output_parameters_per_rank(m_, c_.tp, separate_head()), 0};
+  p += mtp_parameters_per_rank(m_, c_, separate_head() && !m_.tie_embeddings);
   if (zero3()) {
-    zero3_boundary_gradients(n);
+    zero3_boundary_gradients(p.total());  // the MTP depths' experts, if any, counted as dense here
   } else if (reduce_now(final)) {
-    gradients_ready({n, 0});
+    gradients_ready(p);
   }
 }
 

@@ -51,7 +51,7 @@ LayerBlocks::LayerBlocks(const model::ModelSpec& m, const strategy::ParallelConf
       out_(out),
       release_bytes_(std::move(release_bytes)),
       embedding_(embedding_ops(m, shape)),
-      output_(output_ops(m, shape)) {}
+      output_(last_stage_ops(m, shape)) {}
 
 const LayerLists& LayerBlocks::lists(std::int64_t layer) {
   const std::string key = layer_kind_key(m_, layer);

@@ -125,6 +125,19 @@ std::int64_t embedding_parameters_per_rank(const model::ModelSpec& m, std::int64
   return p;
 }
 
+RankParameters mtp_parameters_per_rank(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                       bool separate_embedding) {
+  RankParameters p;
+  if (m.mtp_num_layers == 0) return p;
+  const std::int64_t h = m.hidden_size;
+  RankParameters depth = layer_parameters_per_rank(m, c, m.mtp_layer_kind());
+  depth.dense += 2 * h * h / c.tp + 3 * norm_parameters(m, h);
+  for (std::int64_t d = 0; d < m.mtp_num_layers; ++d) p += depth;
+  // The word embedding only: positions, if learned, stay with the first stage.
+  if (separate_embedding) p.dense += m.vocab_size / c.tp * h;
+  return p;
+}
+
 std::int64_t output_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp, bool separate_head) {
   const bool own_head = !m.tie_embeddings || separate_head;
   return norm_parameters(m, m.hidden_size) + (own_head ? m.vocab_size / tp * m.hidden_size : 0);

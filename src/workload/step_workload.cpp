@@ -139,8 +139,12 @@ RankParameters stage_parameters(const model::ModelSpec& m, const strategy::Paral
     output = output || v == last;
   }
   if (embedding) p.dense += embedding_parameters_per_rank(m, c.tp);
-  // A tied head needs its own copy unless the embedding is on the same rank.
-  if (output) p.dense += output_parameters_per_rank(m, c.tp, !embedding);
+  // A tied head needs its own copy unless the embedding is on the same rank;
+  // the MTP depths sit with the head.
+  if (output) {
+    p.dense += output_parameters_per_rank(m, c.tp, !embedding);
+    p += mtp_parameters_per_rank(m, c, !embedding && !m.tie_embeddings);
+  }
   return p;
 }
 
@@ -183,7 +187,9 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
   w.world_size = config.world_size;
   label(w);
   const bool dualpipe = strategy::describe(config.schedule).two_directions;
-  const bool embedding_group = model.tie_embeddings && config.pp > 1 && !dualpipe;
+  // Tied embeddings, or MTP's lookups on the last stage, keep a word
+  // embedding on the first and the last stage, kept in step.
+  const bool embedding_group = (model.tie_embeddings || model.mtp_num_layers > 0) && config.pp > 1 && !dualpipe;
   std::optional<strategy::RankLayout> expert;
   if (model.is_moe())
     expert.emplace(config.expert_tp, 1, config.ep, config.expert_dp(), config.pp, config.rank_order);

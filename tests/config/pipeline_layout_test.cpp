@@ -49,7 +49,14 @@ TEST_CASE("Pipeline layouts that Megatron or ptsim cannot run are refused with t
   refuses("Et*4|t*4", 8, 2, "must end with the loss, L");
   refuses("Et*4|t*3L", 8, 2, "places 7 transformer layers where the model has num_layers = 8");
   refuses("Et*8|L", 8, 2, "leaves virtual stage 1 (\"L\") without a transformer layer");
-  refuses("Et*4|t*4mL", 8, 2, "places MTP layers (m), which ptsim does not model");
+  refuses("Et*4|t*4mL", 8, 2, "places 1 MTP layers (m) where the model has mtp_num_layers = 0");
+  // With MTP: one m a depth, on the last virtual stage with the loss
+  // (Megatron-Bridge's DeepSeek-V3 GB300 layout ends "tmL").
+  CHECK(config::pipeline_layout_layers("Et*4|t*4mL", 8, 2, 1) == std::vector<std::int64_t>{4, 4});
+  CHECK_THROWS_WITH(config::pipeline_layout_layers("Et*4m|t*4L", 8, 2, 1),
+                    Catch::Contains("places the MTP layers (m) away from the loss"));
+  CHECK_THROWS_WITH(config::pipeline_layout_layers("Et*4|t*4L", 8, 2, 1),
+                    Catch::Contains("places 0 MTP layers (m) where the model has mtp_num_layers = 1"));
 }
 
 TEST_CASE("A layout sets the layers of each virtual stage and the chunks per stage", "[config][pipeline]") {

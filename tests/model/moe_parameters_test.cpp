@@ -110,12 +110,15 @@ TEST_CASE("MoE parameter counts match published model sizes", "[model]") {
   CHECK(model::active_parameters(mixtral) == Approx(12.9e9).epsilon(0.01));
 
   // DeepSeek-V3 (README_WEIGHTS.md of deepseek-ai/DeepSeek-V3): main model
-  // 671B total (the 14B-parameter MTP module is not simulated); 36.6B
-  // activated "including 0.9B for the output Head", which leaves out the
-  // 0.9B input embedding that ptsim's active count holds: 36.6 + 0.9 = 37.5B
-  // (the paper rounds to 37B).
+  // 671B total, and one MTP module of 11.5B unique parameters (its embedding
+  // and output head are the main model's); 36.6B activated "including 0.9B
+  // for the output Head", which leaves out the 0.9B input embedding that
+  // ptsim's active count holds: 36.6 + 0.9 = 37.5B (the paper rounds to 37B;
+  // the MTP module is not part of a token's main forward).
   const auto deepseek = test::shipped_model("deepseek-v3");
-  CHECK(model::total_parameters(deepseek) == Approx(671e9).epsilon(0.01));
+  CHECK(deepseek.mtp_num_layers == 1);
+  CHECK(model::mtp_depth_parameters(deepseek) == Approx(11.5e9).epsilon(0.01));
+  CHECK(model::total_parameters(deepseek) == Approx(671e9 + 11.5e9).epsilon(0.01));
   CHECK(model::active_parameters(deepseek) == Approx(36.6e9 + 0.9e9).epsilon(0.01));
 
   // Qwen3-30B-A3B (Hugging Face model card): 30.5B total, 3.3B activated.

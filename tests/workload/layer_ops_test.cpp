@@ -1,7 +1,10 @@
 // The op lists of one transformer layer and of the embedding and output
 // blocks: the order constraints and the extra kernels they carry.
+#include "ptsim/config/resolve_run.hpp"
 #include "ptsim/workload/boundary_ops.hpp"
 #include "ptsim/workload/layer_ops.hpp"
+#include "ptsim/workload/stage_parameters.hpp"
+#include "ptsim/workload/step_workload.hpp"
 
 #include <map>
 #include <string>
@@ -564,4 +567,61 @@ TEST_CASE("Multi-latent attention runs its down projections on the SP shard and 
     // The latent norms run on the shard.
     CHECK(static_cast<double>(fw.at("attn.kv_norm")->bytes) == Approx(Nsp * kl * 4));
   }
+}
+
+TEST_CASE("Each multi-token-prediction depth adds a layer, a projection and a second LM head to the last stage",
+          "[workload]") {
+  // DeepSeek-V3 (one MTP depth), one micro-batch of 4096 tokens, TP 1: the
+  // last stage's block runs the output layer, then the depth's embedding
+  // lookup, enorm and hnorm, the 2h → h projection (2·4096·7168·14336 FLOP),
+  // one MoE layer as the model's last, and its own final norm, LM head and
+  // cross-entropy; the backward runs the depth first.
+  const auto m = test::shipped_model("deepseek-v3");
+  REQUIRE(m.mtp_num_layers == 1);
+  workload::MicroShape s;
+  s.seq_length = 4096;
+  const auto ops = workload::last_stage_ops(m, s);
+  const auto plain = workload::output_ops(m, s);
+  const auto layer = workload::transformer_layer_ops(m, s, m.num_layers - 1);
+  std::map<std::string, int> fw_count;
+  double eh_flops = 0;
+  for (const auto& op : ops.forward) {
+    ++fw_count[op.name];
+    if (op.name == "mtp.eh_proj") eh_flops = op.flops;
+  }
+  CHECK(fw_count["lm_head"] == 2);
+  CHECK(fw_count["embedding.lookup"] == 1);
+  CHECK(fw_count["mtp.enorm"] == 1);
+  CHECK(eh_flops == Approx(2.0 * 4096 * 7168 * 2 * 7168));
+  // Every op of the depth: the embedding's, four of its own (two norms, the
+  // concatenation, the projection), the layer's and a whole output block.
+  const auto embedding = workload::embedding_ops(m, s);
+  CHECK(ops.forward.size() == 2 * plain.forward.size() + embedding.forward.size() + 4 + layer.forward.size());
+  CHECK(ops.backward.front().name == plain.backward.front().name);  // the depth's loss first
+  CHECK(ops.backward.back().name == plain.backward.back().name);    // the main head's final norm last
+  // Without MTP the block is the output layer alone.
+  auto dense = m;
+  dense.mtp_num_layers = 0;
+  CHECK(workload::last_stage_ops(dense, s).forward.size() == plain.forward.size());
+}
+
+TEST_CASE("The MTP depths' parameters sit on the last stage, with a word embedding of their own", "[workload]") {
+  // Llama 3 8B given one MTP depth: on one stage the rank holds the whole
+  // model, total_parameters (the depth's layer, its 2h·h projection and three
+  // norms included). On two stages the last holds the depth and, the
+  // embedding being on the first and untied, a copy of the word embedding
+  // for the depth's lookups (128256·4096), kept in step with the first's.
+  auto m = test::shipped_model("llama3-8b");
+  m.mtp_num_layers = 1;
+  config::StrategyInput s;
+  s.gpus = 1;
+  s.global_batch_size = 1;
+  const auto one = workload::stage_parameters(m, config::resolve_run(m, s).parallel, 0);
+  CHECK(one.total() == model::total_parameters(m));
+  s.gpus = 2;
+  s.pp = 2;
+  const auto c = config::resolve_run(m, s).parallel;
+  const auto first = workload::stage_parameters(m, c, 0), last = workload::stage_parameters(m, c, 1);
+  CHECK(first.total() + last.total() == model::total_parameters(m) + 128256LL * 4096);
+  CHECK(model::mtp_depth_parameters(m) == model::layer_parameters(m, 31) + 2LL * 4096 * 4096 + 3 * 4096);
 }

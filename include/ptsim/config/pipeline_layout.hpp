@@ -25,10 +25,12 @@ std::vector<std::string> expand_pipeline_layout(const std::string& layout,
 /// `num_layers` layers on `pp` pipeline stages, checked as Megatron checks a
 /// layout (embedding first, loss last, each exactly once, num_layers 't's,
 /// stages a multiple of pp) and as ptsim needs it (a transformer layer in
-/// every virtual stage, no MTP layers). The model chunks per stage (vpp) are
-/// the result's size / pp. Throws ConfigError with the rule and the fix.
-std::vector<std::int64_t> pipeline_layout_layers(const std::string& layout, std::int64_t num_layers,
-                                                 std::int64_t pp,
+/// every virtual stage; the model's `mtp_layers` MTP depths, m, with the loss
+/// in the last virtual stage, where ptsim runs them). The model chunks per
+/// stage (vpp) are the result's size / pp. Throws ConfigError with the rule
+/// and the fix.
+std::vector<std::int64_t> pipeline_layout_layers(const std::string& layout, std::int64_t num_layers, std::int64_t pp,
+                                                 std::int64_t mtp_layers = 0,
                                                  const std::string& where = "--pipeline-model-parallel-layout");
 
 }  // namespace ptsim::config

@@ -75,7 +75,17 @@ struct ModelSpec {
   /// The first layers keep a dense MLP of ffn_hidden_size (DeepSeek's
   /// first_k_dense_replace); the others are MoE layers.
   std::int64_t first_dense_layers = 0;
+  /// Multi-token prediction depths (DeepSeek-V3's MTP modules; Megatron's
+  /// --mtp-num-layers, Hugging Face's num_nextn_predict_layers). Each depth
+  /// on the last pipeline stage normalizes the embedding of the tokens one
+  /// further ahead and the previous depth's hidden state, projects their
+  /// concatenation (2h → h), runs one transformer layer built as the last
+  /// one, and its own final norm, the shared LM head and a cross-entropy
+  /// loss (megatron/core/transformer/multi_token_prediction.py).
+  std::int64_t mtp_num_layers = 0;
 
+  /// The global index of the layer an MTP depth is built as: the last one.
+  std::int64_t mtp_layer_kind() const { return num_layers - 1; }
   bool is_moe() const { return num_moe_experts > 0; }
   /// A gated MLP: fc1 makes 2·width outputs, gate and up halves.
   bool gated_mlp() const { return activation == Activation::SwiGlu || activation == Activation::GeGlu; }
@@ -102,7 +112,11 @@ std::int64_t parameters_per_layer(const ModelSpec& m);
 std::int64_t embedding_parameters(const ModelSpec& m);
 /// Parameters of the output layer (final norm + LM head unless tied).
 std::int64_t output_parameters(const ModelSpec& m);
-/// All parameters of the model: every layer's, the embedding and the output layer.
+/// Parameters of one MTP depth: its transformer layer, the 2h → h
+/// projection and three norms (the embedding and the LM head are shared).
+std::int64_t mtp_depth_parameters(const ModelSpec& m);
+/// All parameters of the model: every layer's, the embedding, the output
+/// layer and the MTP depths.
 std::int64_t total_parameters(const ModelSpec& m);
 
 /// Parameters of layer `l` (0-based, global): attention (with MLA's

@@ -20,6 +20,11 @@ BlockOps embedding_ops(const model::ModelSpec& m, const MicroShape& shape);
 /// reductions are three small all-reduces over TP.
 BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape);
 
+/// The last stage's block: output_ops, then each multi-token-prediction
+/// depth (ModelSpec::mtp_num_layers) with its embedding, norms, projection,
+/// transformer layer, final norm, LM head and loss; backward in reverse.
+BlockOps last_stage_ops(const model::ModelSpec& m, const MicroShape& shape);
+
 /// Mixed-precision Adam over `parameters` local parameters: reads the
 /// gradient (`gradient_bytes`: 4 in fp32, 2 in bf16) and the fp32 master
 /// weight and two moments, writes those three back and the bf16 weight:

@@ -68,6 +68,15 @@ std::int64_t embedding_parameters_per_rank(const model::ModelSpec& m, std::int64
 /// when the embedding lives on another rank (`separate_head`).
 std::int64_t output_parameters_per_rank(const model::ModelSpec& m, std::int64_t tp, bool separate_head);
 
+/// The multi-token-prediction depths on the last stage: each one's
+/// transformer layer (built as the model's last), its column-parallel 2h → h
+/// projection and three norms; and, where the embedding lives on another
+/// rank (`separate_embedding`), the word embedding the depths look tokens up
+/// in, which Megatron-Core builds on the last stage too and keeps in step
+/// with the first stage's (the embedding group).
+RankParameters mtp_parameters_per_rank(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                       bool separate_embedding);
+
 struct StaticMemory {
   std::int64_t parameters = 0;
   std::uint64_t params_bytes = 0;     // bf16 weights (ZeRO-3: the rank's shard)
