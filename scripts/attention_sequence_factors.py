@@ -132,7 +132,12 @@ def tables():
 
 
 PROFILES = {"a100-sxm4-80gb": "a100", "dgx-a100-superpod": "a100", "h100-sxm5-80gb": "h100", "dgx-h100-superpod": "h100", "h100-roce-llama3": "h100",
-            "h200-sxm-141gb": "h200", "gb200-nvl72": "gb200", "gb300-nvl72": "gb200"}
+            "h200-sxm-141gb": "h200", "gb200-nvl72": "gb200", "gb300-nvl72": "gb200",
+            # The B200 and B300 carry FlashAttention-4's 16k figures; no FA4
+            # run by length and mask is published, so they take cuDNN's
+            # Blackwell shape from the GB200 run (the same GPU die), as the
+            # Hopper profiles take cuDNN's backward shape.
+            "b200-sxm-180gb": "gb200", "b300-sxm-288gb": "gb200"}
 
 
 def verify_profiles(directory, out):

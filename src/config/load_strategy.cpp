@@ -82,6 +82,14 @@ const std::vector<StrategyField> kFields = {
      "reduced beside the backward)"},
     {"moe_capacity_factor", "moe_expert_capacity_factor", "", &S::moe_capacity_factor, 1, 1, {}, "F",
      "MoE: tokens an expert takes, as a multiple of its even share (default: dropless)"},
+    {"moe_token_dispatcher_type", "moe_token_dispatcher_type", "", &S::moe_token_dispatcher_type, 1, 1,
+     {"alltoall", "allgather", "flex"}, "NAME",
+     "MoE: alltoall (default; each token copy to its expert's rank, the host synchronizing on the split sizes "
+     "first) | allgather (all tokens to every EP rank, outputs reduce-scattered) | flex (DeepEP or HybridEP: "
+     "each token once per destination NVLink domain, forwarded there)"},
+    {"moe_flex_dispatcher_backend", "moe_flex_dispatcher_backend", "", &S::moe_flex_dispatcher_backend, 1, 1,
+     {"deepep", "hybridep"}, "NAME",
+     "with --moe-token-dispatcher-type flex: deepep (default) | hybridep; both exchange tokens as flex says"},
     {"tp_comm_overlap", "tp_comm_overlap", "", &S::tp_comm_overlap, 1, 1, {}, "",
      "with --sequence-parallel: pipeline TP all-gathers and reduce-scatters with their GEMMs "
      "(Transformer Engine's userbuffers)"},

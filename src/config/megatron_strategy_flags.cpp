@@ -30,6 +30,8 @@ constexpr std::array kSameStrategyKey = {"--tensor-model-parallel-size",
                                          "--micro-batch-size",
                                          "--global-batch-size",
                                          "--moe-expert-capacity-factor",
+                                         "--moe-token-dispatcher-type",
+                                         "--moe-flex-dispatcher-backend",
                                          "--sequence-parallel",
                                          "--use-distributed-optimizer",
                                          "--overlap-grad-reduce",
@@ -60,7 +62,8 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
     const std::string key = key_of(flag);
     if (g.values.empty()) {
       strategy[key] = true;
-    } else if (key == "pipeline_model_parallel_layout") {
+    } else if (key == "pipeline_model_parallel_layout" || key == "moe_token_dispatcher_type" ||
+               key == "moe_flex_dispatcher_backend") {
       strategy[key] = g.values.at(0);
     } else if (key == "moe_expert_capacity_factor") {
       strategy[key] = number_of(g);

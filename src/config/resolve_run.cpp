@@ -79,11 +79,21 @@ void check_model_splits(const Checker& check, const model::ModelSpec& m, strateg
     if (s.moe_capacity_factor)
       check.fail_flag("moe_capacity_factor", fmt::format("needs a mixture-of-experts model; {} is dense", m.name),
                       "drop --moe-expert-capacity-factor");
+    if (s.moe_token_dispatcher_type)
+      check.fail("moe_token_dispatcher_type", *s.moe_token_dispatcher_type,
+                 fmt::format("needs a mixture-of-experts model; {} is dense", m.name), "drop it");
   } else {
+    c.moe_dispatcher = named(s.moe_token_dispatcher_type.value_or("alltoall"),
+                             std::array{strategy::MoeDispatcher::AllToAll, strategy::MoeDispatcher::AllGather,
+                                        strategy::MoeDispatcher::Flex},
+                             "MoE token dispatcher");
     check.divides("ep", c.ep, m.num_moe_experts, "num_moe_experts", "each EP rank holds whole experts");
     check.divides("expert_tp", c.expert_tp, m.moe_ffn_hidden_size, "moe_ffn_hidden_size");
     c.moe_capacity_factor = s.moe_capacity_factor;
   }
+  if (s.moe_flex_dispatcher_backend && c.moe_dispatcher != strategy::MoeDispatcher::Flex)
+    check.fail("moe_flex_dispatcher_backend", *s.moe_flex_dispatcher_backend, "needs --moe-token-dispatcher-type flex",
+               "add it, or drop --moe-flex-dispatcher-backend");
 }
 
 // Layers per virtual stage and the schedule that runs them.

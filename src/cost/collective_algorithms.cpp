@@ -219,6 +219,21 @@ class Planner {
     return plan;
   }
 
+  // expert_dispatch_plan's exchange: NVLink traffic per member and network
+  // traffic per member (see collective_algorithms.hpp).
+  TransferPlan dispatch(double nvlink_per_rank, double network_per_rank) const {
+    TransferPlan plan{Algorithm::Direct, Protocol::Simple, {}, 0};
+    PhaseSpec phase;
+    if (nvlink_per_rank > 0) phase.flows = domain_ring_flows(l_, nvlink_per_rank, c_);
+    if (network_per_rank > 0)
+      for (auto& f : cross_domain_flows(l_, network_per_rank, c_)) phase.flows.push_back(f);
+    const bool nvlink = l_.d() == 1;
+    phase.latency =
+        Time::from_seconds(steps_latency(Algorithm::Direct, Protocol::Simple, nvlink ? 1 : 0, nvlink ? 0 : 1));
+    plan.phases.push_back(std::move(phase));
+    return plan;
+  }
+
  private:
   const Layout& l_;
   const hardware::Cluster& c_;
@@ -279,10 +294,41 @@ std::vector<TransferPlan> candidate_plans(CollectiveKind kind, std::uint64_t byt
                    "a transfer has a sender and a receiver");
       for (const Protocol pr : {Protocol::LL, Protocol::Simple}) plans.push_back(p.direct(pr, kind, members));
       break;
+    case CollectiveKind::ExpertDispatch:
+      PTSIM_ASSERT(false, "an expert dispatch is planned by expert_dispatch_plan, which knows its routing");
+      break;
     case CollectiveKind::None: PTSIM_ASSERT(false, "communication task without a collective kind");
   }
   for (auto& plan : plans) plan.estimated_s = plan_seconds(plan, cluster);
   return plans;
+}
+
+TransferPlan expert_dispatch_plan(std::uint64_t bytes, int topk, int experts, std::span<const Rank> members,
+                                  const hardware::Cluster& cluster, const LatencyModel& latency) {
+  PTSIM_ASSERT(!members.empty() && topk >= 1 && topk <= experts, "a dispatch routes each token to 1..E experts");
+  if (members.size() == 1) return {};
+  const Layout l = layout_of(members, cluster);
+  const double n = static_cast<double>(l.n), d = static_cast<double>(l.d()), k = static_cast<double>(l.k);
+  const double E = static_cast<double>(experts);
+  // The chance that `held` of the E experts hold none of a token's topk:
+  // C(E − held, topk) / C(E, topk), as a product.
+  const auto misses = [&](double held) {
+    double p = 1;
+    for (int i = 0; i < topk; ++i) p *= std::max(0.0, (E - held - i) / (E - i));
+    return p;
+  };
+  const double per_member = E / n;
+  const double p_rank = 1 - misses(per_member);
+  const double p_domain = 1 - misses(per_member * k);
+  const double s = static_cast<double>(bytes);
+  // NVLink: to each domain peer, for the member's own tokens and for those
+  // it relays from each other domain; network: to each other domain.
+  const double nvlink = s * p_rank * (k - 1) * d;
+  const double network = s * p_domain * (d - 1);
+  const Planner p(l, cluster, latency, s);
+  TransferPlan plan = p.dispatch(nvlink, network);
+  plan.estimated_s = plan_seconds(plan, cluster);
+  return plan;
 }
 
 TransferPlan choose_plan(CollectiveKind kind, std::uint64_t bytes, std::span<const Rank> members,

@@ -26,6 +26,9 @@ double CostModel::compute_slowdown_with_communication() const {
 
 TransferPlan CostModel::communication_plan(const taskgraph::Task& task,
                                            const taskgraph::Communicator& communicator) const {
+  if (task.collective == taskgraph::CollectiveKind::ExpertDispatch)
+    return expert_dispatch_plan(task.bytes, static_cast<int>(task.shape[0]), static_cast<int>(task.shape[1]),
+                                communicator.members, *cluster_, latency_);
   TransferPlan plan = choose_plan(task.collective, task.bytes, communicator.members, *cluster_, latency_);
   const bool gather = task.collective == taskgraph::CollectiveKind::AllGather;
   if ((task.flags & taskgraph::kTensorList) && communicator.members.size() > 1 &&

@@ -111,8 +111,9 @@ inline void Run::try_start(std::uint32_t local, std::uint8_t s, RankState& r, St
 // The host issues a rank's tasks one after the other in program order,
 // each costing it the cost model's host time: a task cannot start before
 // the host has issued it. After a task flagged kHostSync the host waits
-// until every task up to it is done (torch.cuda.synchronize()), and then
-// goes on: the tasks after it are issued that much later.
+// until every task up to it is done (torch.cuda.synchronize()), after one
+// flagged kHostWaitsForTask until that task is (an event's synchronize),
+// and then goes on: the tasks after it are issued that much later.
 inline Time Run::host_release(const RankState& r, const StreamState& stream, const Template& tp) {
   return Time::nanoseconds(stream.host_base_ns + tp.host_ns + r.host_delay_ns);
 }
@@ -294,7 +295,8 @@ void Run::finish_task(std::uint32_t local, std::uint8_t s, Time now) {
   }
   stream.running = false;
   r.mark_done(t);
-  const std::uint32_t woken = t == r.undone && !p.host_syncs.empty() ? pass_host_syncs(r, now) : 0;
+  const bool awaited = r.next_sync < p.host_syncs.size() && (t == r.undone || p.host_syncs[r.next_sync].task == t);
+  const std::uint32_t woken = awaited ? pass_host_syncs(r, now) : 0;
   r.release(task.free_bytes, now);
   r.finish = std::max(r.finish, now);
   auto& totals = r.stats.categories[task.category];
@@ -330,14 +332,19 @@ void Run::finish_task(std::uint32_t local, std::uint8_t s, Time now) {
   }
 }
 
-// Task r.undone is done: moves r.undone past every done task and the host
-// past every synchronization that now has all its tasks done; it resumes
-// now. Returns the streams to wake (those that waited for it to pass one).
+// Task r.undone, or the task the next synchronization waits for alone, is
+// done: moves r.undone past every done task and the host past every
+// synchronization now satisfied (every task up to it done, or its task);
+// it resumes now. Returns the streams to wake (those that waited for it to
+// pass one).
 inline std::uint32_t Run::pass_host_syncs(RankState& r, Time now) {
   const CompiledProgram& p = *r.program;
   while (r.undone < p.num_tasks() && r.is_done(r.undone)) ++r.undone;
+  const auto satisfied = [&](const CompiledProgram::HostSync& sync) {
+    return sync.whole_device ? sync.task < r.undone : r.is_done(sync.task);
+  };
   bool passed = false;
-  for (; r.next_sync < p.host_syncs.size() && p.host_syncs[r.next_sync].task < r.undone; ++r.next_sync) {
+  for (; r.next_sync < p.host_syncs.size() && satisfied(p.host_syncs[r.next_sync]); ++r.next_sync) {
     r.host_delay_ns = std::max(r.host_delay_ns, now.ns() - p.host_syncs[r.next_sync].host_ns);
     passed = true;
   }

@@ -16,6 +16,15 @@ std::string_view to_string(RecomputeKind r) {
   return "?";
 }
 
+std::string_view to_string(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::AllToAll: return "alltoall";
+    case MoeDispatcher::AllGather: return "allgather";
+    case MoeDispatcher::Flex: return "flex";
+  }
+  return "alltoall";
+}
+
 std::string_view to_string(Fp8Recipe r) {
   switch (r) {
     case Fp8Recipe::Delayed: return "delayed";

@@ -13,6 +13,7 @@ std::string_view to_string(CollectiveKind k) {
     case CollectiveKind::Reduce: return "reduce";
     case CollectiveKind::AllToAll: return "all_to_all";
     case CollectiveKind::PointToPoint: return "send_recv";
+    case CollectiveKind::ExpertDispatch: return "expert_dispatch";
   }
   return "?";
 }

@@ -1,5 +1,6 @@
 // A mixture-of-experts layer's ops (see internal/layer_builder.hpp and
-// layer_ops.cpp's header): Megatron-Core's all-to-all token dispatcher.
+// layer_ops.cpp's header): Megatron-Core's token dispatchers (all-to-all,
+// all-gather, flex).
 #include "internal/layer_builder.hpp"
 
 namespace ptsim::workload::internal {
@@ -28,12 +29,45 @@ void LayerBuilder::moe() {
   // Router: logits over the experts, fp32 softmax and top-k.
   fw_.push_back(saving(matmul("moe.router", T, E, h_), 2 * T * h_));
   fw_.push_back(saving(memory_op("moe.router.topk", T * E * 4 * 3, KernelClass::Softmax), T * E * 4));
-  fw_.push_back(memory_op("moe.permute", T * k * h_ * 2 * 2));
   // With one expert-parallel rank every expert is local: the permuted
   // tokens need no exchange (and there is no group to exchange them in).
   const bool exchange = shape_.ep > 1;
-  if (exchange)
-    fw_.push_back(collective_op("moe.dispatch", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+  const strategy::MoeDispatcher dispatcher = shape_.moe_dispatcher;
+  // The all-to-all dispatcher learns how many tokens each rank sends and
+  // receives before its exchange: the per-expert counts are all-gathered
+  // over the EP group (8 bytes an expert) and copied to the host, which
+  // waits for them (megatron/core/transformer/moe/token_dispatcher.py at
+  // d98e8a64dd, MoEAlltoAllTokenDispatcher.preprocess: "A synchronization
+  // is needed before expert parallel AlltoAll communication to get the
+  // `input_splits` and `output_splits` CPU values"). The backward reuses
+  // the splits.
+  if (exchange && dispatcher == strategy::MoeDispatcher::AllToAll) {
+    OpSpec counts = collective_op("moe.dispatch.counts_allgather", CollectiveKind::AllGather, CommGroup::ExpertParallel,
+                                  8 * E * ep);
+    counts.flags |= taskgraph::kHostWaitsForTask;
+    fw_.push_back(counts);
+  }
+  fw_.push_back(memory_op("moe.permute", T * k * h_ * 2 * 2));
+  // The exchange each way: the all-to-all sends each token copy to its
+  // expert's rank; the all-gather sends every token to every EP rank and
+  // the combine reduce-scatters the outputs back; flex (DeepEP, HybridEP)
+  // sends each token once per NVLink domain holding one of its experts,
+  // forwarded there (taskgraph::ExpertDispatch).
+  const auto exchange_op = [&](const std::string& name, bool dispatch) {
+    switch (dispatcher) {
+      case strategy::MoeDispatcher::AllGather:
+        return collective_op(name, dispatch ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter,
+                             CommGroup::ExpertParallel, T * h_ * 2 * ep);
+      case strategy::MoeDispatcher::Flex: {
+        OpSpec op = collective_op(name, CollectiveKind::ExpertDispatch, CommGroup::ExpertParallel, T * h_ * 2);
+        op.shape = {static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(E), 0, 0};
+        return op;
+      }
+      case strategy::MoeDispatcher::AllToAll: break;
+    }
+    return collective_op(name, CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2);
+  };
+  if (exchange) fw_.push_back(exchange_op("moe.dispatch", true));
   if (etp > 1)
     fw_.push_back(collective_op("moe.dispatch.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
                                 T * k * h_ * 2 * etp));
@@ -47,14 +81,12 @@ void LayerBuilder::moe() {
   if (etp > 1)
     fw_.push_back(collective_op("moe.combine.reducescatter", CollectiveKind::ReduceScatter,
                                 CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
-  if (exchange)
-    fw_.push_back(collective_op("moe.combine", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+  if (exchange) fw_.push_back(exchange_op("moe.combine", false));
   fw_.push_back(saving(memory_op("moe.unpermute", T * k * h_ * 2 * 2 + T * h_ * 2), T * k * 4));
 
   std::vector<OpSpec> bw;
   bw.push_back(freeing(memory_op("moe.unpermute.bwd", T * k * h_ * 2 * 2 + T * h_ * 2), T * k * 4));
-  if (exchange)
-    bw.push_back(collective_op("moe.combine.bwd", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+  if (exchange) bw.push_back(exchange_op("moe.combine.bwd", true));
   if (etp > 1)
     bw.push_back(collective_op("moe.combine.bwd.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
                                T * k * h_ * 2 * etp));
@@ -72,9 +104,7 @@ void LayerBuilder::moe() {
   if (etp > 1)
     bw.push_back(collective_op("moe.dispatch.bwd.reducescatter", CollectiveKind::ReduceScatter,
                                CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
-  if (exchange)
-    bw.push_back(
-        collective_op("moe.dispatch.bwd", CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2));
+  if (exchange) bw.push_back(exchange_op("moe.dispatch.bwd", false));
   bw.push_back(memory_op("moe.permute.bwd", T * k * h_ * 2 * 2));
   bw.push_back(freeing(memory_op("moe.router.topk.bwd", T * E * 4 * 3, KernelClass::Softmax), T * E * 4));
   bw.push_back(matmul("moe.router.dgrad", T, h_, E));

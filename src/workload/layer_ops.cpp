@@ -78,6 +78,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.ep = c.ep;
   s.expert_tp = c.expert_tp;
   s.capacity_factor = c.moe_capacity_factor;
+  s.moe_dispatcher = c.moe_dispatcher;
   return s;
 }
 

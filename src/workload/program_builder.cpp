@@ -88,6 +88,8 @@ TaskId BlockRecorder::emit(const OpSpec& op, std::uint32_t name, std::uint8_t ca
                 : op.kind == OpKind::Recv ? TaskKind::Recv
                                           : TaskKind::Collective;
     task.collective = op.collective;
+    task.shape = op.shape;  // an expert dispatch's routing (taskgraph::ExpertDispatch)
+    task.flags = op.flags;  // kHostSync where the host waits on it
     task.stream = r.stream;
     task.comm_slot = r.slot;
     task.category = r.category;

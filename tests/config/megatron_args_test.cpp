@@ -95,8 +95,8 @@ TEST_CASE("A Megatron launch line's other flags: listed as ignored, listed as no
                                               "--seed", "--manual-gc"});
   CHECK(l.not_modelled.empty());
   // A Megatron flag that changes a step and that ptsim does not model.
-  CHECK(read(kGpt + "--vocab-size 50000 --moe-token-dispatcher-type alltoall").not_modelled ==
-        std::vector<std::string>{"--moe-token-dispatcher-type"});
+  CHECK(read(kGpt + "--vocab-size 50000 --overlap-moe-expert-parallel-comm").not_modelled ==
+        std::vector<std::string>{"--overlap-moe-expert-parallel-comm"});
   CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --num-layer 24"),
                     Catch::Contains("--num-layer is not a flag of Megatron-LM's pretrain_gpt.py") &&
                         Catch::Contains("did you mean --num-layers?"));

@@ -265,3 +265,41 @@ TEST_CASE("A collective over a tensor list adds one copy kernel per member", "[c
   ar.flags = taskgraph::kTensorList;
   CHECK(cost::plan_seconds(model.communication_plan(ar, group), c) == plain_ar);
 }
+
+TEST_CASE("An expert dispatch crosses the network once per destination domain and forwards over NVLink", "[cost]") {
+  // 32 ranks on 4 nodes of 8 (the toy cluster), 256 experts (8 a rank), 8
+  // a token. A rank's tokens, S bytes one copy each: a rank holds one of a
+  // token's experts with P_r = 1 − C(248, 8)/C(256, 8), a node with P_D =
+  // 1 − C(192, 8)/C(256, 8). Network: S·P_D to each of the 3 other nodes;
+  // NVLink: S·P_r to each of the 7 node peers, for its own tokens and those
+  // it relays from the 3 other nodes (4 in all).
+  const auto hw = toy();
+  const hardware::Cluster c(hw, 32);
+  const cost::LatencyModel lat(hw);
+  const auto misses = [](double held) {
+    double p = 1;
+    for (int i = 0; i < 8; ++i) p *= (256 - held - i) / (256.0 - i);
+    return p;
+  };
+  const double S = 1e9, p_rank = 1 - misses(8), p_node = 1 - misses(64);
+  const auto sent_by_rank0 = [&](const cost::TransferPlan& plan, bool over_nvlink) {
+    double bytes = 0;
+    for (const auto& phase : plan.phases)
+      for (const auto& f : phase.flows)
+        if (f.src == 0 && f.path.over_nvlink == over_nvlink) bytes += f.bytes;
+    return bytes;
+  };
+  const auto dispatch = cost::expert_dispatch_plan(1'000'000'000, 8, 256, ranks(0, 32), c, lat);
+  CHECK(sent_by_rank0(dispatch, false) == Approx(S * p_node * 3));
+  CHECK(sent_by_rank0(dispatch, true) == Approx(S * p_rank * 7 * 4));
+  // The all-to-all sends each of the 8 copies to its expert's rank, 24 of
+  // every 32 across the network: 6S, more than twice the dispatch's.
+  const auto a2a = cost::candidate_plans(CollectiveKind::AllToAll, 8'000'000'000, ranks(0, 32), c, lat);
+  CHECK(sent_by_rank0(find(a2a, Algorithm::Direct, Protocol::Simple), false) == Approx(6 * S));
+  CHECK(S * p_node * 3 < 0.5 * 6 * S);
+  // Inside one node nothing crosses the network: S·P_r to each of 7 peers,
+  // now with 32 experts a rank.
+  const auto node = cost::expert_dispatch_plan(1'000'000'000, 8, 256, ranks(0, 8), c, lat);
+  CHECK(sent_by_rank0(node, false) == 0);
+  CHECK(sent_by_rank0(node, true) == Approx(S * (1 - misses(32)) * 7));
+}

@@ -103,6 +103,11 @@
 // moved: Llama 2 7B DualPipe −2.8% (its data-parallel all-reduces take
 // NVLSTree), GPT 7.5B FP8 +0.8%, the three Llama 3 8B runs on the RoCE
 // cluster +4.2% to +5.6%; peaks and task counts all kept.
+// An eighteenth (2026-12-03): Megatron-Core's all-to-all token dispatcher
+// all-gathers each MoE layer's per-expert token counts over the EP group and
+// the host waits for them before the exchange. Only the Mixtral EP 8 run
+// moved: +1,024 tasks (one gather a layer and micro-batch), makespan +0.52%;
+// its peak kept.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

@@ -567,9 +567,13 @@ TEST_CASE("MoE all-to-all moves 2·tokens·hidden·top-k·(ep−1)/ep bytes per 
   s.global_batch_size = 4;
   const double tokens = 256, h = 512, k = 2, ep = 4, layers = 2;
   const auto out = test::simulate(tiny_moe(2), hw, s);
-  // Dispatch and combine forward, and both again backward, per MoE layer.
+  // Dispatch and combine forward, and both again backward, per MoE layer;
+  // before the forward dispatch the per-expert token counts (8 experts, 8
+  // bytes each) are all-gathered over the 4 EP ranks: 8·8·4·3/4 bus bytes.
   const double per_direction = 2 * tokens * h * k * (ep - 1) / ep;
-  CHECK(out.result.communication.at("ep").bus_bytes == Approx(4 * layers * per_direction).epsilon(1e-12));
+  const double counts = 8.0 * 8 * ep * (ep - 1) / ep;
+  CHECK(out.result.communication.at("ep").bus_bytes ==
+        Approx(4 * layers * per_direction + layers * counts).epsilon(1e-12));
 }
 
 TEST_CASE("Without expert parallelism every expert is local: no all-to-all, the same model work",

@@ -57,6 +57,8 @@ struct StrategyInput {
   std::optional<bool> no_gradient_accumulation_fusion;
   std::optional<bool> cross_entropy_loss_fusion;
   std::optional<double> moe_capacity_factor;
+  std::optional<std::string> moe_token_dispatcher_type;    // alltoall | allgather | flex
+  std::optional<std::string> moe_flex_dispatcher_backend;  // deepep | hybridep (with flex)
   std::optional<double> host_overhead_us;
   std::optional<double> memory_headroom_gib;
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp

@@ -52,4 +52,20 @@ TransferPlan choose_plan(taskgraph::CollectiveKind kind, std::uint64_t bytes,
                          std::span<const Rank> members, const hardware::Cluster& cluster,
                          const LatencyModel& latency);
 
+/// DeepEP's and HybridEP's token exchange (taskgraph::ExpertDispatch) over
+/// the expert-parallel group `members`, each holding experts / n experts:
+/// `bytes` are a rank's tokens, one copy each, and each token goes to
+/// `topk` experts drawn uniformly without replacement (the benchmarks'
+/// forced balance; no node-limited routing). A token crosses the network
+/// once per other NVLink domain holding one of its experts, to the member at
+/// the sender's position there, which forwards it over NVLink to each member
+/// holding one; inside the sender's domain it goes straight to each such
+/// member. The combine moves the same bytes back. With P_r the chance that a
+/// member holds one of a token's experts and P_D that a domain does
+/// (1 − C(E − e, k)/C(E, k), e the experts held), a member sends
+/// bytes·P_D to each other domain and, on NVLink, bytes·P_r to each
+/// domain peer for its own tokens and for those it forwards.
+TransferPlan expert_dispatch_plan(std::uint64_t bytes, int topk, int experts, std::span<const Rank> members,
+                                  const hardware::Cluster& cluster, const LatencyModel& latency);
+
 }  // namespace ptsim::cost

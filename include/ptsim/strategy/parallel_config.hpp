@@ -46,7 +46,16 @@ enum class Fp8Recipe {
   Mxfp8,       // MXFP8: an E8M0 scale per 32 elements, multiplied natively by Blackwell's tensor cores
 };
 
+/// How an MoE layer moves tokens to their experts' ranks (Megatron-Core's
+/// --moe-token-dispatcher-type).
+enum class MoeDispatcher {
+  AllToAll,   // NCCL all-to-all of each token copy to its expert's rank, after the host learns the split sizes
+  AllGather,  // every token gathered to every expert-parallel rank, the outputs reduce-scattered back
+  Flex,       // DeepEP or HybridEP: each token once per destination NVLink domain, forwarded there
+};
+
 std::string_view to_string(AttentionBackend a);
+std::string_view to_string(MoeDispatcher d);
 std::string_view to_string(Fp8Recipe r);
 
 /// The host's CPU time per issued task when the strategy does not say:
@@ -172,6 +181,8 @@ struct ParallelConfig {
   double memory_headroom_bytes = kDefaultMemoryHeadroomBytes;
   /// MoE token capacity per expert as a multiple of an even share; empty: dropless.
   std::optional<double> moe_capacity_factor;
+  /// How MoE layers dispatch and combine tokens.
+  MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   AttentionBackend attention = AttentionBackend::Flash;
   /// Inputs of the transformer layers' linear GEMMs: bf16, fp8 (e4m3) under
   /// FP8 training or nvfp4 (e2m1, Transformer Engine's NVFP4 recipe) under

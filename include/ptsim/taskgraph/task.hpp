@@ -30,6 +30,11 @@ enum class CollectiveKind : std::uint8_t {
   Reduce,
   AllToAll,
   PointToPoint,
+  /// An MoE token exchange that sends each token once to every NVLink domain
+  /// holding one of its experts and forwards it there over NVLink (DeepEP's
+  /// and HybridEP's dispatch and combine). Task::bytes: the rank's tokens,
+  /// one copy each; Task::shape: routed experts per token, experts in all.
+  ExpertDispatch,
 };
 
 std::string_view to_string(CollectiveKind k);
@@ -69,6 +74,10 @@ inline constexpr std::uint8_t kTensorList = 4;
 /// one — torch.cuda.synchronize(), as Megatron-LM runs after each batched
 /// pipeline send/receive (ParallelConfig::batch_p2p_sync).
 inline constexpr std::uint8_t kHostSync = 16;
+/// Any task: once the host has issued it, the host waits until this task
+/// alone is done (a CUDA event's synchronize, as Megatron-Core's all-to-all
+/// token dispatcher waits for its split sizes), and then goes on.
+inline constexpr std::uint8_t kHostWaitsForTask = 32;
 
 std::string_view to_string(KernelClass k);
 

@@ -47,6 +47,7 @@ struct MicroShape {
   std::int64_t expert_tp = 1;    // tensor parallelism inside experts
   /// Tokens per expert as a multiple of an even share (padded to capacity); empty: dropless.
   std::optional<double> capacity_factor;
+  strategy::MoeDispatcher moe_dispatcher = strategy::MoeDispatcher::AllToAll;  // ParallelConfig::moe_dispatcher
 
   /// Tokens of one micro-batch on this rank: b·s/cp.
   double tokens() const { return static_cast<double>(micro_batch * seq_length) / static_cast<double>(cp); }

@@ -57,7 +57,7 @@ CompiledBlock compile_block(const taskgraph::TaskGraph& graph, std::uint32_t id,
     b.tasks.push_back(task);
     b.host_total_ns += cost.host_issue(task).ns();
     b.host_prefix_ns[t] = b.host_total_ns;
-    if (task.flags & taskgraph::kHostSync) b.host_sync_tasks.push_back(t);
+    if (task.flags & (taskgraph::kHostSync | taskgraph::kHostWaitsForTask)) b.host_sync_tasks.push_back(t);
     if (task.kind == taskgraph::TaskKind::Compute) {
       b.compute_duration[t] = cost.compute_duration(task);
     } else {
@@ -153,7 +153,8 @@ CompiledProgram compile_program(const taskgraph::Program& program, std::size_t n
       host_base[s].push_back(host);
     }
     for (const std::uint32_t t : p.blocks[block].host_sync_tasks)
-      p.host_syncs.push_back({base + t, host + p.blocks[block].host_prefix_ns[t]});
+      p.host_syncs.push_back({base + t, host + p.blocks[block].host_prefix_ns[t],
+                              (p.blocks[block].tasks[t].flags & taskgraph::kHostSync) != 0});
     host += p.blocks[block].host_total_ns;
   }
   PTSIM_ASSERT(next == total, "the instances hold every task");

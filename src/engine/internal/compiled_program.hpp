@@ -26,7 +26,7 @@ struct CompiledBlock {
   // block (inclusive prefix, ns); host_total_ns: the whole block's.
   std::vector<std::int64_t> host_prefix_ns;
   std::int64_t host_total_ns = 0;
-  std::vector<std::uint32_t> host_sync_tasks;  // local ids of its tasks flagged kHostSync
+  std::vector<std::uint32_t> host_sync_tasks;    // local ids of its tasks flagged kHostSync or kHostWaitsForTask
   std::vector<std::uint32_t> pred_begin, preds;  // local ids
   std::vector<std::uint32_t> succ_begin, succs;
   std::vector<std::vector<TaskId>> stream_tasks;  // issue order per stream, local ids
@@ -95,6 +95,7 @@ struct CompiledProgram {
   struct HostSync {
     TaskId task;
     std::int64_t host_ns;
+    bool whole_device = true;  // kHostSync: every task up to it; else (kHostWaitsForTask) the task alone
   };
   std::vector<HostSync> host_syncs;
 

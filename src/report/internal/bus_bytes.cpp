@@ -24,6 +24,7 @@ Shape shape_of(const Task& task) {
     case CollectiveKind::ReduceScatter:
     case CollectiveKind::AllToAll: return Shape::OnePass;
     case CollectiveKind::PointToPoint: return task.kind == TaskKind::Send ? Shape::Payload : Shape::Nothing;
+    case CollectiveKind::ExpertDispatch:  // the rank's tokens, one copy each
     case CollectiveKind::None:
     case CollectiveKind::Broadcast:
     case CollectiveKind::Reduce: return Shape::Payload;
