@@ -44,6 +44,12 @@ const std::vector<StrategyField> kFields = {
      "the layers of every virtual stage in micro-batch order, stages split by |: E embedding, t layer, "
      "L loss, x*n and (...)*n repeat, commas ignored; sets vpp = stages / pp (e.g. \"Et*3|t*4|t*4|t*3L\" for "
      "14 layers on pp 4; default: an even split)"},
+    {"account_for_embedding", "account_for_embedding_in_pipeline_split", "", &S::account_for_embedding, 1, 1, {}, "",
+     "split num_layers + 1 layers evenly over the virtual stages, the embedding taking one of the first's "
+     "(Megatron-Core's; the first virtual stage may then hold the embedding alone)"},
+    {"account_for_loss", "account_for_loss_in_pipeline_split", "", &S::account_for_loss, 1, 1, {}, "",
+     "split num_layers + 1 layers evenly over the virtual stages, the loss taking one of the last's "
+     "(Megatron-Core's; with the embedding's: num_layers + 2)"},
     {"micro_batch_size", "micro_batch_size", "", &S::micro_batch_size, 1, std::int64_t{1} << 31, {}, "B",
      "sequences per micro-batch (default 1)"},
     {"global_batch_size", "global_batch_size", "", &S::global_batch_size, 1, std::int64_t{1} << 31, {}, "B",

@@ -1,9 +1,11 @@
 // A launch line's parallelism, batch, precision, recomputation, attention
 // and overlap flags → ptsim's strategy JSON (see megatron_args.hpp).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 
 #include "internal/megatron_launch_flags.hpp"
 #include "ptsim/common/error.hpp"
@@ -22,11 +24,12 @@ constexpr std::array kSameStrategyKey = {"--tensor-model-parallel-size",
                                          "--context-parallel-size",
                                          "--expert-model-parallel-size",
                                          "--expert-tensor-parallel-size",
-                                         "--virtual-pipeline-model-parallel-size",
                                          "--num-layers-per-virtual-pipeline-stage",
                                          "--decoder-first-pipeline-num-layers",
                                          "--decoder-last-pipeline-num-layers",
                                          "--pipeline-model-parallel-layout",
+                                         "--account-for-embedding-in-pipeline-split",
+                                         "--account-for-loss-in-pipeline-split",
                                          "--micro-batch-size",
                                          "--global-batch-size",
                                          "--moe-expert-capacity-factor",
@@ -71,6 +74,18 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
       strategy[key] = integer_of(g);
     }
     flags.take(flag);
+  }
+  // Megatron's own name for the model chunks per stage (arguments.py sets
+  // virtual_pipeline_model_parallel_size from it), one of three ways to
+  // give them that arguments.py does not let a line combine.
+  const char* const chunk_flags[] = {"--num-layers-per-virtual-pipeline-stage",
+                                     "--num-virtual-stages-per-pipeline-rank", "--pipeline-model-parallel-layout"};
+  if (std::count_if(std::begin(chunk_flags), std::end(chunk_flags), [&](const char* f) { return flags.has(f); }) > 1)
+    throw ConfigError(fmt::format("{}: give at most one of {}, as Megatron-LM's arguments.py requires", kMegatronWhere,
+                                  fmt::join(chunk_flags, ", ")));
+  if (flags.has("--num-virtual-stages-per-pipeline-rank")) {
+    strategy["virtual_pipeline_model_parallel_size"] = integer_of(flags.get("--num-virtual-stages-per-pipeline-rank"));
+    flags.take("--num-virtual-stages-per-pipeline-rank");
   }
   // arguments.py validate_args: "Disabling sequence parallelism because
   // tensor model parallelism is disabled".

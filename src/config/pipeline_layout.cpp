@@ -132,11 +132,13 @@ std::vector<std::int64_t> pipeline_layout_layers(const std::string& layout, std:
   for (std::int64_t v = 0; v < n; ++v) {
     const auto& s = stages[static_cast<std::size_t>(v)];
     const auto t = static_cast<std::int64_t>(std::count(s.begin(), s.end(), 't'));
-    if (t == 0)
-      fail(fmt::format("leaves virtual stage {} (\"{}\") without a transformer layer, which ptsim needs in "
-                       "every stage",
+    // The embedding or the loss alone is a stage Megatron-Core builds (and
+    // its --account-for-*-in-pipeline-split make); a stage of nothing is not.
+    if (t == 0 && s.find_first_of("EL") == std::string::npos)
+      fail(fmt::format("leaves virtual stage {} (\"{}\") without a transformer layer, the embedding or the "
+                       "loss",
                        v, s),
-           "give it a layer, or put the embedding or the loss with the layers next to it");
+           "give it a layer, or drop the stage");
     layers.push_back(t);
   }
   return layers;

@@ -87,6 +87,24 @@ TEST_CASE("A Megatron launch line's strategy flags, as ptsim reads the same sett
   CHECK(read(kGpt + "--vocab-size 50000 --attention-backend fused").strategy.attention_backend == "cudnn");
 }
 
+TEST_CASE("A Megatron launch line's model chunks and embedding/loss places reach the strategy", "[config][megatron]") {
+  // Megatron-Bridge's Llama 3.1 405B GB200 recipes: 16 stages, 8 chunks a
+  // stage, the embedding and the loss each counted as a layer.
+  const auto l = read(kGpt +
+                      "--vocab-size 50000 --pipeline-model-parallel-size 16 "
+                      "--num-virtual-stages-per-pipeline-rank 8 --account-for-embedding-in-pipeline-split "
+                      "--account-for-loss-in-pipeline-split");
+  CHECK(l.strategy.vpp == 8);
+  CHECK(l.strategy.account_for_embedding == true);
+  CHECK(l.strategy.account_for_loss == true);
+  CHECK(l.not_modelled.empty());
+  // arguments.py: at most one of the three ways to give the chunks.
+  CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --pipeline-model-parallel-size 4 "
+                                "--num-virtual-stages-per-pipeline-rank 2 --num-layers-per-virtual-pipeline-stage 3"),
+                    Catch::Contains("give at most one of --num-layers-per-virtual-pipeline-stage, "
+                                    "--num-virtual-stages-per-pipeline-rank, --pipeline-model-parallel-layout"));
+}
+
 TEST_CASE("A Megatron launch line's other flags: listed as ignored, listed as not modelled, or refused",
           "[config][megatron]") {
   const auto l = read(kGpt + "--vocab-size 50000 --lr 3e-4 --lr-decay-style cosine --save /ckpt --save-interval 100 "

@@ -48,7 +48,10 @@ TEST_CASE("Pipeline layouts that Megatron or ptsim cannot run are refused with t
   refuses("Et*4|EtttL", 8, 2, "must begin with the embedding, E, and name it once");
   refuses("Et*4|t*4", 8, 2, "must end with the loss, L");
   refuses("Et*4|t*3L", 8, 2, "places 7 transformer layers where the model has num_layers = 8");
-  refuses("Et*8|L", 8, 2, "leaves virtual stage 1 (\"L\") without a transformer layer");
+  refuses("Et*4||t*4L", 8, 3, "leaves virtual stage 1 (\"\") without a transformer layer, the embedding or the loss");
+  // The embedding or the loss may make a stage alone, as Megatron builds it.
+  CHECK(config::pipeline_layout_layers("Et*8|L", 8, 2) == std::vector<std::int64_t>{8, 0});
+  CHECK(config::pipeline_layout_layers("E|t*8L", 8, 2) == std::vector<std::int64_t>{0, 8});
   refuses("Et*4|t*4mL", 8, 2, "places 1 MTP layers (m) where the model has mtp_num_layers = 0");
   // With MTP: one m a depth, on the last virtual stage with the loss
   // (Megatron-Bridge's DeepSeek-V3 GB300 layout ends "tmL").
@@ -122,4 +125,91 @@ TEST_CASE("A layout equal to the even split simulates the same step, and a lopsi
   CHECK(passes() == even);
   s.pipeline_layout = "Et*6|t*2L";
   CHECK(passes() / even == Approx(48.0 / 36.0).epsilon(0.01));
+}
+
+TEST_CASE("The embedding and the loss counted as layers split the places as Megatron-Core does", "[config][pipeline]") {
+  // transformer_block.py get_num_layers_to_build: (num_layers + 1 + 1) over
+  // pp·vpp virtual stages, one fewer on the first and on the last.
+  auto m = test::shipped_model("llama3-405b");  // 126 layers
+  config::StrategyInput s;
+  s.gpus = 64;
+  s.pp = 16;
+  s.vpp = 8;
+  s.global_batch_size = 128;
+  s.account_for_embedding = true;
+  s.account_for_loss = true;
+  // 128 places over 128 virtual stages: the embedding alone, 126 of one
+  // layer, the loss alone (Megatron-Bridge's Llama 3.1 405B GB200 recipes).
+  std::vector<std::int64_t> expected(128, 1);
+  expected.front() = 0;
+  expected.back() = 0;
+  CHECK(config::resolve_run(m, s).parallel.virtual_stage_layers == expected);
+  // The embedding alone: 11 layers + 1 over 4 stages is 3 places each.
+  m.num_layers = 11;
+  s.pp = 4;
+  s.vpp.reset();
+  s.account_for_loss.reset();
+  s.gpus = 4;
+  CHECK(config::resolve_run(m, s).parallel.virtual_stage_layers == std::vector<std::int64_t>{2, 3, 3, 3});
+  // Without the flag ptsim's own split puts the extra layers inside.
+  s.account_for_embedding.reset();
+  CHECK(config::resolve_run(m, s).parallel.virtual_stage_layers == std::vector<std::int64_t>{3, 3, 3, 2});
+  // Megatron's asserts: the places divide over the stages and the chunks.
+  s.account_for_embedding = true;
+  s.pp = 5;
+  s.gpus = 5;
+  CHECK_THROWS_WITH(config::resolve_run(m, s),
+                    Catch::Contains("--account-for-embedding-in-pipeline-split splits num_layers = 11 + 1 (embedding), "
+                                    "12 places, which pp = 5 does not divide"));
+  s.pp = 2;
+  s.gpus = 2;
+  s.vpp = 4;
+  CHECK_THROWS_WITH(config::resolve_run(m, s), Catch::Contains("leaves 6 places a stage"));
+  s.vpp.reset();
+  s.first_stage_layers = 5;
+  CHECK_THROWS_WITH(config::resolve_run(m, s),
+                    Catch::Contains("cannot be combined with --decoder-first-pipeline-num-layers"));
+  s.first_stage_layers.reset();
+  s.pipeline_layout = "Et*5|t*6L";
+  CHECK_THROWS_WITH(config::resolve_run(m, s),
+                    Catch::Contains("places every layer, so --account-for-embedding-in-pipeline-split cannot"));
+}
+
+TEST_CASE("A stage holding the embedding alone runs, and the stage after it sets the pace", "[simulate][pipeline]") {
+  // As the even-split case above: 8 layers, 2 stages, 1F1B, 8 micro-batches.
+  // All 8 layers on the second stage: it never waits after its first
+  // micro-batch and takes m·8(1 + r) = 64(1 + r), against 36(1 + r) evenly.
+  const auto hw = test::free_network(test::shipped_hardware("a100-sxm4-80gb"));
+  auto m = test::shipped_model("gpt3-175b");
+  m.num_layers = 8;
+  m.vocab_size = 256;
+  config::StrategyInput s;
+  s.gpus = 2;
+  s.pp = 2;
+  s.global_batch_size = 8;
+  s.host_overhead_us = 0;
+  const auto passes = [&] {
+    const auto r = test::simulate(m, hw, s).result;
+    return r.step_time_s - r.breakdown.optimizer_s;
+  };
+  const double even = passes();
+  s.pipeline_layout = "E|t*8L";
+  CHECK(passes() / even == Approx(64.0 / 36.0).epsilon(0.01));
+  // Interleaved, the embedding and the loss each alone on a chunk
+  // (6 layers + 2 places over 2 × 4 virtual stages): the model's FLOPs are
+  // the step's whatever the split.
+  m.num_layers = 6;
+  s.pipeline_layout.reset();
+  s.schedule = "interleaved";
+  s.vpp = 4;
+  s.global_batch_size = 4;
+  s.account_for_embedding = true;
+  s.account_for_loss = true;
+  CHECK(config::resolve_run(m, s).parallel.virtual_stage_layers == std::vector<std::int64_t>{0, 1, 1, 1, 1, 1, 1, 0});
+  const auto placed = test::simulate(m, hw, s);
+  s.account_for_embedding.reset();
+  s.account_for_loss.reset();
+  s.vpp = 3;
+  const auto even_split = test::simulate(m, hw, s);
+  CHECK(placed.result.model_flops_per_step == Approx(even_split.result.model_flops_per_step).epsilon(1e-12));
 }

@@ -25,7 +25,7 @@ std::vector<std::string> expand_pipeline_layout(const std::string& layout,
 /// `num_layers` layers on `pp` pipeline stages, checked as Megatron checks a
 /// layout (embedding first, loss last, each exactly once, num_layers 't's,
 /// stages a multiple of pp) and as ptsim needs it (a transformer layer in
-/// every virtual stage; the model's `mtp_layers` MTP depths, m, with the loss
+/// every virtual stage but one holding the embedding or the loss; the model's `mtp_layers` MTP depths, m, with the loss
 /// in the last virtual stage, where ptsim runs them). The model chunks per
 /// stage (vpp) are the result's size / pp. Throws ConfigError with the rule
 /// and the fix.

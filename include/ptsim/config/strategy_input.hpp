@@ -34,6 +34,8 @@ struct StrategyInput {
   std::optional<std::int64_t> first_stage_layers;
   std::optional<std::int64_t> last_stage_layers;
   std::optional<std::string> pipeline_layout;  // Megatron-Core's --pipeline-model-parallel-layout
+  std::optional<bool> account_for_embedding;   // the embedding takes a layer's place in the split
+  std::optional<bool> account_for_loss;        // so does the loss
   std::optional<std::int64_t> micro_batch_size;
   std::optional<std::int64_t> global_batch_size;
   std::optional<std::int64_t> seq_length;
