@@ -96,6 +96,14 @@ const std::vector<StrategyField> kFields = {
     {"moe_flex_dispatcher_backend", "moe_flex_dispatcher_backend", "", &S::moe_flex_dispatcher_backend, 1, 1,
      {"deepep", "hybridep"}, "NAME",
      "with --moe-token-dispatcher-type flex: deepep (default) | hybridep; both exchange tokens as flex says"},
+    {"overlap_moe_expert_parallel_comm", "overlap_moe_expert_parallel_comm", "",
+     &S::overlap_moe_expert_parallel_comm, 1, 1, {}, "",
+     "MoE with --ep > 1: Megatron-Core's combined 1F1B, one more warm-up forward and every steady-state forward run "
+     "together with the backward of another micro-batch, the dispatch and combine of each under the other's "
+     "kernels (interleaved schedule, or pp 1)"},
+    {"delay_wgrad_compute", "delay_wgrad_compute", "", &S::delay_wgrad_compute, 1, 1, {}, "",
+     "with --overlap-moe-expert-parallel-comm: the experts' weight-gradient GEMMs run beside the backward "
+     "dispatch instead of before it (Megatron-Core's --delay-wgrad-compute)"},
     {"tp_comm_overlap", "tp_comm_overlap", "", &S::tp_comm_overlap, 1, 1, {}, "",
      "with --sequence-parallel: pipeline TP all-gathers and reduce-scatters with their GEMMs "
      "(Transformer Engine's userbuffers)"},

@@ -162,6 +162,47 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
                     "add --use-distributed-optimizer or drop --fp8-param-gather");
 }
 
+// Megatron-Core's EP communication overlap and its delayed weight
+// gradients, with the rules TransformerConfig.__post_init__ asserts
+// (transformer_config.py at d98e8a64dd).
+void check_moe_overlap(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
+                       const StrategyInput& s) {
+  c.overlap_moe_expert_parallel_comm = s.overlap_moe_expert_parallel_comm.value_or(false);
+  c.delay_wgrad_compute = s.delay_wgrad_compute.value_or(false);
+  if (c.delay_wgrad_compute && !c.overlap_moe_expert_parallel_comm)
+    check.fail_flag("delay_wgrad_compute", "needs --overlap-moe-expert-parallel-comm (as Megatron-Core requires)",
+                    "add it, or drop --delay-wgrad-compute");
+  if (!c.overlap_moe_expert_parallel_comm) return;
+  const auto refuse = [&](const std::string& rule, const std::string& fix) {
+    check.fail_flag("overlap_moe_expert_parallel_comm", rule, fix);
+  };
+  if (!m.is_moe() || c.ep == 1)
+    refuse("needs expert parallelism (a mixture-of-experts model and --ep > 1)", "drop it or set --ep");
+  if (c.moe_dispatcher == strategy::MoeDispatcher::AllGather)
+    refuse("needs the alltoall or flex token dispatcher, not allgather",
+           "drop it or choose --moe-token-dispatcher-type alltoall|flex");
+  if (c.pp > 1 && c.schedule != strategy::ScheduleKind::Interleaved)
+    refuse(fmt::format("with pp = {} runs the interleaved schedule only (Megatron-Core asserts "
+                       "virtual_pipeline_model_parallel_size), not {}",
+                       c.pp, strategy::to_string(c.schedule)),
+           "give --vpp > 1, or drop it");
+  if (c.pp == 1 && c.schedule != strategy::ScheduleKind::OneFOneB)
+    refuse(fmt::format("runs Megatron-Core's combined 1F1B, not {}", strategy::to_string(c.schedule)),
+           "drop --schedule, or drop it");
+  if (c.recompute == strategy::RecomputeKind::Full)
+    refuse("cannot be combined with full recomputation (Megatron-Core refuses the pair)",
+           "use --recompute selective or none");
+  if (m.mtp_num_layers > 1)
+    refuse(fmt::format("supports at most one multi-token-prediction layer; the model has {}", m.mtp_num_layers),
+           "drop it");
+  // ptsim's limit, not Megatron-Core's: ZeRO-3 gathers a layer's parameters
+  // for the pass that reaches it, and a combined step runs two passes over
+  // the same layers at once.
+  if (c.zero_stage == 3)
+    refuse("is not simulated with ZeRO-3 (two passes interleave over the same layers' gathered parameters)",
+           "use --zero 1 or --use-distributed-optimizer");
+}
+
 // Text fields must hold one of their choices (flags and files check this
 // too; a StrategyInput built in code reaches here unchecked).
 void check_choices(const Checker& check, const StrategyInput& s) {
@@ -282,6 +323,7 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
 
   check_pipeline(check, m, c, s);
   check_memory_options(check, c, s);
+  check_moe_overlap(check, m, c, s);
 
   c.rank_order = s.rank_order.value_or(strategy::kDefaultRankOrder);
   try {

@@ -91,14 +91,15 @@ const Bounds::LayerCost& Bounds::boundary(const model::ModelSpec& m, const strat
 const std::vector<std::int64_t>& Bounds::in_flight(const strategy::ParallelConfig& c) {
   const std::int64_t micro = c.num_microbatches();
   const std::int64_t chunks = strategy::chunks_per_stage(c);
-  const auto key = std::make_tuple(c.schedule, c.pp, micro, chunks);
+  const auto key = std::make_tuple(c.schedule, c.pp, micro, chunks, c.overlap_moe_expert_parallel_comm);
   {
     const std::lock_guard lock(mutex_);
     if (const auto it = in_flight_.find(key); it != in_flight_.end()) return it->second;
   }
   std::vector<std::int64_t> n;
   for (std::int64_t stage = 0; stage < c.pp; ++stage)
-    n.push_back(strategy::forwards_before_first_backward(c.schedule, stage, c.pp, micro, chunks));
+    n.push_back(strategy::forwards_before_first_backward(c.schedule, stage, c.pp, micro, chunks,
+                                                         c.overlap_moe_expert_parallel_comm));
   const std::lock_guard lock(mutex_);
   return in_flight_.emplace(key, std::move(n)).first->second;
 }

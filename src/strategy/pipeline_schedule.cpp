@@ -26,16 +26,17 @@ std::vector<PipelineStep> all_forward_then_backward(std::int64_t m) {
 }
 
 // Megatron-LM forward_backward_pipelining_without_interleaving: warm-up of
-// min(p − s − 1, m) forwards, then (F, B) pairs, then the remaining backwards.
-std::vector<PipelineStep> one_f_one_b(std::int64_t stage, std::int64_t p, std::int64_t m) {
-  const std::int64_t warmup = std::min(p - stage - 1, m);
+// min(p − s − 1, m) forwards, then (F, B) pairs, then the remaining
+// backwards. `combined`: combined 1F1B (see combined_1f1b_order).
+std::vector<PipelineStep> one_f_one_b(std::int64_t stage, std::int64_t p, std::int64_t m, bool combined = false) {
+  const std::int64_t warmup = std::min(p - stage - 1 + (combined ? 1 : 0), m);
   std::vector<PipelineStep> steps;
   steps.reserve(static_cast<std::size_t>(2 * m));
   std::int64_t next_f = 0;
   std::int64_t next_b = 0;
   for (; next_f < warmup; ++next_f) steps.push_back({Pass::Forward, next_f});
   while (next_f < m) {
-    steps.push_back({Pass::Forward, next_f++});
+    steps.push_back({Pass::Forward, next_f++, 0, combined});
     steps.push_back({Pass::Backward, next_b++});
   }
   while (next_b < m) steps.push_back({Pass::Backward, next_b++});
@@ -68,11 +69,11 @@ std::vector<std::pair<std::int64_t, std::int64_t>> interleaved_table(std::int64_
 //                       | B2.1 B3.1 B2.0 B3.0
 //   stage 1, warm-up 2: F0.0 F1.0 | F0.1 B0.1 F1.1 B1.1 F2.0 B0.0 F3.0 B1.0 F2.1 B2.1
 //                       F3.1 B3.1 | B2.0 B3.0
-std::vector<PipelineStep> interleaved(std::int64_t stage, std::int64_t p, std::int64_t m,
-                                      std::int64_t v) {
+std::vector<PipelineStep> interleaved(std::int64_t stage, std::int64_t p, std::int64_t m, std::int64_t v,
+                                      bool combined = false) {
   const auto table = interleaved_table(p, m, v);
   const std::int64_t total = m * v;
-  const std::int64_t warmup = m == p ? total : std::min((p - stage - 1) * 2 + (v - 1) * p, total);
+  const std::int64_t warmup = m == p ? total : std::min((p - stage - 1) * 2 + (v - 1) * p + (combined ? 1 : 0), total);
   const auto forward = [&](std::int64_t k) {
     const auto& [mb, c] = table[static_cast<std::size_t>(k)];
     return PipelineStep{Pass::Forward, mb, c};
@@ -86,6 +87,7 @@ std::vector<PipelineStep> interleaved(std::int64_t stage, std::int64_t p, std::i
   for (std::int64_t k = 0; k < warmup; ++k) steps.push_back(forward(k));
   for (std::int64_t k = 0; k < total - warmup; ++k) {
     steps.push_back(forward(warmup + k));
+    steps.back().overlapped_with_next = combined;
     steps.push_back(backward(k));
   }
   for (std::int64_t k = total - warmup; k < total; ++k) steps.push_back(backward(k));
@@ -256,13 +258,28 @@ std::vector<PipelineStep> dual_pipe_order(std::int64_t stage, std::int64_t p, st
   return dual_pipe(stage, p, m);
 }
 
+// Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm;
+// pipeline_parallel/schedules.py get_pp_rank_microbatches and
+// combined_1f1b_schedule_for_no_pipelining): one more warm-up forward, so
+// that the forward and the backward of every steady-state pair belong to
+// different micro-batches and neither waits for the other; each pair then
+// runs as one step, the dispatch and combine of one under the other's
+// kernels (models/common/model_chunk_schedule_plan.py,
+// TransformerLayerSchedulePlan.run). p = 1, m = 3: F0 | F1~B0 F2~B1 | B2.
+std::vector<PipelineStep> combined_1f1b_order(ScheduleKind kind, std::int64_t stage, std::int64_t p, std::int64_t m,
+                                              std::int64_t chunks) {
+  PTSIM_ASSERT(kind == ScheduleKind::Interleaved || (kind == ScheduleKind::OneFOneB && p == 1),
+               "combined 1F1B runs the interleaved schedule, or one stage");
+  return kind == ScheduleKind::Interleaved ? interleaved(stage, p, m, chunks, true) : one_f_one_b(stage, p, m, true);
+}
+
 }  // namespace internal
 
-std::vector<PipelineStep> make_pipeline_order(ScheduleKind kind, std::int64_t stage,
-                                              std::int64_t num_stages,
-                                              std::int64_t num_microbatches, std::int64_t chunks) {
+std::vector<PipelineStep> make_pipeline_order(ScheduleKind kind, std::int64_t stage, std::int64_t num_stages,
+                                              std::int64_t num_microbatches, std::int64_t chunks, bool combined_1f1b) {
   PTSIM_ASSERT(stage >= 0 && stage < num_stages, "stage must lie in [0, num_stages)");
   PTSIM_ASSERT(num_microbatches >= 1, "at least one micro-batch");
+  if (combined_1f1b) return internal::combined_1f1b_order(kind, stage, num_stages, num_microbatches, chunks);
   return describe(kind).order(stage, num_stages, num_microbatches, chunks);
 }
 

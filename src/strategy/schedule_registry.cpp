@@ -149,9 +149,9 @@ std::int64_t path_stages(ScheduleKind kind, std::int64_t pp, std::int64_t chunks
 }
 
 std::int64_t forwards_before_first_backward(ScheduleKind kind, std::int64_t stage, std::int64_t pp,
-                                            std::int64_t microbatches, std::int64_t chunks) {
+                                            std::int64_t microbatches, std::int64_t chunks, bool combined_1f1b) {
   std::int64_t forwards = 0;
-  for (const PipelineStep& step : make_pipeline_order(kind, stage, pp, microbatches, chunks)) {
+  for (const PipelineStep& step : make_pipeline_order(kind, stage, pp, microbatches, chunks, combined_1f1b)) {
     if (step.pass != Pass::Forward) break;
     ++forwards;
   }

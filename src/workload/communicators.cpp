@@ -80,6 +80,9 @@ void add_communicators(const strategy::ParallelConfig& config, const strategy::R
   Builder b(w);
   const std::int64_t pp = dense.size(Axis::Pp);
   const bool dualpipe = strategy::describe(config.schedule).two_directions;
+  // A second compute lane (DualPipe's, combined 1F1B's) issues its TP and EP
+  // collectives on communicators of its own.
+  const bool two_lanes = dualpipe || config.overlap_moe_expert_parallel_comm;
   // DualPipe: ranks r and p−1−r hold the same two model stages; their
   // gradients are summed together with data parallelism.
   const auto with_mirror = [&](std::vector<Rank> members) {
@@ -110,7 +113,7 @@ void add_communicators(const strategy::ParallelConfig& config, const strategy::R
   const auto tp_leader = [&](Rank r) { return zeroed(dense, r, {Axis::Tp}); };
   const auto tp_group = [&](Rank r) { return dense.group(r, Axis::Tp); };
   b.add_groups(world, slots::kTensorParallel, tp_leader, tp_group);
-  if (dualpipe) b.add_groups(world, slots::kTensorParallel1, tp_leader, tp_group);
+  if (two_lanes) b.add_groups(world, slots::kTensorParallel1, tp_leader, tp_group);
   b.add_groups(world, slots::kDataParallel,
                [&](Rank r) { return mirrored_leader(dense, r, {Axis::Cp, Axis::Dp}); },
                [&](Rank r) { return with_mirror(group_along(dense, r, {Axis::Cp, Axis::Dp})); });
@@ -126,7 +129,7 @@ void add_communicators(const strategy::ParallelConfig& config, const strategy::R
     b.add_groups(world, slots::kExpertTensorParallel, etp_leader, etp_group);
     b.add_groups(world, slots::kExpertDataParallel, [&](Rank r) { return mirrored_leader(*expert, r, {Axis::Dp}); },
                  [&](Rank r) { return with_mirror(expert->group(r, Axis::Dp)); });
-    if (dualpipe) {
+    if (two_lanes) {
       b.add_groups(world, slots::kExpertParallel1, ep_leader, ep_group);
       b.add_groups(world, slots::kExpertTensorParallel1, etp_leader, etp_group);
     }

@@ -90,22 +90,39 @@ void LayerBuilder::moe() {
   if (etp > 1)
     bw.push_back(collective_op("moe.combine.bwd.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
                                T * k * h_ * 2 * etp));
+  // Weight gradients run after their input gradients; with
+  // --delay-wgrad-compute (Megatron-Core's combined 1F1B with Transformer
+  // Engine's delayed wgrad: TransformerLayerSchedulePlan.run issues the
+  // backward dispatch and then mlp.backward_dw) they run beside the backward
+  // dispatch, which waits for fc1's input gradient only.
+  const bool delay_wgrad = shape_.delay_wgrad_compute && exchange;
+  std::vector<OpSpec> wgrads;
+  const auto wgrad = [&](OpSpec op) { (delay_wgrad ? wgrads : bw).push_back(std::move(op)); };
   if (fp8_) bw.push_back(memory_op("moe.experts.fc2" + q(".grad_", "cast"), rows * h_ * cast_bytes()));
   bw.push_back(expert_gemm(matmul("moe.experts.fc2.dgrad", per_expert, fe / etp, h_, local_experts, dt)));
-  bw.push_back(
-      weight_grad(freeing(expert_gemm(matmul("moe.experts.fc2.wgrad", fe / etp, h_, per_expert, local_experts, dt)),
-                          saved_input(rows * fe / etp))));
+  wgrad(weight_grad(freeing(expert_gemm(matmul("moe.experts.fc2.wgrad", fe / etp, h_, per_expert, local_experts, dt)),
+                            saved_input(rows * fe / etp))));
   bw.push_back(freeing(memory_op(act + ".bwd", 2 * rows * (2 * fc1_out + fe / etp)), 2 * rows * fc1_out));
   if (fp8_) bw.push_back(memory_op("moe.experts.fc1" + q(".grad_", "cast"), rows * fc1_out * cast_bytes()));
   bw.push_back(expert_gemm(matmul("moe.experts.fc1.dgrad", per_expert, h_, fc1_out, local_experts, dt)));
-  bw.push_back(
-      weight_grad(freeing(expert_gemm(matmul("moe.experts.fc1.wgrad", h_, fc1_out, per_expert, local_experts, dt)),
-                          saved_input(rows * h_))));
+  wgrad(weight_grad(freeing(expert_gemm(matmul("moe.experts.fc1.wgrad", h_, fc1_out, per_expert, local_experts, dt)),
+                            saved_input(rows * h_))));
   if (etp > 1)
     bw.push_back(collective_op("moe.dispatch.bwd.reducescatter", CollectiveKind::ReduceScatter,
                                CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
-  if (exchange) bw.push_back(exchange_op("moe.dispatch.bwd", false));
-  bw.push_back(memory_op("moe.permute.bwd", T * k * h_ * 2 * 2));
+  OpSpec permute_bwd = memory_op("moe.permute.bwd", T * k * h_ * 2 * 2);
+  if (exchange) {
+    OpSpec dispatch_bwd = exchange_op("moe.dispatch.bwd", false);
+    if (delay_wgrad) {
+      // Nothing of the block waits for it but the permutation's backward.
+      dispatch_bwd.detached = true;
+      if (etp > 1) dispatch_bwd.after = static_cast<int>(bw.size()) - 1;  // the reduce-scatter
+      permute_bwd.after = static_cast<int>(bw.size());
+    }
+    bw.push_back(dispatch_bwd);
+  }
+  for (OpSpec& op : wgrads) bw.push_back(std::move(op));
+  bw.push_back(permute_bwd);
   bw.push_back(freeing(memory_op("moe.router.topk.bwd", T * E * 4 * 3, KernelClass::Softmax), T * E * 4));
   bw.push_back(matmul("moe.router.dgrad", T, h_, E));
   bw.push_back(weight_grad(freeing(matmul("moe.router.wgrad", h_, E, T), 2 * T * h_)));

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -69,8 +70,9 @@ class StageBuilder {
   }
 
   void build() {
-    const auto order = strategy::make_pipeline_order(c_.schedule, ctx_.stage, c_.pp, c_.num_microbatches(),
-                                                     strategy::chunks_per_stage(c_));
+    const auto order =
+        strategy::make_pipeline_order(c_.schedule, ctx_.stage, c_.pp, c_.num_microbatches(),
+                                      strategy::chunks_per_stage(c_), c_.overlap_moe_expert_parallel_comm);
     // The step after which each chunk's weight gradients are final.
     std::vector<std::size_t> final_step(ctx_.chunks.size(), 0);
     for (std::size_t i = 0; i < order.size(); ++i)
@@ -81,21 +83,51 @@ class StageBuilder {
     prologue();
     for (std::size_t i = 0; i < order.size(); ++i) {
       const auto& step = order[i];
-      // DualPipe's overlapped pair: this forward on lane 0, the backward
-      // after it on lane 1, both free to run at once (each one's
-      // communication under the other's kernels), joined afterwards.
+      // An overlapped pair (DualPipe's, combined 1F1B's): this forward on
+      // lane 0, the backward after it on lane 1, both free to run at once
+      // (each one's communication under the other's kernels), joined
+      // afterwards. Combined 1F1B issues the two layer by layer, as
+      // Megatron-Core's TransformerModelChunkSchedulePlan.run does: the
+      // backward's output layer, the forward's embedding, then for each
+      // layer index the backward's layer and the forward's, then the
+      // forward's output layer and the backward's embedding.
       const bool pair_forward = step.overlapped_with_next && i + 1 < order.size();
+      if (pair_forward && c_.overlap_moe_expert_parallel_comm) {
+        PassPieces f =
+            forward_pieces(static_cast<std::int32_t>(step.microbatch), static_cast<std::size_t>(step.chunk), &calls[i]);
+        const auto& next = order[i + 1];
+        PTSIM_ASSERT(next.pass == Pass::Backward, "combined 1F1B pairs a forward with a full backward");
+        const auto bchunk = static_cast<std::size_t>(next.chunk);
+        PassPieces b = backward_pieces(static_cast<std::int32_t>(next.microbatch), bchunk, i + 1 == final_step[bchunk],
+                                       false, &calls[i + 1]);
+        out_.fork_lane();
+        const auto on = [&](int lane, const std::function<void()>& piece) {
+          out_.set_lane(lane);
+          piece();
+        };
+        on(1, b.before);
+        on(0, f.before);
+        for (std::size_t k = 0; k < std::max(f.layers.size(), b.layers.size()); ++k) {
+          if (k < b.layers.size()) on(1, b.layers[k]);
+          if (k < f.layers.size()) on(0, f.layers[k]);
+        }
+        on(0, f.after);
+        on(1, b.after);
+        out_.join_lanes();
+        ++i;
+        continue;
+      }
       const bool pair_backward = i > 0 && order[i - 1].overlapped_with_next;
       if (pair_forward) out_.fork_lane();
       if (pair_backward) out_.set_lane(1);
       const auto mb = static_cast<std::int32_t>(step.microbatch);
       const auto chunk = static_cast<std::size_t>(step.chunk);
-      call_ = &calls[i];
+      const P2pCall* call = &calls[i];
       const bool final = i == final_step[chunk];
       switch (step.pass) {
-        case Pass::Forward: forward(mb, chunk); break;
-        case Pass::Backward: backward(mb, chunk, final, false); break;
-        case Pass::BackwardInput: backward(mb, chunk, false, true); break;
+        case Pass::Forward: run(forward_pieces(mb, chunk, call)); break;
+        case Pass::Backward: run(backward_pieces(mb, chunk, final, false, call)); break;
+        case Pass::BackwardInput: run(backward_pieces(mb, chunk, false, true, call)); break;
         case Pass::BackwardWeight: weight_gradients(mb, chunk, final); break;
       }
       if (pair_backward) out_.join_lanes();
@@ -235,97 +267,129 @@ class StageBuilder {
     map.erase(it);
   }
 
-  // The layers of a chunk in `order`, each after the previous; ZeRO-3
-  // gathers a layer's parameters while the one before it runs, or, blocking
-  // (DeepSpeed 0.3), as the layer is reached.
-  template <typename Run>
-  void for_layers(std::size_t chunk, bool reverse, std::int32_t mb, Run run) {
-    const std::int64_t n = ctx_.chunks[chunk].count;
-    const auto layer_at = [&](std::int64_t i) { return ctx_.chunks[chunk].first + (reverse ? n - 1 - i : i); };
-    const std::int64_t ahead = c_.zero3_blocking ? 0 : 1;  // layers gathered before the one running
-    if (zero3() && ahead > 0 && n > 0) zero3_gather(layer_at(0), mb);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t layer = layer_at(i);
-      if (zero3() && i + ahead < n) zero3_gather(layer_at(i + ahead), mb);
-      if (zero3()) wait_gathered(gathers_, layer);
-      wait_gathered(param_gather_, layer);
-      run(layer, layer - ctx_.chunks[chunk].first);
-    }
+  // A pass as the pieces it is issued in: what comes before its layers, each
+  // layer, what comes after (combined 1F1B interleaves two passes' pieces).
+  struct PassPieces {
+    std::function<void()> before;
+    std::vector<std::function<void()>> layers;
+    std::function<void()> after;
+  };
+  static void run(const PassPieces& pass) {
+    pass.before();
+    for (const auto& layer : pass.layers) layer();
+    pass.after();
   }
 
-  void forward(std::int32_t mb, std::size_t chunk) {
-    const Channels& ch = channels(chunk);
-    if (call_->early_recv) {
-      const auto bchunk = static_cast<std::size_t>(call_->early_recv->chunk);
-      const Channels& bch = channels(bchunk);
-      out_.instantiate(transfer_block(std::string("pp.recv_gradient") + bch.suffix, false, bch.recv_backward_stream,
-                                      bch.recv_backward_slot, call_->recv_syncs && first_virtual(chunk)),
-                       static_cast<std::int32_t>(call_->early_recv->microbatch), -1);
-    }
-    if (!first_virtual(chunk))
-      out_.instantiate(transfer_block(std::string("pp.recv_activation") + ch.suffix, false, ch.recv_forward_stream,
-                                      ch.recv_forward_slot, call_->recv_syncs),
-                       mb, -1);
-    if (first_virtual(chunk)) out_.instantiate(blocks_.embedding_block(Pass::Forward), mb, -1);
-    for_layers(chunk, false, mb, [&](std::int64_t layer, std::int64_t l) {
+  // The layers of a chunk in `order`, each after the previous; ZeRO-3
+  // gathers a layer's parameters while the one before it runs, or, blocking
+  // (DeepSpeed 0.3), as the layer is reached. Issued in order.
+  template <typename Run>
+  std::vector<std::function<void()>> layer_pieces(std::size_t chunk, bool reverse, std::int32_t mb, Run run) {
+    const std::int64_t n = ctx_.chunks[chunk].count;
+    const std::int64_t first = ctx_.chunks[chunk].first;
+    const auto layer_at = [first, n, reverse](std::int64_t i) { return first + (reverse ? n - 1 - i : i); };
+    const std::int64_t ahead = c_.zero3_blocking ? 0 : 1;  // layers gathered before the one running
+    std::vector<std::function<void()>> pieces;
+    for (std::int64_t i = 0; i < n; ++i)
+      pieces.emplace_back([this, i, n, ahead, first, layer_at, mb, run] {
+        const std::int64_t layer = layer_at(i);
+        if (zero3() && ahead > 0 && i == 0) zero3_gather(layer, mb);
+        if (zero3() && i + ahead < n) zero3_gather(layer_at(i + ahead), mb);
+        if (zero3()) wait_gathered(gathers_, layer);
+        wait_gathered(param_gather_, layer);
+        run(layer, layer - first);
+      });
+    return pieces;
+  }
+
+  PassPieces forward_pieces(std::int32_t mb, std::size_t chunk, const P2pCall* call) {
+    PassPieces pass;
+    pass.before = [this, mb, chunk, call] {
+      const Channels& ch = channels(chunk);
+      if (call->early_recv) {
+        const auto bchunk = static_cast<std::size_t>(call->early_recv->chunk);
+        const Channels& bch = channels(bchunk);
+        out_.instantiate(transfer_block(std::string("pp.recv_gradient") + bch.suffix, false, bch.recv_backward_stream,
+                                        bch.recv_backward_slot, call->recv_syncs && first_virtual(chunk)),
+                         static_cast<std::int32_t>(call->early_recv->microbatch), -1);
+      }
+      if (!first_virtual(chunk))
+        out_.instantiate(transfer_block(std::string("pp.recv_activation") + ch.suffix, false, ch.recv_forward_stream,
+                                        ch.recv_forward_slot, call->recv_syncs),
+                         mb, -1);
+      if (first_virtual(chunk)) out_.instantiate(blocks_.embedding_block(Pass::Forward), mb, -1);
+    };
+    pass.layers = layer_pieces(chunk, false, mb, [this, mb](std::int64_t layer, std::int64_t l) {
       out_.instantiate(blocks_.layer_forward(layer, fully_recomputed(l)), mb, static_cast<std::int32_t>(layer));
     });
-    if (last_virtual(chunk)) {
-      out_.instantiate(blocks_.output_block(Pass::Forward), mb, -1);
-    } else {
-      out_.instantiate(transfer_block(std::string("pp.send_activation") + ch.suffix, true, ch.send_forward_stream,
-                                      ch.send_forward_slot, call_->send_syncs),
-                       mb, -1);
-    }
-    // FP8: the amax of every fp8 tensor of the forward is reduced over the
-    // stage's ranks as the forward ends (Transformer Engine's delayed scaling;
-    // current scaling keeps each amax local, but for the TP reductions of
-    // gathered tensors in the layers). A stage of one rank has nothing to
-    // reduce (and no communicator for it).
-    if (c_.precision == Dtype::Fp8 && c_.fp8_recipe == strategy::Fp8Recipe::Delayed && c_.tp * c_.cp * c_.dp > 1) {
-      int tensors = 0;
-      for (std::int64_t l = 0; l < ctx_.chunks[chunk].count; ++l)
-        tensors += 3 * fp8_gemms_per_layer(m_, ctx_.chunks[chunk].first + l);
-      const auto bytes = static_cast<std::uint64_t>(4 * tensors);
-      out_.instantiate(out_.block(fmt::format("fp8.amax_allreduce.{}", bytes),
-                                  [&](BlockRecorder& b) {
-                                    b.emit_collective(streams::kTensorParallel, slots::kAmax,
-                                                      categories::kTensorParallel, bytes, "fp8.amax_allreduce", true);
-                                  }),
-                       mb, -1);
-    }
+    pass.after = [this, mb, chunk, call] {
+      const Channels& ch = channels(chunk);
+      if (last_virtual(chunk)) {
+        out_.instantiate(blocks_.output_block(Pass::Forward), mb, -1);
+      } else {
+        out_.instantiate(transfer_block(std::string("pp.send_activation") + ch.suffix, true, ch.send_forward_stream,
+                                        ch.send_forward_slot, call->send_syncs),
+                         mb, -1);
+      }
+      // FP8: the amax of every fp8 tensor of the forward is reduced over the
+      // stage's ranks as the forward ends (Transformer Engine's delayed
+      // scaling; current scaling keeps each amax local, but for the TP
+      // reductions of gathered tensors in the layers). A stage of one rank
+      // has nothing to reduce (and no communicator for it).
+      if (c_.precision == Dtype::Fp8 && c_.fp8_recipe == strategy::Fp8Recipe::Delayed && c_.tp * c_.cp * c_.dp > 1) {
+        int tensors = 0;
+        for (std::int64_t l = 0; l < ctx_.chunks[chunk].count; ++l)
+          tensors += 3 * fp8_gemms_per_layer(m_, ctx_.chunks[chunk].first + l);
+        const auto bytes = static_cast<std::uint64_t>(4 * tensors);
+        out_.instantiate(out_.block(fmt::format("fp8.amax_allreduce.{}", bytes),
+                                    [&](BlockRecorder& b) {
+                                      b.emit_collective(streams::kTensorParallel, slots::kAmax,
+                                                        categories::kTensorParallel, bytes, "fp8.amax_allreduce", true);
+                                    }),
+                         mb, -1);
+      }
+    };
+    return pass;
   }
 
   // Full backward (input_only false) or the B of a zero-bubble split.
-  void backward(std::int32_t mb, std::size_t chunk, bool final, bool input_only) {
-    const Channels& ch = channels(chunk);
+  PassPieces backward_pieces(std::int32_t mb, std::size_t chunk, bool final, bool input_only, const P2pCall* call) {
     const strategy::Pass which = input_only ? Pass::BackwardInput : Pass::Backward;
-    if (!last_virtual(chunk) && !call_->skip_recv)
-      out_.instantiate(transfer_block(std::string("pp.recv_gradient") + ch.suffix, false, ch.recv_backward_stream,
-                                      ch.recv_backward_slot, call_->recv_syncs),
-                       mb, -1);
-    if (last_virtual(chunk)) {
-      out_.instantiate(blocks_.output_block(which), mb, -1);
-      if (!input_only) dp_.output_gradients(final);
-    }
-    for_layers(chunk, true, mb, [&](std::int64_t layer, std::int64_t l) {
-      if (fully_recomputed(l)) {
-        out_.instantiate(blocks_.layer_recompute(layer, true), mb, static_cast<std::int32_t>(layer));
-      } else if (selective() && !blocks_.lists(layer).core_attention.empty()) {
-        out_.instantiate(blocks_.layer_recompute(layer, false), mb, static_cast<std::int32_t>(layer));
+    PassPieces pass;
+    pass.before = [this, mb, chunk, final, input_only, which, call] {
+      const Channels& ch = channels(chunk);
+      if (!last_virtual(chunk) && !call->skip_recv)
+        out_.instantiate(transfer_block(std::string("pp.recv_gradient") + ch.suffix, false, ch.recv_backward_stream,
+                                        ch.recv_backward_slot, call->recv_syncs),
+                         mb, -1);
+      if (last_virtual(chunk)) {
+        out_.instantiate(blocks_.output_block(which), mb, -1);
+        if (!input_only) dp_.output_gradients(final);
       }
-      out_.instantiate(blocks_.layer_backward(layer, which), mb, static_cast<std::int32_t>(layer));
-      if (!input_only) dp_.layer_gradients(layer, mb, final);
-    });
-    if (!first_virtual(chunk)) {
-      out_.instantiate(transfer_block(std::string("pp.send_gradient") + ch.suffix, true, ch.send_backward_stream,
-                                      ch.send_backward_slot, call_->send_syncs),
-                       mb, -1);
-    } else {
-      out_.instantiate(blocks_.embedding_block(which), mb, -1);
-      if (!input_only) dp_.embedding_gradients(final);
-    }
-    if (!input_only) dp_.end_of_gradients(final);
+    };
+    pass.layers =
+        layer_pieces(chunk, true, mb, [this, mb, final, input_only, which](std::int64_t layer, std::int64_t l) {
+          if (fully_recomputed(l)) {
+            out_.instantiate(blocks_.layer_recompute(layer, true), mb, static_cast<std::int32_t>(layer));
+          } else if (selective() && !blocks_.lists(layer).core_attention.empty()) {
+            out_.instantiate(blocks_.layer_recompute(layer, false), mb, static_cast<std::int32_t>(layer));
+          }
+          out_.instantiate(blocks_.layer_backward(layer, which), mb, static_cast<std::int32_t>(layer));
+          if (!input_only) dp_.layer_gradients(layer, mb, final);
+        });
+    pass.after = [this, mb, chunk, final, input_only, which, call] {
+      const Channels& ch = channels(chunk);
+      if (!first_virtual(chunk)) {
+        out_.instantiate(transfer_block(std::string("pp.send_gradient") + ch.suffix, true, ch.send_backward_stream,
+                                        ch.send_backward_slot, call->send_syncs),
+                         mb, -1);
+      } else {
+        out_.instantiate(blocks_.embedding_block(which), mb, -1);
+        if (!input_only) dp_.embedding_gradients(final);
+      }
+      if (!input_only) dp_.end_of_gradients(final);
+    };
+    return pass;
   }
 
   // The W of a zero-bubble split: weight gradients of every layer of the chunk.
@@ -369,7 +433,6 @@ class StageBuilder {
   LayerBlocks blocks_;
   std::uint64_t activation_bytes_ = 0;
   std::int64_t total_virtual_ = 1;
-  const P2pCall* call_ = nullptr;  // the current step's (see megatron_p2p_calls)
   std::unordered_map<std::int64_t, std::vector<TaskRef>> gathers_, param_gather_;
 };
 

@@ -113,8 +113,13 @@ TEST_CASE("A Megatron launch line's other flags: listed as ignored, listed as no
                                               "--seed", "--manual-gc"});
   CHECK(l.not_modelled.empty());
   // A Megatron flag that changes a step and that ptsim does not model.
-  CHECK(read(kGpt + "--vocab-size 50000 --overlap-moe-expert-parallel-comm").not_modelled ==
-        std::vector<std::string>{"--overlap-moe-expert-parallel-comm"});
+  CHECK(read(kGpt + "--vocab-size 50000 --moe-shared-expert-overlap").not_modelled ==
+        std::vector<std::string>{"--moe-shared-expert-overlap"});
+  // Megatron-Core's EP overlap is modelled: it reaches the strategy.
+  const auto overlap = read(kGpt + "--vocab-size 50000 --overlap-moe-expert-parallel-comm --delay-wgrad-compute");
+  CHECK(overlap.not_modelled.empty());
+  CHECK(overlap.strategy.overlap_moe_expert_parallel_comm == std::optional<bool>(true));
+  CHECK(overlap.strategy.delay_wgrad_compute == std::optional<bool>(true));
   CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --num-layer 24"),
                     Catch::Contains("--num-layer is not a flag of Megatron-LM's pretrain_gpt.py") &&
                         Catch::Contains("did you mean --num-layers?"));

@@ -245,6 +245,43 @@ TEST_CASE("Interleaved 1F1B follows Megatron-Core's schedule table", "[strategy]
   CHECK_THROWS_AS(make_pipeline_order(ScheduleKind::Interleaved, 0, 4, 8, 1), ptsim::InternalError);
 }
 
+TEST_CASE("Combined 1F1B adds a warm-up forward and overlaps every steady forward with a backward", "[strategy]") {
+  // One stage (Megatron-Core combined_1f1b_schedule_for_no_pipelining), m = 3:
+  // F0 | F1~B0 F2~B1 | B2.
+  CHECK(make_pipeline_order(ScheduleKind::OneFOneB, 0, 1, 3, 1, true) ==
+        std::vector<PipelineStep>{F(0), F(1, 0, true), B(0), F(2, 0, true), B(1), B(2)});
+  // Interleaved p = 2, v = 2, m = 4, stage 1: warm-up (p − s − 1)·2 + (v − 1)·p + 1 = 3
+  // forwards of the table 0.0 1.0 0.1 1.1 2.0 3.0 2.1 3.1, then forward 3 + k with
+  // backward k (chunks reversed), then the last three backwards.
+  CHECK(make_pipeline_order(ScheduleKind::Interleaved, 1, 2, 4, 2, true) ==
+        std::vector<PipelineStep>{F(0, 0), F(1, 0), F(0, 1), F(1, 1, true), B(0, 1), F(2, 0, true), B(1, 1),
+                                  F(3, 0, true), B(0, 0), F(2, 1, true), B(1, 0), F(3, 1, true), B(2, 1), B(3, 1),
+                                  B(2, 0), B(3, 0)});
+  // Every micro-batch still runs once in order, the pair's two halves belong
+  // to different micro-batches (neither waits for the other), and the stages
+  // run to completion.
+  for (std::int64_t p : {1, 2, 4})
+    for (std::int64_t k : {1, 2, 3})
+      for (std::int64_t v : {1, 2, 3}) {
+        if (p > 1 && v == 1) continue;  // Megatron-Core: interleaved only with pp > 1
+        const ScheduleKind kind = v == 1 ? ScheduleKind::OneFOneB : ScheduleKind::Interleaved;
+        const std::int64_t m = k * p + (v == 1 ? 2 : 0);
+        INFO("p = " << p << ", m = " << m << ", v = " << v);
+        std::vector<std::vector<PipelineStep>> orders;
+        for (std::int64_t s = 0; s < p; ++s) {
+          auto steps = make_pipeline_order(kind, s, p, m, v, true);
+          CHECK(order_problems(steps, every_microbatch(m, v)).empty());
+          for (std::size_t i = 0; i + 1 < steps.size(); ++i)
+            if (steps[i].overlapped_with_next) {
+              CHECK(steps[i + 1].pass == Pass::Backward);
+              CHECK(steps[i].microbatch != steps[i + 1].microbatch);
+            }
+          orders.push_back(std::move(steps));
+        }
+        CHECK(time_schedule(kind, orders, StepCosts{1, 1, 1}).error.empty());
+      }
+}
+
 TEST_CASE("Interleaved 1F1B takes (v·m + p − 1)(F + B) with free communication", "[strategy]") {
   // Per chunk F = 1, full backward 2: the bubble is (p − 1)(F + B) on every
   // stage, a fraction (p − 1)/(v·m + p − 1) (Narayanan et al. 2021 §2.2.2).

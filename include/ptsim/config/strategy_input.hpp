@@ -61,6 +61,8 @@ struct StrategyInput {
   std::optional<double> moe_capacity_factor;
   std::optional<std::string> moe_token_dispatcher_type;    // alltoall | allgather | flex
   std::optional<std::string> moe_flex_dispatcher_backend;  // deepep | hybridep (with flex)
+  std::optional<bool> overlap_moe_expert_parallel_comm;    // combined 1F1B: dispatch/combine under compute
+  std::optional<bool> delay_wgrad_compute;                 // experts' wgrad beside the backward dispatch
   std::optional<double> host_overhead_us;
   std::optional<double> memory_headroom_gib;
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp

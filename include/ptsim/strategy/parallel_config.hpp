@@ -183,6 +183,15 @@ struct ParallelConfig {
   std::optional<double> moe_capacity_factor;
   /// How MoE layers dispatch and combine tokens.
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
+  /// Megatron-Core's --overlap-moe-expert-parallel-comm: the combined 1F1B
+  /// schedule, each steady-state forward run together with the backward of
+  /// another micro-batch so that one's dispatch and combine run under the
+  /// other's kernels (strategy::make_pipeline_order).
+  bool overlap_moe_expert_parallel_comm = false;
+  /// Megatron-Core's --delay-wgrad-compute (with the overlap above): the
+  /// experts' weight-gradient GEMMs run after the backward dispatch is
+  /// issued, beside it, instead of before it.
+  bool delay_wgrad_compute = false;
   AttentionBackend attention = AttentionBackend::Flash;
   /// Inputs of the transformer layers' linear GEMMs: bf16, fp8 (e4m3) under
   /// FP8 training or nvfp4 (e2m1, Transformer Engine's NVFP4 recipe) under

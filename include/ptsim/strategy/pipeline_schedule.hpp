@@ -61,8 +61,8 @@ struct PipelineStep {
   /// Model chunk on this stage: interleaved 0 … v−1 (virtual stage chunk·p +
   /// stage); DualPipe 0 (direction 0) or 1 (direction 1); otherwise 0.
   std::int64_t chunk = 0;
-  /// DualPipe's forward–backward pairs: this forward runs overlapped with the
-  /// next step, a backward of the other chunk.
+  /// DualPipe's forward–backward pairs, and combined 1F1B's: this forward
+  /// runs overlapped with the next step, a backward of another micro-batch.
   bool overlapped_with_next = false;
   friend bool operator==(const PipelineStep&, const PipelineStep&) = default;
 };
@@ -73,10 +73,13 @@ struct PipelineStep {
 /// config::resolve_run, asserted here): naive runs one micro-batch;
 /// interleaved needs m to be a multiple of p (Megatron-Core's groups of p
 /// micro-batches); DualPipe needs an even p, and m even and ≥ 2p.
-std::vector<PipelineStep> make_pipeline_order(ScheduleKind kind, std::int64_t stage,
-                                              std::int64_t num_stages,
-                                              std::int64_t num_microbatches,
-                                              std::int64_t chunks = 1);
+/// `combined_1f1b`: Megatron-Core's schedule under
+/// --overlap-moe-expert-parallel-comm (interleaved, or 1F1B on one stage):
+/// one more warm-up forward and every steady-state forward overlapped with
+/// the backward after it.
+std::vector<PipelineStep> make_pipeline_order(ScheduleKind kind, std::int64_t stage, std::int64_t num_stages,
+                                              std::int64_t num_microbatches, std::int64_t chunks = 1,
+                                              bool combined_1f1b = false);
 
 /// The virtual stage (position along its micro-batch's path, 0 … p·chunks−1
 /// for interleaving, 0 … p−1 for DualPipe's two directions) of `chunk` on `stage`.

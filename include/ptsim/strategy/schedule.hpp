@@ -89,8 +89,9 @@ const char* schedule_choices_help();
 /// Virtual stages along a micro-batch's path: pp·v interleaved, pp otherwise.
 std::int64_t path_stages(ScheduleKind kind, std::int64_t pp, std::int64_t chunks);
 /// Forwards `stage` runs before its first backward: the fewest chunk
-/// activations it holds at its peak, read off its order.
+/// activations it holds at its peak, read off its order (`combined_1f1b`:
+/// make_pipeline_order's).
 std::int64_t forwards_before_first_backward(ScheduleKind kind, std::int64_t stage, std::int64_t pp,
-                                            std::int64_t microbatches, std::int64_t chunks);
+                                            std::int64_t microbatches, std::int64_t chunks, bool combined_1f1b = false);
 
 }  // namespace ptsim::strategy

@@ -48,6 +48,7 @@ struct MicroShape {
   /// Tokens per expert as a multiple of an even share (padded to capacity); empty: dropless.
   std::optional<double> capacity_factor;
   strategy::MoeDispatcher moe_dispatcher = strategy::MoeDispatcher::AllToAll;  // ParallelConfig::moe_dispatcher
+  bool delay_wgrad_compute = false;  // experts' wgrad beside the backward dispatch (ParallelConfig's)
 
   /// Tokens of one micro-batch on this rank: b·s/cp.
   double tokens() const { return static_cast<double>(micro_batch * seq_length) / static_cast<double>(cp); }

@@ -50,8 +50,9 @@ class Bounds {
   const hardware::HardwareProfile& hw_;
   std::mutex mutex_;  // the memo is shared by the planner's threads
   std::map<std::string, LayerCost> memo_;
-  std::map<std::tuple<strategy::ScheduleKind, std::int64_t, std::int64_t, std::int64_t>, std::vector<std::int64_t>>
-      in_flight_;  // by (schedule, pp, micro-batches, chunks)
+  std::map<std::tuple<strategy::ScheduleKind, std::int64_t, std::int64_t, std::int64_t, bool>,
+           std::vector<std::int64_t>>
+      in_flight_;  // by (schedule, pp, micro-batches, chunks, combined 1F1B)
 };
 
 }  // namespace ptsim::plan::internal

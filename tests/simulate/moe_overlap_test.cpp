@@ -1,0 +1,118 @@
+// Megatron-Core's EP communication overlap (combined 1F1B) and its delayed
+// expert weight gradients, through the whole flow: what they hide, what they
+// cost in memory, and the configurations Megatron-Core refuses.
+#include <nlohmann/json.hpp>
+
+#include "ptsim/common/error.hpp"
+#include "ptsim/config/load_model.hpp"
+#include "test_support.hpp"
+
+using namespace ptsim;
+
+namespace {
+
+// Four MoE layers whose experts sit on 16 ranks over two H100 nodes, so that
+// half of each all-to-all crosses InfiniBand; their experts' GEMMs
+// take about twice as long as the exchanges.
+model::ModelSpec moe_model() {
+  const nlohmann::json j = {{"num_layers", 4},      {"hidden_size", 1024},        {"num_attention_heads", 8},
+                            {"vocab_size", 1024},   {"seq_length", 1024},         {"num_moe_experts", 16},
+                            {"moe_router_topk", 4}, {"moe_ffn_hidden_size", 8192}};
+  return config::parse_model(j, "moe-overlap", "moe-overlap");
+}
+
+config::StrategyInput moe_strategy() {
+  config::StrategyInput s;
+  s.gpus = 16;
+  s.ep = 16;
+  s.global_batch_size = 16 * 8;  // 8 micro-batches a replica
+  s.host_overhead_us = 0;        // GPU-bound, as under CUDA graphs: the host never holds a lane back
+  return s;
+}
+
+double exposed_ep(const simulate::Outcome& out) { return out.result.communication.at("ep").exposed_s; }
+
+}  // namespace
+
+TEST_CASE("Combined 1F1B hides the all-to-alls of every paired forward and backward", "[simulate][moe]") {
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  config::StrategyInput s = moe_strategy();
+  const auto plain = test::simulate(moe_model(), hw, s);
+  s.overlap_moe_expert_parallel_comm = true;
+  const auto combined = test::simulate(moe_model(), hw, s);
+  REQUIRE(exposed_ep(plain) > 0.2 * plain.result.step_time_s);
+  // Of the 8 forwards and 8 backwards only the first forward and the last
+  // backward run alone (F0 | F1~B0 … F7~B6 | B7); in every pair one lane's
+  // kernels run while the other waits for its exchange. They cannot make
+  // the step shorter than its kernels back to back.
+  CHECK(exposed_ep(combined) < 0.6 * exposed_ep(plain));
+  CHECK(combined.result.step_time_s < plain.result.step_time_s - 0.25 * exposed_ep(plain));
+  CHECK(combined.result.step_time_s > plain.result.breakdown.compute_s);
+  // The same kernels and model work, run in another order.
+  CHECK(combined.step.model_flops == Approx(plain.step.model_flops).epsilon(1e-12));
+  CHECK(combined.result.communication.at("ep").bus_bytes ==
+        Approx(plain.result.communication.at("ep").bus_bytes).epsilon(1e-12));
+  // One stage: 1F1B holds one micro-batch's saved activations at its peak,
+  // combined 1F1B two (its extra warm-up forward), less what the pair's
+  // backward has freed by the time the forward's peak comes.
+  CHECK(combined.result.memory.activations_peak_bytes > plain.result.memory.activations_peak_bytes);
+  CHECK(combined.result.memory.activations_peak_bytes < 2 * plain.result.memory.activations_peak_bytes);
+}
+
+TEST_CASE("Delayed expert weight gradients run beside the backward dispatch", "[simulate][moe]") {
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  config::StrategyInput s = moe_strategy();
+  s.overlap_moe_expert_parallel_comm = true;
+  const auto combined = test::simulate(moe_model(), hw, s);
+  s.delay_wgrad_compute = true;
+  const auto delayed = test::simulate(moe_model(), hw, s);
+  CHECK(delayed.step.model_flops == Approx(combined.step.model_flops).epsilon(1e-12));
+  // The last backward, which runs alone, now hides its dispatch under the
+  // experts' weight gradients: never slower, and less exposed.
+  CHECK(delayed.result.step_time_s <= combined.result.step_time_s * (1 + 1e-9));
+  CHECK(exposed_ep(delayed) < exposed_ep(combined));
+}
+
+TEST_CASE("Interleaved combined 1F1B runs to completion and hides exchanges across stages", "[simulate][moe]") {
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  config::StrategyInput s = moe_strategy();
+  s.gpus = 32;
+  s.pp = 2;
+  s.vpp = 2;
+  s.overlap_p2p_comm = true;
+  const auto plain = test::simulate(moe_model(), hw, s);
+  s.overlap_moe_expert_parallel_comm = true;
+  s.delay_wgrad_compute = true;
+  const auto combined = test::simulate(moe_model(), hw, s);
+  CHECK(combined.step.model_flops == Approx(plain.step.model_flops).epsilon(1e-12));
+  CHECK(exposed_ep(combined) < 0.6 * exposed_ep(plain));
+  CHECK(combined.result.step_time_s < plain.result.step_time_s);
+}
+
+TEST_CASE("EP communication overlap is refused where Megatron-Core refuses it", "[config][moe]") {
+  const auto m = moe_model();
+  const auto refused = [&](config::StrategyInput s, const std::string& words) {
+    INFO(words);
+    CHECK_THROWS_WITH(config::resolve_run(m, s), Catch::Contains(words));
+  };
+  config::StrategyInput s = moe_strategy();
+  s.delay_wgrad_compute = true;
+  refused(s, "needs --overlap-moe-expert-parallel-comm");
+  s = moe_strategy();
+  s.overlap_moe_expert_parallel_comm = true;
+  s.gpus = 32;
+  s.pp = 2;
+  refused(s, "runs the interleaved schedule only");
+  s = moe_strategy();
+  s.overlap_moe_expert_parallel_comm = true;
+  s.moe_token_dispatcher_type = "allgather";
+  refused(s, "needs the alltoall or flex token dispatcher");
+  s = moe_strategy();
+  s.overlap_moe_expert_parallel_comm = true;
+  s.recompute = "full";
+  refused(s, "cannot be combined with full recomputation");
+  s = moe_strategy();
+  s.overlap_moe_expert_parallel_comm = true;
+  s.ep = 1;
+  refused(s, "needs expert parallelism");
+}
