@@ -10,6 +10,8 @@
 #   scripts/fuzz.sh --replay             # only run the corpora and regressions once
 #   scripts/fuzz.sh --rounds 3 --seconds 300  # three 5-minute rounds per target, coverage
 #                                        # after each: a plateau shows when to stop
+#   scripts/fuzz.sh --with-tests --build-only  # the same build with the test suite, fuzzing
+#                                        # nothing (scripts/test_sanitized.sh runs the suite in it)
 #
 # A crash leaves its input in build-fuzz/findings/; once fixed, copy it to
 # fuzz/regressions/TARGET/ so that every later run replays it. Exit status is
@@ -21,6 +23,8 @@ seconds=60
 grow=0
 replay=0
 rounds=1
+with_tests=0
+build_only=0
 targets=()
 all=(fuzz_model fuzz_hf_config fuzz_hardware fuzz_strategy fuzz_runs fuzz_measurements fuzz_nccl_tests fuzz_cli fuzz_merge)
 while (($#)); do
@@ -29,7 +33,9 @@ while (($#)); do
     --grow) grow=1; shift ;;
     --replay) replay=1; shift ;;
     --rounds) rounds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --with-tests) with_tests=1; shift ;;
+    --build-only) build_only=1; shift ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     fuzz_*) targets+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1' (targets: ${all[*]})" >&2; exit 2 ;;
   esac
@@ -40,12 +46,21 @@ if ! command -v clang++ >/dev/null; then
   echo "fuzz.sh: clang++ not found; scripts/setup.sh installs it (Debian package clang)" >&2
   exit 2
 fi
-if [ ! -f "$build/build.ninja" ]; then
+# Configured once; --with-tests adds the test suite to it (and a later run
+# without the flag keeps it).
+if [ ! -f "$build/build.ninja" ] || [ "$with_tests" = 1 ]; then
+  tests=OFF
+  [ "$with_tests" = 1 ] && tests=ON
   cmake -S . -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPTSIM_FUZZ=ON -DPTSIM_BUILD_TESTS=OFF \
-    -DPTSIM_BUILD_MICROBENCH=OFF -DPTSIM_BUILD_BENCH=OFF >/dev/null
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPTSIM_FUZZ=ON -DPTSIM_BUILD_TESTS="$tests" \
+    -DPTSIM_BUILD_MICROBENCH=OFF -DPTSIM_BUILD_BENCH=OFF -DPTSIM_WITH_MPI="$tests" >/dev/null
 fi
-cmake --build "$build" --target "${targets[@]}"
+if [ "$with_tests" = 1 ]; then
+  cmake --build "$build" -j "$(nproc)"
+else
+  cmake --build "$build" --target "${targets[@]}"
+fi
+[ "$build_only" = 1 ] && exit 0
 
 mkdir -p "$build/findings"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
