@@ -11,6 +11,36 @@
 
 using namespace ptsim;
 
+namespace {
+
+// 8 equal layers of GPT-3 175B over 2 stages, 1F1B, 8 micro-batches, free
+// network, no host time, a vocabulary too small to matter.
+struct TwoStages {
+  hardware::HardwareProfile hw = test::free_network(test::shipped_hardware("a100-sxm4-80gb"));
+  model::ModelSpec m = [] {
+    auto gpt = test::shipped_model("gpt3-175b");
+    gpt.num_layers = 8;
+    gpt.vocab_size = 256;
+    return gpt;
+  }();
+  config::StrategyInput s = [] {
+    config::StrategyInput two;
+    two.gpus = 2;
+    two.pp = 2;
+    two.global_batch_size = 8;
+    two.host_overhead_us = 0;
+    return two;
+  }();
+  // The step less the optimizer, which grows with the first stage's layers
+  // and follows the passes; the embedding and the loss are in.
+  double passes() const {
+    const auto r = test::simulate(m, hw, s).result;
+    return r.step_time_s - r.breakdown.optimizer_s;
+  }
+};
+
+}  // namespace
+
 TEST_CASE("Pipeline layouts expand as Megatron-Core expands them", "[config][pipeline]") {
   using V = std::vector<std::string>;
   // Groups first, then single repeats, commas dropped; "(t|)*2" leaves its
@@ -104,27 +134,12 @@ TEST_CASE("A layout equal to the even split simulates the same step, and a lopsi
   // 36(1 + r). With 6 + 2 the first stage never waits (the second returns
   // each gradient within one of the first stage's passes for r ≥ 1/2) and
   // sets the pace alone: m·6(1 + r) = 48(1 + r), 4/3 of the even step.
-  const auto hw = test::free_network(test::shipped_hardware("a100-sxm4-80gb"));
-  auto m = test::shipped_model("gpt3-175b");
-  m.num_layers = 8;
-  m.vocab_size = 256;
-  config::StrategyInput s;
-  s.gpus = 2;
-  s.pp = 2;
-  s.global_batch_size = 8;
-  s.host_overhead_us = 0;
-  // The optimizer step, which grows with the first stage's layers, is left
-  // out (it follows the passes); the embedding and the loss are in, though
-  // outside the closed form.
-  const auto passes = [&] {
-    const auto r = test::simulate(m, hw, s).result;
-    return r.step_time_s - r.breakdown.optimizer_s;
-  };
-  const double even = passes();
-  s.pipeline_layout = "Et*4|t*4L";
-  CHECK(passes() == even);
-  s.pipeline_layout = "Et*6|t*2L";
-  CHECK(passes() / even == Approx(48.0 / 36.0).epsilon(0.01));
+  TwoStages t;
+  const double even = t.passes();
+  t.s.pipeline_layout = "Et*4|t*4L";
+  CHECK(t.passes() == even);
+  t.s.pipeline_layout = "Et*6|t*2L";
+  CHECK(t.passes() / even == Approx(48.0 / 36.0).epsilon(0.01));
 }
 
 TEST_CASE("The embedding and the loss counted as layers split the places as Megatron-Core does", "[config][pipeline]") {
@@ -179,22 +194,11 @@ TEST_CASE("A stage holding the embedding alone runs, and the stage after it sets
   // As the even-split case above: 8 layers, 2 stages, 1F1B, 8 micro-batches.
   // All 8 layers on the second stage: it never waits after its first
   // micro-batch and takes m·8(1 + r) = 64(1 + r), against 36(1 + r) evenly.
-  const auto hw = test::free_network(test::shipped_hardware("a100-sxm4-80gb"));
-  auto m = test::shipped_model("gpt3-175b");
-  m.num_layers = 8;
-  m.vocab_size = 256;
-  config::StrategyInput s;
-  s.gpus = 2;
-  s.pp = 2;
-  s.global_batch_size = 8;
-  s.host_overhead_us = 0;
-  const auto passes = [&] {
-    const auto r = test::simulate(m, hw, s).result;
-    return r.step_time_s - r.breakdown.optimizer_s;
-  };
-  const double even = passes();
+  TwoStages t;
+  auto& [hw, m, s] = t;
+  const double even = t.passes();
   s.pipeline_layout = "E|t*8L";
-  CHECK(passes() / even == Approx(64.0 / 36.0).epsilon(0.01));
+  CHECK(t.passes() / even == Approx(64.0 / 36.0).epsilon(0.01));
   // Interleaved, the embedding and the loss each alone on a chunk
   // (6 layers + 2 places over 2 × 4 virtual stages): the model's FLOPs are
   // the step's whatever the split.
