@@ -59,7 +59,13 @@ const std::vector<StrategyField> kFields = {
     {"schedule", "schedule", "", &S::schedule, 1, 1, strategy::schedule_names(), "NAME",
      strategy::schedule_choices_help()},
     {"recompute", "recompute", "", &S::recompute, 1, 1, {"none", "selective", "full"}, "MODE",
-     "activation recomputation: none (default) | selective (core attention; under CP the ring attention is not rerun) | full (whole layers)"},
+     "activation recomputation: none (default) | selective (the --recompute-modules; by default core attention, "
+     "under CP the ring attention not rerun) | full (whole layers)"},
+    {"recompute_modules", "recompute_modules", "", &S::recompute_modules, 1, 1, {}, "LIST",
+     "what --recompute selective reruns, Megatron-Core's modules separated by commas: core_attn (default), "
+     "moe_act (the experts' activation), layernorm (norms not fused into a linear: before MLA and MoE), "
+     "mla_up_proj (MLA's up projections and RoPE), mlp (a dense layer's MLP), moe (the MoE layer), "
+     "shared_experts; \"\" reruns nothing (in a strategy file also a JSON list)"},
     {"recompute_num_layers", "recompute_num_layers", "", &S::recompute_num_layers, 1, 1 << 20, {}, "N",
      "with --recompute full: recompute only the first N layers of each stage (chunk)"},
     {"sequence_parallel", "sequence_parallel", "", &S::sequence_parallel, 1, 1, {}, "",
@@ -191,7 +197,25 @@ StrategyInput load_strategy(const std::string& path, InputFiles& inputs) {
 StrategyInput parse_strategy(const nlohmann::json& object, const std::string& where, const std::string& path) {
   if (!object.is_object())
     throw ConfigError(fmt::format("{}: {} must be a JSON object of strategy keys", where, path.empty() ? "the document" : path));
-  internal::ObjectReader in(object, where, path);
+  // Megatron-Core's recompute_modules is a list; ptsim's value the names
+  // joined by commas, as --recompute-modules takes them.
+  nlohmann::json normalized;
+  const nlohmann::json* read = &object;
+  if (const auto it = object.find("recompute_modules"); it != object.end() && it->is_array()) {
+    std::string joined;
+    for (const auto& name : *it) {
+      if (!name.is_string())
+        throw ConfigError(
+            fmt::format("{}: recompute_modules: {} is not a module name; expected a list of strings "
+                        "such as [\"moe_act\", \"layernorm\"]",
+                        where, name.dump()));
+      joined += (joined.empty() ? "" : ",") + name.get<std::string>();
+    }
+    normalized = object;
+    normalized["recompute_modules"] = joined;
+    read = &normalized;
+  }
+  internal::ObjectReader in(*read, where, path);
   StrategyInput s;
   std::string accepted;
   for (const auto& f : kFields) {

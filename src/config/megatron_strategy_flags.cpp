@@ -147,8 +147,28 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
   } else if (granularity == "selective") {
     strategy["recompute"] = "selective";
   }
-  for (const char* f :
-       {"--recompute-activations", "--recompute-granularity", "--recompute-method", "--recompute-num-layers"})
+  // What selective reruns (Megatron-Core's default: core_attn); the
+  // deprecated --moe-layer-recompute asks for selective with moe added
+  // (TransformerConfig.__post_init__). Without selective granularity the
+  // modules are unused, as in Megatron-Core.
+  if (flags.has("--moe-layer-recompute")) {
+    if (granularity == "full")
+      throw ConfigError(
+          fmt::format("{}: --moe-layer-recompute cannot be combined with --recompute-granularity full "
+                      "(Megatron-Core refuses it)",
+                      kMegatronWhere));
+    granularity = "selective";
+    strategy["recompute"] = "selective";
+  }
+  if (granularity == "selective" && (flags.has("--recompute-modules") || flags.has("--moe-layer-recompute"))) {
+    std::vector<std::string> modules = {"core_attn"};
+    if (flags.has("--recompute-modules")) modules = flags.get("--recompute-modules").values;
+    if (flags.has("--moe-layer-recompute") && std::find(modules.begin(), modules.end(), "moe") == modules.end())
+      modules.push_back("moe");
+    strategy["recompute_modules"] = modules;
+  }
+  for (const char* f : {"--recompute-activations", "--recompute-granularity", "--recompute-method",
+                        "--recompute-num-layers", "--recompute-modules", "--moe-layer-recompute"})
     flags.take(f);
   // Attention kernels: Transformer Engine's backends.
   if (flags.has("--attention-backend")) {

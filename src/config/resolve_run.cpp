@@ -165,6 +165,48 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
 // Megatron-Core's EP communication overlap and its delayed weight
 // gradients, with the rules TransformerConfig.__post_init__ asserts
 // (transformer_config.py at d98e8a64dd).
+// What selective recomputation reruns: Megatron-Core's recompute_modules,
+// refused where its TransformerConfig refuses them (transformer_config.py
+// at d98e8a64dd, __post_init__) or where ptsim's layers have no such part.
+// Given without --recompute, they ask for selective recomputation.
+void check_recompute_modules(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
+                             const StrategyInput& s) {
+  if (!s.recompute_modules) return;
+  const std::string& list = *s.recompute_modules;
+  if (!s.recompute) c.recompute = strategy::RecomputeKind::Selective;
+  if (c.recompute != strategy::RecomputeKind::Selective)
+    check.fail("recompute_modules", list,
+               fmt::format("applies to selective recomputation, not to --recompute {}", *s.recompute),
+               "give --recompute selective, or drop --recompute-modules");
+  strategy::RecomputeModules modules = 0;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t end = std::min(list.find_first_of(", ", start), list.size());
+    const std::string name = list.substr(start, end - start);
+    start = end + 1;
+    if (name.empty()) continue;
+    const strategy::RecomputeModule bit = strategy::recompute_module_named(name);
+    if (bit == 0) {
+      const bool megatron = name == "gdn_norm_out" || name == "gdp_in_proj" || name == "gdp_qkv" || name == "mhc";
+      check.fail("recompute_modules", name,
+                 megatron ? "is a Megatron-Core module of layers ptsim does not model (Gated DeltaNet, "
+                            "GatedDeltaProduct, hyper-connections)"
+                          : "is not a recomputation module",
+                 "use " + strategy::recompute_module_names());
+    }
+    modules |= bit;
+  }
+  if ((modules & strategy::kRecomputeMlaUpProj) && !m.multi_latent_attention)
+    check.fail("recompute_modules", "mla_up_proj",
+               "needs multi-latent attention (Megatron-Core refuses it otherwise); the model has none", "drop it");
+  if ((modules & (strategy::kRecomputeMoeAct | strategy::kRecomputeLayernorm)) && c.precision == Dtype::Fp8 &&
+      c.fp8_recipe == strategy::Fp8Recipe::Delayed)
+    check.fail("recompute_modules", list,
+               "moe_act and layernorm cannot be recomputed under delayed FP8 scaling (Megatron-Core refuses it)",
+               "choose another --fp8-recipe, or drop them");
+  c.recompute_modules = modules;
+}
+
 void check_moe_overlap(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
                        const StrategyInput& s) {
   c.overlap_moe_expert_parallel_comm = s.overlap_moe_expert_parallel_comm.value_or(false);
@@ -323,6 +365,7 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
 
   check_pipeline(check, m, c, s);
   check_memory_options(check, c, s);
+  check_recompute_modules(check, m, c, s);
   check_moe_overlap(check, m, c, s);
 
   c.rank_order = s.rank_order.value_or(strategy::kDefaultRankOrder);

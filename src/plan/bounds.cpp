@@ -35,7 +35,8 @@ std::string shape_key(const workload::MicroShape& s) {
 const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy::ParallelConfig& c,
                                        std::int64_t index) {
   const auto shape = workload::micro_shape(m, c);
-  const std::string key = "layer " + workload::layer_kind_key(m, index) + " " + shape_key(shape);
+  const std::string key =
+      fmt::format("layer {} {} r{}", workload::layer_kind_key(m, index), shape_key(shape), c.recompute_modules);
   {
     const std::lock_guard lock(mutex_);
     if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
@@ -50,8 +51,7 @@ const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy
     }
     cost.saved += static_cast<double>(op.saved_bytes);
     if (i == 0) cost.saved_checkpoint = static_cast<double>(op.saved_bytes);
-    cost.saved_selective +=
-        static_cast<double>(op.core_attention ? op.selective_saved_bytes : op.saved_bytes);
+    cost.saved_selective += static_cast<double>(op.kept_bytes(c.recompute_modules));
   }
   count_backward(ops, cost);
   const std::lock_guard lock(mutex_);

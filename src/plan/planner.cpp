@@ -148,10 +148,11 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
             for (const auto& [schedule, vpp] : schedules) {
               if (pp > 1 ? !searched(schedule) : (r.fixed.schedule && *r.fixed.schedule != schedule)) continue;
               for (const char* recompute : {"none", "selective", "full"}) {
-                // Under fused attention selective recomputation frees only the
-                // softmax statistics for a rerun attention forward: left out
-                // of the search (ptsim simulate runs it when asked).
-                if (std::string(recompute) == "selective" && flash) continue;
+                // Under fused attention, recomputing core attention alone frees
+                // only the softmax statistics for a rerun attention forward:
+                // left out of the search unless --recompute-modules says what
+                // selective reruns (ptsim simulate runs it when asked).
+                if (std::string(recompute) == "selective" && flash && !r.fixed.recompute_modules) continue;
                 if (r.fixed.recompute && *r.fixed.recompute != recompute) continue;
                 for (const bool sp : {true, false}) {
                   if (sp && tp == 1) continue;
@@ -179,6 +180,7 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
                       s.vpp.reset();
                     }
                     s.recompute = recompute;
+                    if (std::string(recompute) != "selective") s.recompute_modules.reset();
                     s.sequence_parallel = sp;
                     s.zero = zero;
                     // Megatron's overlap settings, as a practitioner turns them on.

@@ -43,14 +43,24 @@ std::vector<std::int64_t> partial_recompute_layers(const model::ModelSpec& m, co
 }
 
 std::vector<Option> recompute_options(const model::ModelSpec& m, const config::StrategyInput& s) {
-  std::vector<Option> out = {{[](config::StrategyInput& x) { x.recompute = "none"; }, "recompute", "none", 0},
+  // --recompute-modules says what selective reruns; the other levels drop it.
+  std::vector<Option> out = {{[](config::StrategyInput& x) {
+                                x.recompute = "none";
+                                x.recompute_modules.reset();
+                              },
+                              "recompute", "none", 0},
                              {[](config::StrategyInput& x) { x.recompute = "selective"; }, "recompute", "selective", 1},
-                             {[](config::StrategyInput& x) { x.recompute = "full"; }, "recompute", "full", 2}};
+                             {[](config::StrategyInput& x) {
+                                x.recompute = "full";
+                                x.recompute_modules.reset();
+                              },
+                              "recompute", "full", 2}};
   if (!s.recompute_num_layers)
     for (const std::int64_t n : partial_recompute_layers(m, s))
       out.push_back({[n](config::StrategyInput& x) {
                        x.recompute = "full";
                        x.recompute_num_layers = n;
+                       x.recompute_modules.reset();
                      },
                      "recompute", "full", 2, "recompute_num_layers", std::to_string(n)});
   return out;

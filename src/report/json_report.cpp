@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace ptsim::report {
@@ -14,6 +16,24 @@ nlohmann::ordered_json breakdown_json(const Breakdown& b) {
           {"host_issue", b.host_issue_s},
           {"optimizer", b.optimizer_s}};
 }
+
+namespace {
+
+// Under selective recomputation the modules rerun, Megatron-Core's names
+// (an empty list: nothing); null otherwise.
+nlohmann::ordered_json recompute_modules_json(const StepResult& r) {
+  if (r.recompute != "selective") return nullptr;
+  nlohmann::ordered_json names = nlohmann::ordered_json::array();
+  std::size_t start = 0;
+  while (start < r.recompute_modules.size()) {
+    const std::size_t end = std::min(r.recompute_modules.find(", ", start), r.recompute_modules.size());
+    names.push_back(r.recompute_modules.substr(start, end - start));
+    start = end + 2;
+  }
+  return names;
+}
+
+}  // namespace
 
 void write_json(const StepResult& r, std::ostream& out) {
   using nlohmann::ordered_json;
@@ -41,6 +61,7 @@ void write_json(const StepResult& r, std::ostream& out) {
               {"seq_length", r.seq_length},
               {"schedule", r.schedule},
               {"recompute", r.recompute},
+              {"recompute_modules", recompute_modules_json(r)},
               {"host_overhead_us", r.host_overhead_s * 1e6},
               {"parameters", r.parameters},
               {"active_parameters", r.active_parameters},

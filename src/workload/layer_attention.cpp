@@ -12,10 +12,14 @@ void LayerBuilder::latent_attention_projections() {
   const double dv = static_cast<double>(m_.v_head_dim), ql = static_cast<double>(m_.q_lora_rank);
   const double kl = static_cast<double>(m_.kv_lora_rank);
   // One duplicated down projection of the layer input shard to `out`.
-  // `saved`: bytes of input it keeps for its weight gradient.
+  // `saved`: bytes of input it keeps for its weight gradient: the input
+  // norm's output, which recomputing "layernorm" drops (under FP8 Megatron-Core
+  // makes the linears keep the bf16 input for it, set_save_original_input,
+  // and quantizes it for the weight gradient in backward).
   const auto down = [&](const std::string& name, double out, double saved) {
     cast(name, Nsp_, h_);
     fw_.push_back(saving(matmul(name, Nsp_, out, h_, 1, shape_.gemm_dtype), saved));
+    drop(fw_.size() - 1, strategy::kRecomputeLayernorm, saved);
     std::vector<OpSpec> bw;
     cast_grad(name, Nsp_, out, bw);
     bw.push_back(matmul(name + ".dgrad", Nsp_, h_, out, 1, shape_.gemm_dtype));
@@ -23,10 +27,17 @@ void LayerBuilder::latent_attention_projections() {
     backward(std::move(bw));
   };
   // A latent norm fused into its up projection to `out_total` (all heads).
+  // Recomputing "mla_up_proj" reruns both (and RoPE below): Megatron-Core
+  // runs them as one CheckpointWithoutOutput of the latents
+  // (multi_latent_attention.py, qkv_up_proj_and_rope_apply), so the latents
+  // the norm keeps stay and what the projection keeps does not.
   const auto up = [&](const std::string& latent, const std::string& name, double width, double out_total) {
+    const std::size_t from = fw_.size();
     norm(latent, true, width);
     enter_tp_region(name + ".input", true, true, width);
     column(name, N_, width, out_total, Nsp_ * width, true, true, true, m_.add_bias_linear);
+    rerun_from(from, strategy::kRecomputeMlaUpProj);
+    drop_saved_from(from + 1, strategy::kRecomputeMlaUpProj);
   };
   // Both down projections read the same bf16 input, kept once; under FP8
   // each keeps its own quantized copy.
@@ -34,8 +45,13 @@ void LayerBuilder::latent_attention_projections() {
     down("attn.q_down", ql, saved_input(Nsp_ * h_));
     up("attn.q_norm", "attn.q_up", ql, heads * (dn + dr));
   } else {
+    // Without a query latent the query projection of the normalized input
+    // is inside the "mla_up_proj" checkpoint, its input the checkpoint's.
+    const std::size_t from = fw_.size();
     enter_tp_region("attn.q_proj.input", true, false);
     column("attn.q_proj", N_, h_, heads * (dn + dr), Nsp_ * h_, true, true, false, m_.add_bias_linear);
+    rerun_from(from, strategy::kRecomputeMlaUpProj);
+    drop(forward_index("attn.q_proj", from), strategy::kRecomputeLayernorm, saved_input(Nsp_ * h_));
   }
   down("attn.kv_down", kl + dr, fp8_ ? saved_input(Nsp_ * h_) : 0);
   up("attn.kv_norm", "attn.kv_up", kl, heads * (dn + dv));
@@ -45,7 +61,9 @@ void LayerBuilder::latent_attention_projections() {
     backward({collective_op("attn.k_rope.reducescatter", CollectiveKind::ReduceScatter, CommGroup::TensorParallel,
                             2 * N_ * dr)});
   }
+  const std::size_t rope_at = fw_.size();
   rope(heads / t_ * dr, dr);
+  rerun_from(rope_at, strategy::kRecomputeMlaUpProj);
   core_attention(dn + dr, dv, 1.0);
 }
 
@@ -70,12 +88,17 @@ void LayerBuilder::core_attention(double qk_d, double v_d, double kv_ratio) {
     // checkpoint_core_attention): the fused kernel is rerun in backward,
     // with Q, K and V kept as the checkpoint's inputs.
     fw_.push_back(
-        rerun_by_selective(saving(fused_attention("attn.flash", bh, s, keys, qk_d, v_d, kv_ratio, causal, false),
-                                  qkv_saved + lse),
-                           qkv_saved));
+        core_attention_op(saving(fused_attention("attn.flash", bh, s, keys, qk_d, v_d, kv_ratio, causal, false),
+                                 qkv_saved + lse),
+                          qkv_saved));
     backward(
         {freeing(fused_attention("attn.flash.bwd", bh, s, keys, qk_d, v_d, kv_ratio, causal, true), qkv_saved + lse)});
   }
+  // Under "mla_up_proj" the Q, K and V that attention keeps are the
+  // checkpoint's outputs, freed once attention has run
+  // (discard_output_and_register_recompute(core_attn_out)).
+  if (m_.multi_latent_attention && shape_.flash_attention)
+    drop(fw_.size() - 1, strategy::kRecomputeMlaUpProj, qkv_saved);
   row("attn.proj", N_, static_cast<double>(m_.num_attention_heads) * v_d, h_, shape_.flash_attention);
 }
 
@@ -86,22 +109,21 @@ void LayerBuilder::unfused_attention(double d, double v_d, double kv_ratio) {
   const double scores = b * heads * s * s;  // attention score elements per rank
   const double q_width = heads * d, k_width = heads * kv_ratio * d, v_width = heads * kv_ratio * v_d;
   const double qk_saved = 2 * N_ * (q_width + k_width);  // Q and K stay for the recomputation
-  fw_.push_back(rerun_by_selective(saving(matmul("attn.scores", s, s, d, b * heads), qk_saved), qk_saved));
+  fw_.push_back(core_attention_op(saving(matmul("attn.scores", s, s, d, b * heads), qk_saved), qk_saved));
   // Soft-capping, cap·tanh(x/cap), as one fused elementwise pass over the
   // scores (read 2, write 2 bytes an element), its tanh kept for the
   // backward's 1 − tanh² (read the gradient and the tanh, write 2).
   const bool softcap = m_.attn_logit_softcapping > 0;
-  if (softcap) fw_.push_back(rerun_by_selective(saving(memory_op("attn.softcap", scores * 4), 2 * scores)));
+  if (softcap) fw_.push_back(core_attention_op(saving(memory_op("attn.softcap", scores * 4), 2 * scores)));
   // Fused scale-mask-softmax: reads and writes the scores once; keeps its output.
-  fw_.push_back(
-      rerun_by_selective(saving(memory_op("attn.softmax", 2 * scores * 2, KernelClass::Softmax), 2 * scores)));
+  fw_.push_back(core_attention_op(saving(memory_op("attn.softmax", 2 * scores * 2, KernelClass::Softmax), 2 * scores)));
   if (dropout_)  // bf16 in, bf16 out, 1-byte mask kept with the output
-    fw_.push_back(rerun_by_selective(saving(memory_op("attn.dropout", scores * (2 + 2 + 1)), 3 * scores)));
+    fw_.push_back(core_attention_op(saving(memory_op("attn.dropout", scores * (2 + 2 + 1)), 3 * scores)));
   // The context GEMM is core attention too: Megatron-LM checkpoints the
   // whole CoreAttention module, so selective recomputation reruns it (V
   // stays saved as a checkpoint input).
   const double v_saved = 2 * N_ * v_width;
-  fw_.push_back(rerun_by_selective(saving(matmul("attn.context", s, v_d, s, b * heads), v_saved), v_saved));
+  fw_.push_back(core_attention_op(saving(matmul("attn.context", s, v_d, s, b * heads), v_saved), v_saved));
   std::vector<OpSpec> bw;
   bw.push_back(matmul("attn.context.dprobs", s, s, v_d, b * heads));
   bw.push_back(freeing(matmul("attn.context.dv", s, v_d, s, b * heads), v_saved));

@@ -62,7 +62,10 @@ const LayerLists& LayerBlocks::lists(std::int64_t layer) {
   l.input_backward = select(l.ops.backward, [](const OpSpec& op) { return !op.weight_grad; });
   l.weight_backward = select(l.ops.backward, [](const OpSpec& op) { return op.weight_grad; });
   for (auto& op : l.weight_backward) op.async = false;  // the W GEMM itself consumes it
-  l.core_attention = select(l.ops.forward, [](const OpSpec& op) { return op.core_attention; });
+  const strategy::RecomputeModules modules = selective();
+  l.recomputed = select(l.ops.forward, [modules](const OpSpec& op) { return (op.rerun_by & modules) != 0; });
+  for (const OpSpec& op : l.ops.forward) l.dropped_bytes += op.saved_bytes - op.kept_bytes(modules);
+  PTSIM_ASSERT(l.dropped_bytes == 0 || !l.recomputed.empty(), "what a layer drops, a rerun makes again");
   return lists_.emplace(key, std::move(l)).first->second;
 }
 
@@ -106,8 +109,8 @@ std::uint32_t LayerBlocks::ops_block(const std::string& key, const std::vector<O
 
 // Forward ops of a layer kind. Under full recomputation only the layer
 // input (what the first op saves) stays allocated; under selective
-// recomputation the core-attention ops keep only what rebuilding them
-// needs; a ZeRO-3 layer releases its gathered parameters at its end.
+// recomputation the ops keep what the recomputed modules do not drop; a
+// ZeRO-3 layer releases its gathered parameters at its end.
 std::uint32_t LayerBlocks::layer_forward(std::int64_t layer, bool checkpoint) {
   return memo_block(layer, checkpoint ? LayerBlock::ForwardCheckpointed : LayerBlock::Forward,
                     [&] { return make_layer_forward(layer, checkpoint); });
@@ -125,8 +128,7 @@ std::uint32_t LayerBlocks::make_layer_forward(std::int64_t layer, bool checkpoin
       key, ops, "fwd.", categories::kForward,
       [&](std::size_t i) -> std::uint64_t {
         if (checkpoint) return i == 0 ? ops[i].saved_bytes : 0;
-        if (selective() && ops[i].core_attention) return ops[i].selective_saved_bytes;
-        return ops[i].saved_bytes;
+        return ops[i].kept_bytes(selective());
       },
       [&](std::size_t i) -> std::uint64_t { return i + 1 == ops.size() ? release : 0; });
 }
@@ -151,20 +153,21 @@ std::uint32_t LayerBlocks::make_layer_backward(std::int64_t layer, strategy::Pas
 }
 
 // The recomputed forward: every op but the checkpointed input (full), or
-// core attention (selective), allocating again what it saves.
+// the recomputed modules' ops (selective), allocating again what the
+// forward dropped (at the rerun's end: the backward that frees it follows).
 std::uint32_t LayerBlocks::layer_recompute(std::int64_t layer, bool full) {
   return memo_block(layer, full ? LayerBlock::Recompute : LayerBlock::RecomputeSelective,
                     [&] { return make_layer_recompute(layer, full); });
 }
 std::uint32_t LayerBlocks::make_layer_recompute(std::int64_t layer, bool full) {
   const auto& l = lists(layer);
-  const auto& ops = full ? l.ops.forward : l.core_attention;
+  const auto& ops = full ? l.ops.forward : l.recomputed;
   const std::string key = fmt::format("layer.recompute{}.{}", full ? "" : "_selective", layer_kind_key(m_, layer));
   return ops_block(
       key, ops, "recompute.", categories::kRecompute,
       [&](std::size_t i) -> std::uint64_t {
         if (full) return i == 0 ? 0 : ops[i].saved_bytes;
-        return ops[i].saved_bytes - ops[i].selective_saved_bytes;
+        return i + 1 == ops.size() ? l.dropped_bytes : 0;
       },
       [](std::size_t) { return std::uint64_t{0}; });
 }

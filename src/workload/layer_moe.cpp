@@ -26,8 +26,14 @@ void LayerBuilder::moe() {
   const std::string act = activation_name("moe.experts");
   const Dtype dt = shape_.gemm_dtype;
 
-  // Router: logits over the experts, fp32 softmax and top-k.
+  // Recomputing "moe" checkpoints the whole layer, exchanges included
+  // (moe_layer.py: tensor_parallel.checkpoint of its forward): only its
+  // input, the pre-MLP norm's output the router keeps, stays.
+  const std::size_t begin = fw_.size();
+  // Router: logits over the experts, fp32 softmax and top-k. Its input is
+  // the pre-MLP norm's output, which recomputing "layernorm" drops.
   fw_.push_back(saving(matmul("moe.router", T, E, h_), 2 * T * h_));
+  drop(begin, strategy::kRecomputeLayernorm, 2 * T * h_);
   fw_.push_back(saving(memory_op("moe.router.topk", T * E * 4 * 3, KernelClass::Softmax), T * E * 4));
   // With one expert-parallel rank every expert is local: the permuted
   // tokens need no exchange (and there is no group to exchange them in).
@@ -74,10 +80,17 @@ void LayerBuilder::moe() {
   if (fp8_) fw_.push_back(memory_op("moe.experts.fc1" + q(".", "cast"), rows * h_ * cast_bytes()));
   fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc1", per_expert, fc1_out, h_, local_experts, dt)),
                        saved_input(rows * h_)));
+  // Recomputing "moe_act" reruns the activation as a CheckpointWithoutOutput
+  // (experts.py, TEGroupedMLP): FC2 keeps no input, under FP8 not its
+  // quantized copy either (set_save_original_input: it keeps the bf16
+  // output, which the checkpoint frees, and quantizes it for its weight
+  // gradient in backward).
   fw_.push_back(saving(memory_op(act, 2 * rows * (fc1_out + fe / etp)), 2 * rows * fc1_out));
+  fw_.back().rerun_by |= strategy::kRecomputeMoeAct;
   if (fp8_) fw_.push_back(memory_op("moe.experts.fc2" + q(".", "cast"), rows * fe / etp * cast_bytes()));
   fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc2", per_expert, h_, fe / etp, local_experts, dt)),
                        saved_input(rows * fe / etp)));
+  drop(fw_.size() - 1, strategy::kRecomputeMoeAct, static_cast<double>(fw_.back().saved_bytes));
   if (etp > 1)
     fw_.push_back(collective_op("moe.combine.reducescatter", CollectiveKind::ReduceScatter,
                                 CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
@@ -128,8 +141,21 @@ void LayerBuilder::moe() {
   bw.push_back(weight_grad(freeing(matmul("moe.router.wgrad", h_, E, T), 2 * T * h_)));
   backward(std::move(bw));
 
-  if (m_.moe_shared_expert_intermediate_size > 0)
+  // Recomputing "shared_experts" checkpoints the shared experts' MLP: its
+  // input (FC1's, the norm's output) stays; "layernorm" drops that one.
+  std::size_t shared_fc1 = begin;  // none: the router, which keeps its input too
+  if (m_.moe_shared_expert_intermediate_size > 0) {
+    const std::size_t shared = fw_.size();
     dense_mlp("moe.shared", static_cast<double>(m_.moe_shared_expert_intermediate_size), false);
+    rerun_from(shared, strategy::kRecomputeSharedExperts);
+    shared_fc1 = forward_index("moe.shared.fc1", shared);
+    for (std::size_t i = shared; i < fw_.size(); ++i)
+      if (i != shared_fc1) drop(i, strategy::kRecomputeSharedExperts, static_cast<double>(fw_[i].saved_bytes));
+    drop(shared_fc1, strategy::kRecomputeLayernorm, static_cast<double>(fw_[shared_fc1].saved_bytes));
+  }
+  rerun_from(begin, strategy::kRecomputeMoe);
+  for (std::size_t i = begin + 1; i < fw_.size(); ++i)
+    if (i != shared_fc1) drop(i, strategy::kRecomputeMoe, static_cast<double>(fw_[i].saved_bytes));
 }
 
 }  // namespace ptsim::workload::internal

@@ -85,11 +85,11 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
 
 BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer) {
   LayerBuilder b(m, shape, layer);
-  b.norm("ln1", !m.multi_latent_attention);
+  b.input_norm();
   b.attention();
   if (m.post_sublayer_norms) b.norm("attn.post_norm");
   b.residual("attn");
-  b.norm("ln2", !m.is_moe_layer(layer));
+  b.pre_mlp_norm(layer);
   b.mlp(layer);
   if (m.post_sublayer_norms) b.norm("mlp.post_norm");
   b.residual("mlp");

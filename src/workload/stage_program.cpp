@@ -164,7 +164,6 @@ class StageBuilder {
     return c_.recompute == strategy::RecomputeKind::Full &&
            (c_.recompute_num_layers == 0 || l_in_chunk < c_.recompute_num_layers);
   }
-  bool selective() const { return c_.recompute == strategy::RecomputeKind::Selective; }
   bool zero3() const { return c_.zero_stage >= 3; }
   bool dualpipe() const { return strategy::describe(c_.schedule).two_directions; }
 
@@ -371,7 +370,7 @@ class StageBuilder {
         layer_pieces(chunk, true, mb, [this, mb, final, input_only, which](std::int64_t layer, std::int64_t l) {
           if (fully_recomputed(l)) {
             out_.instantiate(blocks_.layer_recompute(layer, true), mb, static_cast<std::int32_t>(layer));
-          } else if (selective() && !blocks_.lists(layer).core_attention.empty()) {
+          } else if (!blocks_.lists(layer).recomputed.empty()) {
             out_.instantiate(blocks_.layer_recompute(layer, false), mb, static_cast<std::int32_t>(layer));
           }
           out_.instantiate(blocks_.layer_backward(layer, which), mb, static_cast<std::int32_t>(layer));

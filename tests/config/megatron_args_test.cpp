@@ -79,6 +79,18 @@ TEST_CASE("A Megatron launch line's strategy flags, as ptsim reads the same sett
   const auto block = read(kGpt + "--vocab-size 50000 --recompute-granularity full --recompute-method block "
                                  "--recompute-num-layers 3");
   CHECK(block.strategy.recompute_num_layers == 3);
+  // Selective by module: Megatron-Core's list; --moe-layer-recompute adds moe.
+  const auto modules = read(kGpt +
+                            "--vocab-size 50000 --recompute-granularity selective --recompute-modules "
+                            "layernorm moe_act");
+  CHECK(modules.strategy.recompute == "selective");
+  CHECK(modules.strategy.recompute_modules == "layernorm,moe_act");
+  // Megatron-LM's parser (argument_utils.py: a list field takes nargs "+") wants a name or more.
+  CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --recompute-granularity selective --recompute-modules"),
+                    Catch::Contains("--recompute-modules needs one value or more"));
+  const auto moe = read(kGpt + "--vocab-size 50000 --moe-layer-recompute");
+  CHECK(moe.strategy.recompute == "selective");
+  CHECK(moe.strategy.recompute_modules == "core_attn,moe");
   // FP8: e4m3 or hybrid, the recipes ptsim models.
   const auto fp8 = read(kGpt + "--vocab-size 50000 --fp8-format hybrid --fp8-recipe tensorwise --fp8-param-gather");
   CHECK(fp8.strategy.precision == "fp8");

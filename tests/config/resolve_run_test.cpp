@@ -3,6 +3,8 @@
 
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "ptsim/common/error.hpp"
 #include "test_support.hpp"
 
@@ -304,4 +306,46 @@ TEST_CASE("Issue 5's flags refuse their invalid combinations with the rule and t
     s.last_stage_layers = 41;
     fails(gpt3, s, "leaves 5 layers for the other 6 stages of num_layers = 96");
   }
+}
+
+TEST_CASE("The recompute_modules say what selective recomputation reruns", "[config][recompute]") {
+  auto s = base();
+  // Megatron-Core's default: core attention.
+  s.recompute = "selective";
+  CHECK(resolve(s).parallel.recompute_modules == strategy::kRecomputeCoreAttn);
+  // Given alone, the modules ask for selective recomputation.
+  s = base();
+  s.recompute_modules = "layernorm, mlp";
+  const auto run = resolve(s);
+  CHECK(run.parallel.recompute == strategy::RecomputeKind::Selective);
+  CHECK(run.parallel.recompute_modules == (strategy::kRecomputeLayernorm | strategy::kRecomputeMlp));
+  // An empty list reruns nothing (Megatron-Core's --recompute-modules with no name).
+  s.recompute_modules = "";
+  CHECK(resolve(s).parallel.selective_modules() == 0);
+  // A strategy file may give Megatron-Core's list.
+  const auto parsed =
+      config::parse_strategy(nlohmann::json::parse(R"({"recompute_modules": ["moe_act", "layernorm"]})"), "test");
+  CHECK(parsed.recompute_modules == "moe_act,layernorm");
+  CHECK_THROWS_WITH(config::parse_strategy(nlohmann::json::parse(R"({"recompute_modules": [3]})"), "test"),
+                    Catch::Contains("recompute_modules: 3 is not a module name"));
+
+  const auto fails = [](config::StrategyInput x, const std::string& text) {
+    INFO(text);
+    CHECK_THROWS_WITH(resolve(x), Catch::Contains(text));
+  };
+  s = base();
+  s.recompute_modules = "core_attn,attention";
+  fails(s, "--recompute-modules = attention is not a recomputation module");
+  s.recompute_modules = "mhc";
+  fails(s, "Megatron-Core module of layers ptsim does not model");
+  s.recompute_modules = "mla_up_proj";
+  fails(s, "needs multi-latent attention");
+  s.recompute_modules = "moe_act";
+  s.recompute = "full";
+  fails(s, "applies to selective recomputation, not to --recompute full");
+  s = base();
+  s.precision = "fp8";
+  s.fp8_recipe = "delayed";
+  s.recompute_modules = "layernorm";
+  fails(s, "cannot be recomputed under delayed FP8 scaling");
 }

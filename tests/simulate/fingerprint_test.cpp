@@ -108,6 +108,9 @@
 // the host waits for them before the exchange. Only the Mixtral EP 8 run
 // moved: +1,024 tasks (one gather a layer and micro-batch), makespan +0.52%;
 // its peak kept.
+// Report hashes only, re-recorded (2026-12-03) when the JSON report gained
+// `run.recompute_modules` (selective recomputation by module): every
+// fingerprint, makespan, task count and peak stayed.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

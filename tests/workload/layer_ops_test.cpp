@@ -205,9 +205,9 @@ TEST_CASE("Selective recomputation of unfused attention reruns the whole core at
   s.flash_attention = false;
   std::vector<std::string> core;
   for (const auto& op : workload::transformer_layer_ops(m, s, 0).forward)
-    if (op.core_attention) {
+    if (op.rerun_by & strategy::kRecomputeCoreAttn) {
       core.push_back(op.name);
-      if (op.name == "attn.context") CHECK(op.selective_saved_bytes == op.saved_bytes);
+      if (op.name == "attn.context") CHECK(op.kept_bytes(strategy::kRecomputeCoreAttn) == op.saved_bytes);
     }
   CHECK(core == std::vector<std::string>{"attn.scores", "attn.softmax", "attn.dropout", "attn.context"});
 }
@@ -224,10 +224,11 @@ TEST_CASE("Selective recomputation of fused attention reruns the attention kerne
   const double N = 8192, q = 32 * 128 / 2.0, kv = 8 * 128 / 2.0, lse = 4 * (32 / 2.0) * 8192;
   std::vector<std::string> core;
   for (const auto& op : workload::transformer_layer_ops(m, s, 0).forward)
-    if (op.core_attention) {
+    if (op.rerun_by & strategy::kRecomputeCoreAttn) {
       core.push_back(op.name);
-      CHECK(static_cast<double>(op.selective_saved_bytes) == Approx(2 * N * (q + 2 * kv)));
-      CHECK(static_cast<double>(op.saved_bytes - op.selective_saved_bytes) == Approx(lse));
+      const auto kept = op.kept_bytes(strategy::kRecomputeCoreAttn);
+      CHECK(static_cast<double>(kept) == Approx(2 * N * (q + 2 * kv)));
+      CHECK(static_cast<double>(op.saved_bytes - kept) == Approx(lse));
     }
   CHECK(core == std::vector<std::string>{"attn.flash"});
 }

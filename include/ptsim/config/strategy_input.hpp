@@ -42,6 +42,7 @@ struct StrategyInput {
   std::optional<std::string> schedule;   // naive | gpipe | 1f1b | interleaved | zb-h1 | zb-h2 | dualpipe
   std::optional<std::string> recompute;  // none | selective | full
   std::optional<std::int64_t> recompute_num_layers;
+  std::optional<std::string> recompute_modules;  // Megatron-Core's names, comma-separated ("" reruns nothing)
   std::optional<bool> sequence_parallel;
   std::optional<std::int64_t> zero;      // 0 … 3
   std::optional<bool> distributed_optimizer;

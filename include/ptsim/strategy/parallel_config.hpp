@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "ptsim/common/dtype.hpp"
+#include "ptsim/strategy/recompute_modules.hpp"
 
 namespace ptsim::strategy {
 
@@ -25,7 +26,7 @@ enum class ScheduleKind {
 
 enum class RecomputeKind {
   None,
-  Selective,  // Megatron's selective recomputation: core attention only (unfused: scores, softmax, dropout, context; fused: the attention kernel; ring attention under CP: not rerun)
+  Selective,  // Megatron's selective recomputation of the modules in ParallelConfig::recompute_modules (default core attention: unfused, scores, softmax, dropout, context; fused, the attention kernel; ring attention under CP: not rerun)
   Full,       // whole layers: only each layer's input is kept
 };
 
@@ -95,6 +96,14 @@ struct ParallelConfig {
   std::int64_t global_batch_size = 1;  // sequences per step, all replicas
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   RecomputeKind recompute = RecomputeKind::None;
+  /// What selective recomputation reruns (recompute_modules.hpp); an empty
+  /// set reruns nothing, as Megatron-Core's `--recompute-modules` with no name.
+  RecomputeModules recompute_modules = kDefaultRecomputeModules;
+  /// The modules rerun in this run: recompute_modules under selective
+  /// recomputation, none otherwise.
+  RecomputeModules selective_modules() const {
+    return recompute == RecomputeKind::Selective ? recompute_modules : RecomputeModules{0};
+  }
   /// Full recomputation of only the first N layers of each stage (chunk); 0: all.
   std::int64_t recompute_num_layers = 0;
   bool sequence_parallel = false;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ptsim/common/dtype.hpp"
+#include "ptsim/strategy/recompute_modules.hpp"
 #include "ptsim/taskgraph/task.hpp"
 
 namespace ptsim::workload {
@@ -65,13 +66,24 @@ struct OpSpec {
   /// Backward ops computing weight gradients only (zero-bubble schedules run
   /// them later as W; the rest of the backward is B).
   bool weight_grad = false;
-  /// Forward ops of core attention (scores, softmax, dropout, context; or the
-  /// fused attention kernel), which selective recomputation reruns in the
-  /// backward pass; under it they keep only `selective_saved_bytes` (Q and K
-  /// for the scores GEMM, V for the context GEMM, Q, K and V for the fused
-  /// kernel) of what they save.
-  bool core_attention = false;
-  std::uint64_t selective_saved_bytes = 0;
+  /// Selective recomputation (strategy/recompute_modules.hpp): a forward op
+  /// of a module in `rerun_by` runs again before its layer's backward; under
+  /// a module of `drops`, the op does not keep those bytes of what it saves
+  /// (the rerun makes them again). E.g. fused attention: rerun by core_attn,
+  /// which drops its softmax statistics; mla_up_proj drops its Q, K and V.
+  strategy::RecomputeModules rerun_by = 0;
+  struct Drop {
+    strategy::RecomputeModules modules = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::vector<Drop> drops;
+  /// What the op keeps when `selected` modules are recomputed.
+  std::uint64_t kept_bytes(strategy::RecomputeModules selected) const {
+    std::uint64_t dropped = 0;
+    for (const Drop& d : drops)
+      if (d.modules & selected) dropped += d.bytes;
+    return dropped >= saved_bytes ? 0 : saved_bytes - dropped;
+  }
 };
 
 /// The forward and backward ops of one building block, in issue order. The

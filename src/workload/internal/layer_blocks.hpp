@@ -1,7 +1,7 @@
 // The blocks of a stage's layers and of its embedding and output layer,
 // each kind made once (per DualPipe lane) and then instantiated per
 // micro-batch: a layer's forward (kept whole, or only its input under full
-// recomputation, or less its core attention under selective recomputation),
+// recomputation, or less what the selectively recomputed modules drop),
 // its backward (whole, or the B and W of a zero-bubble split), and its
 // recomputed forward. Private to workload/.
 #pragma once
@@ -27,7 +27,8 @@ struct LayerLists {
   BlockOps ops;                         // forward, full backward
   std::vector<OpSpec> input_backward;   // B of a zero-bubble split
   std::vector<OpSpec> weight_backward;  // W
-  std::vector<OpSpec> core_attention;   // what selective recomputation reruns
+  std::vector<OpSpec> recomputed;       // what selective recomputation reruns (the run's modules)
+  std::uint64_t dropped_bytes = 0;      // what the forward does not keep under it, made again by the rerun
 };
 
 class LayerBlocks {
@@ -41,14 +42,15 @@ class LayerBlocks {
 
   /// Forward ops of a layer kind. Under full recomputation (`checkpoint`)
   /// only the layer input (what the first op saves) stays allocated; under
-  /// selective recomputation the core-attention ops keep only what
-  /// rebuilding them needs; a ZeRO-3 layer releases its gathered parameters
-  /// at its end.
+  /// selective recomputation the ops keep what the recomputed modules do
+  /// not drop (OpSpec::kept_bytes); a ZeRO-3 layer releases its gathered
+  /// parameters at its end.
   std::uint32_t layer_forward(std::int64_t layer, bool checkpoint);
   /// `part`: a full backward, or the B or W of a zero-bubble split.
   std::uint32_t layer_backward(std::int64_t layer, strategy::Pass part);
   /// The recomputed forward: every op but the checkpointed input (full), or
-  /// core attention (selective), allocating again what it saves.
+  /// the recomputed modules' ops (selective), allocating again what the
+  /// forward dropped.
   std::uint32_t layer_recompute(std::int64_t layer, bool full);
 
   /// A list of ops as one block: forward ones keep what they save, backward
@@ -83,7 +85,7 @@ class LayerBlocks {
   std::uint32_t make_layer_backward(std::int64_t layer, strategy::Pass part);
   std::uint32_t make_layer_recompute(std::int64_t layer, bool full);
   std::uint32_t backward_part(const std::string& what, const std::vector<OpSpec>& ops, strategy::Pass part);
-  bool selective() const { return c_.recompute == strategy::RecomputeKind::Selective; }
+  strategy::RecomputeModules selective() const { return c_.selective_modules(); }
 
   const model::ModelSpec& m_;
   const strategy::ParallelConfig& c_;

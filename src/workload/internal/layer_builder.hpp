@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ptsim/common/error.hpp"
 #include "ptsim/workload/layer_ops.hpp"
 
 namespace ptsim::workload::internal {
@@ -32,11 +33,12 @@ inline OpSpec weight_grad(OpSpec op) {
   return op;
 }
 
-// Core attention, which selective recomputation reruns; under it the op
+// Core attention, which recomputing core_attn reruns; under it the op
 // keeps `kept` bytes of what it saves (the checkpoint's inputs).
-inline OpSpec rerun_by_selective(OpSpec op, double kept = 0) {
-  op.core_attention = true;
-  op.selective_saved_bytes = as_bytes(kept);
+inline OpSpec core_attention_op(OpSpec op, double kept = 0) {
+  op.rerun_by |= strategy::kRecomputeCoreAttn;
+  const std::uint64_t k = as_bytes(kept);
+  if (op.saved_bytes > k) op.drops.push_back({strategy::kRecomputeCoreAttn, op.saved_bytes - k});
   return op;
 }
 
@@ -244,11 +246,39 @@ class LayerBuilder {
     }
   }
 
+  // The layer's input norm: fused into the QKV linear (Megatron-Core's TE
+  // spec, input_layernorm an IdentityOp), except before multi-latent
+  // attention, whose down projections take a TENorm's output; that one
+  // recomputing "layernorm" reruns (transformer_layer.py: only a norm that
+  // is not an IdentityOp), its consumers dropping its output (see
+  // latent_attention_projections()).
+  void input_norm() {
+    const std::size_t at = fw_.size();
+    norm("ln1", !m_.multi_latent_attention);
+    if (m_.multi_latent_attention) rerun_from(at, strategy::kRecomputeLayernorm);
+  }
+  // The pre-MLP norm: fused into a dense MLP's FC1, apart before an MoE
+  // layer (its router and shared experts read it), where recomputing
+  // "layernorm" reruns it.
+  void pre_mlp_norm(std::int64_t layer) {
+    pre_mlp_norm_ = fw_.size();
+    const bool moe_layer = m_.is_moe_layer(layer);
+    norm("ln2", !moe_layer);
+    if (moe_layer) rerun_from(pre_mlp_norm_, strategy::kRecomputeLayernorm);
+  }
+
+  // Recomputing "mlp" checkpoints a dense layer's MLP module (its FC1 with
+  // the pre-MLP norm fused in, activation, FC2 and their TP communication):
+  // only the module's input, which the norm keeps, stays; everything runs
+  // again (transformer_layer.py: tensor_parallel.checkpoint, te_checkpoint
+  // under FP8; not for MoE layers).
   void mlp(std::int64_t layer) {
     if (m_.is_moe_layer(layer)) {
       moe();
     } else {
       dense_mlp("mlp", static_cast<double>(m_.ffn_hidden_size), true);
+      rerun_from(pre_mlp_norm_, strategy::kRecomputeMlp);
+      drop_saved_from(pre_mlp_norm_ + 1, strategy::kRecomputeMlp);
     }
   }
 
@@ -303,6 +333,28 @@ class LayerBuilder {
       ops.push_back(collective_op(name + q(".", "amax_allreduce"), CollectiveKind::AllReduce, CommGroup::TensorParallel,
                                   q_.tp_amax_bytes));
     ops.push_back(memory_op(name + q(".", "cast"), q_.shard_cast_bytes() * Nsp_ * cols));
+  }
+
+  // Selective recomputation (OpSpec::rerun_by, drops): the forward ops from
+  // index `from` on run again when `modules` are recomputed.
+  void rerun_from(std::size_t from, strategy::RecomputeModules modules) {
+    for (std::size_t i = from; i < fw_.size(); ++i) fw_[i].rerun_by |= modules;
+  }
+  // Under `modules`, forward op `i` does not keep `bytes` of what it saves.
+  void drop(std::size_t i, strategy::RecomputeModules modules, double bytes) {
+    const std::uint64_t b = std::min(as_bytes(bytes), fw_[i].saved_bytes);
+    if (b > 0) fw_[i].drops.push_back({modules, b});
+  }
+  // Under `modules`, the forward ops from `from` on keep nothing they save.
+  void drop_saved_from(std::size_t from, strategy::RecomputeModules modules) {
+    for (std::size_t i = from; i < fw_.size(); ++i) drop(i, modules, static_cast<double>(fw_[i].saved_bytes));
+  }
+  // The index of the forward op `name` at or after `from`.
+  std::size_t forward_index(const std::string& name, std::size_t from) const {
+    for (std::size_t i = from; i < fw_.size(); ++i)
+      if (fw_[i].name == name) return i;
+    PTSIM_ASSERT(false, "an op the builder just added");
+    return from;
   }
 
   // One group of backward ops, in issue order; OpSpec::after within it counts
@@ -389,6 +441,7 @@ class LayerBuilder {
   const strategy::Quantization q_;  // the recipe's quantization bytes
   std::vector<OpSpec> fw_;
   std::vector<std::vector<OpSpec>> bw_groups_;
+  std::size_t pre_mlp_norm_ = 0;  // index of the pre-MLP norm in fw_
 };
 
 }  // namespace ptsim::workload::internal
