@@ -73,7 +73,23 @@ void LayerBuilder::moe() {
     }
     return collective_op(name, CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2);
   };
-  if (exchange) fw_.push_back(exchange_op("moe.dispatch", true));
+  // The other dispatchers hand the experts device-side counts, which the
+  // grouped GEMM copies to the host (experts.py at d98e8a64dd:
+  // tokens_per_expert.tolist() for TE's m_splits, unless
+  // moe_use_grouped_tensor, which the recipes leave off), so the host waits
+  // for the exchange that made them: the all-gather dispatcher's
+  // local_map.sum(...).cpu(); DeepEP's dispatch, whose "CPU will wait for
+  // GPU's signal" (fused_a2a.py), HybridEP's when it sizes its buffers on the
+  // fly ("CPU sync in dispatch"). Dropping and padding to a capacity fixes
+  // the counts on the host instead.
+  if (exchange) {
+    OpSpec dispatch = exchange_op("moe.dispatch", true);
+    const bool counts_from_dispatch =
+        dispatcher == strategy::MoeDispatcher::AllGather ||
+        (dispatcher == strategy::MoeDispatcher::Flex && !shape_.capacity_factor);
+    if (counts_from_dispatch) dispatch.flags |= taskgraph::kHostWaitsForTask;
+    fw_.push_back(dispatch);
+  }
   if (etp > 1)
     fw_.push_back(collective_op("moe.dispatch.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
                                 T * k * h_ * 2 * etp));

@@ -7,6 +7,7 @@
 #include "ptsim/workload/step_workload.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -625,4 +626,29 @@ TEST_CASE("The MTP depths' parameters sit on the last stage, with a word embeddi
   const auto first = workload::stage_parameters(m, c, 0), last = workload::stage_parameters(m, c, 1);
   CHECK(first.total() + last.total() == model::total_parameters(m) + 128256LL * 4096);
   CHECK(model::mtp_depth_parameters(m) == model::layer_parameters(m, 31) + 2LL * 4096 * 4096 + 3 * 4096);
+}
+
+TEST_CASE("The host waits each MoE layer for the exchange that gives it the experts' token counts", "[workload]") {
+  // Megatron-Core at d98e8a64dd: the all-to-all dispatcher copies the
+  // gathered counts to the host before its exchange; the others hand the
+  // experts device-side counts that TE's grouped GEMM copies to the host
+  // (tokens_per_expert.tolist()), so the host waits for the dispatch itself;
+  // dropping and padding to a capacity fixes the counts on the host.
+  const auto m = test::shipped_model("qwen3-30b-a3b");
+  const auto waited = [&](strategy::MoeDispatcher d, std::optional<double> capacity) {
+    workload::MicroShape s;
+    s.seq_length = 4096;
+    s.ep = 8;
+    s.moe_dispatcher = d;
+    s.capacity_factor = capacity;
+    std::vector<std::string> names;
+    for (const auto& op : workload::transformer_layer_ops(m, s, 0).forward)
+      if (op.flags & taskgraph::kHostWaitsForTask) names.push_back(op.name);
+    return names;
+  };
+  using D = strategy::MoeDispatcher;
+  CHECK(waited(D::AllToAll, std::nullopt) == std::vector<std::string>{"moe.dispatch.counts_allgather"});
+  CHECK(waited(D::AllGather, std::nullopt) == std::vector<std::string>{"moe.dispatch"});
+  CHECK(waited(D::Flex, std::nullopt) == std::vector<std::string>{"moe.dispatch"});
+  CHECK(waited(D::Flex, 1.0).empty());
 }
