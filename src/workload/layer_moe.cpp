@@ -84,9 +84,8 @@ void LayerBuilder::moe() {
   // the counts on the host instead.
   if (exchange) {
     OpSpec dispatch = exchange_op("moe.dispatch", true);
-    const bool counts_from_dispatch =
-        dispatcher == strategy::MoeDispatcher::AllGather ||
-        (dispatcher == strategy::MoeDispatcher::Flex && !shape_.capacity_factor);
+    const bool counts_from_dispatch = dispatcher == strategy::MoeDispatcher::AllGather ||
+                                      (dispatcher == strategy::MoeDispatcher::Flex && !shape_.capacity_factor);
     if (counts_from_dispatch) dispatch.flags |= taskgraph::kHostWaitsForTask;
     fw_.push_back(dispatch);
   }

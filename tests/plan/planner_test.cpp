@@ -193,3 +193,25 @@ TEST_CASE("A search's progress: one more simulated each time, the best so far, a
   CHECK(seen.back().at_most_left == 0);
   CHECK(best == result.best.front().result.step_time_s);
 }
+
+TEST_CASE("With --recompute-modules the search tries selective recomputation of those modules", "[plan]") {
+  // Under fused attention, recomputing core attention alone frees only the
+  // softmax statistics: selective is left out of the search unless the
+  // modules say what it reruns; then only its candidates carry them.
+  auto request = small_request(10);
+  const auto recompute_levels = [](const plan::PlanRequest& r) {
+    std::set<std::string> levels;
+    for (const auto& s : plan::enumerate(r)) {
+      const std::string level = s.recompute.value_or("none");
+      levels.insert(level);
+      if (level != "selective") CHECK_FALSE(s.recompute_modules);
+      if (level == "selective") CHECK(s.recompute_modules == "mlp");
+    }
+    return levels;
+  };
+  CHECK(recompute_levels(request) == std::set<std::string>{"none", "full"});
+  request.fixed.recompute_modules = "mlp";
+  CHECK(recompute_levels(request) == std::set<std::string>{"none", "selective", "full"});
+  // The search simulates them to a ranking.
+  CHECK_FALSE(plan::plan(request).best.empty());
+}
