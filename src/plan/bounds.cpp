@@ -124,6 +124,9 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
   // one after the other (cost::HostIssue): the host alone needs
   // m · kernels · host time, whatever the GPU does.
   std::vector<double> kernels_per_micro(static_cast<std::size_t>(c.pp), 0.0);
+  // Per stage: kernel time of one micro-batch through its first chunk (the
+  // virtual stage numbered as the stage).
+  std::vector<double> first_chunk(static_cast<std::size_t>(c.pp), 0.0);
   double memory = 0;
   for (std::int64_t stage = 0; stage < c.pp; ++stage) {
     const auto ranges = strategy::stage_chunks(c, stage);
@@ -150,6 +153,7 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
         kernels += o.forward_kernels + o.backward_kernels;
         saved += o.saved;
       }
+      if (k == 0) first_chunk[static_cast<std::size_t>(stage)] = work;
     }
     per_micro[static_cast<std::size_t>(stage)] = work;
     kernels_per_micro[static_cast<std::size_t>(stage)] = kernels;
@@ -161,13 +165,15 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
   // Two directions (DualPipe) run half the micro-batches through each chunk.
   const double runs = schedule.two_directions ? static_cast<double>(micro) / 2 : static_cast<double>(micro);
   // A stage's first kernel waits for the first micro-batch's forward through
-  // the stages before it, and the last micro-batch's backward must pass them
-  // after its last kernel: step ≥ m·T_b + Σ_{s<b} T_s (one chunk per stage).
-  const bool chain = chunks == 1 && schedule.chained;
+  // the first chunks of the stages before it, and the last micro-batch's
+  // backward must pass them after its last kernel (its first chunk's):
+  // step ≥ m·T_b + Σ_{s<b} C_s, C_s the first chunk's forward and backward
+  // (the whole stage, T_s, with one chunk a stage).
+  const bool chain = schedule.chained;
   double time = 0, before = 0;
-  for (const double t : per_micro) {
-    time = std::max(time, runs * t + (chain ? before : 0.0));
-    before += t;
+  for (std::size_t stage = 0; stage < per_micro.size(); ++stage) {
+    time = std::max(time, runs * per_micro[stage] + (chain ? before : 0.0));
+    before += first_chunk[stage];
   }
   for (const double k : kernels_per_micro) time = std::max(time, runs * k * c.host_overhead_s);
   return {time, memory};

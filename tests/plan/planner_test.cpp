@@ -101,6 +101,25 @@ TEST_CASE("The lower bounds, the host's included, never exceed a simulated step"
   CHECK(host_bound > 0);
 }
 
+TEST_CASE("The pipeline bounds, interleaved chunks included, never exceed a simulated step", "[plan]") {
+  // No host time: the kernels and the pipeline's fill and drain are the
+  // bound. Every candidate simulated (top 1000 of a small search) is checked.
+  auto r = small_request(1000);
+  r.hardware.gpu.memory_bytes = 80.0 * (1ull << 30);
+  r.global_batch_size = 32;
+  r.fixed.host_overhead_us = 0;
+  const auto result = plan::plan(r);
+  std::size_t interleaved = 0, piped = 0;
+  for (const auto& c : result.best) {
+    INFO(c.label);
+    CHECK(c.lower_bound_s <= c.result.step_time_s);
+    if (c.label.find("interleaved") != std::string::npos) ++interleaved;
+    if (c.label.find("pp=1 ") == std::string::npos) ++piped;
+  }
+  CHECK(interleaved > 0);
+  CHECK(piped > interleaved);
+}
+
 TEST_CASE("Sharded searches merge into the unsharded ranking, at any thread count", "[plan]") {
   auto request = small_request(5);
   request.threads = 1;

@@ -45,9 +45,10 @@ struct ScheduleDescriptor {
   /// Megatron-LM's batched p2p synchronization (--batch-p2p-sync) applies:
   /// Megatron-LM runs this schedule.
   bool megatron = false;
-  /// With one model chunk a stage, a stage's first kernel waits for the first
-  /// micro-batch through the stages before it and the last backward passes
-  /// them after its last kernel: step ≥ m·T_b + Σ_{s<b} T_s (the planner's bound).
+  /// A stage's first kernel waits for the first micro-batch through the first
+  /// chunks of the stages before it, and the last backward passes them after
+  /// its last kernel, which is its first chunk's: step ≥ m·T_b + Σ_{s<b} C_s,
+  /// C_s stage s's first chunk's forward and backward (the planner's bound).
   bool chained = false;
   /// Micro-batches enter at both ends of the pipeline (DualPipe): two
   /// directions, each a mirror of the other.
