@@ -30,6 +30,26 @@ std::string shape_key(const workload::MicroShape& s) {
                      s.async_tp_allreduce, s.gradient_accumulation_fusion, s.main_grad_bytes, s.cross_entropy_fusion);
 }
 
+// TP collectives that hold the compute stream: each waits for the kernel
+// before it (no `after`) and the kernel after it waits for it (neither
+// async nor detached), so on the in-order stream nothing of the rank
+// computes meanwhile. Each moves at least (t − 1)/t of its nccl-tests size
+// through every GPU's NVLink in one direction, whatever the algorithm
+// (ring, NVLink SHARP: the switch still reads or writes that much of each
+// GPU), so it lasts at least that over the per-GPU NVLink rate.
+double blocking_tp_seconds(const std::vector<workload::OpSpec>& ops, std::int64_t tp, double nvlink_bytes_per_s) {
+  if (tp < 2 || nvlink_bytes_per_s <= 0) return 0;
+  const double share = static_cast<double>(tp - 1) / static_cast<double>(tp);
+  double seconds = 0;
+  for (std::size_t i = 0; i + 1 < ops.size(); ++i) {
+    const auto& op = ops[i];
+    if (op.kind != workload::OpKind::Collective || op.group != workload::CommGroup::TensorParallel) continue;
+    if (op.async || op.detached || op.after >= 0 || !is_kernel(ops[i + 1])) continue;
+    seconds += share * static_cast<double>(op.bytes) / nvlink_bytes_per_s;
+  }
+  return seconds;
+}
+
 }  // namespace
 
 const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy::ParallelConfig& c,
@@ -54,6 +74,8 @@ const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy
     cost.saved_selective += static_cast<double>(op.kept_bytes(c.recompute_modules));
   }
   count_backward(ops, cost);
+  cost.blocking_comm_s = blocking_tp_seconds(ops.forward, c.tp, hw_.nvlink.bandwidth_bytes_per_s) +
+                         blocking_tp_seconds(ops.backward, c.tp, hw_.nvlink.bandwidth_bytes_per_s);
   const std::lock_guard lock(mutex_);
   return memo_.emplace(key, cost).first->second;
 }
@@ -117,6 +139,9 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
   // holds at once, at least: the forwards its schedule runs before its
   // first backward.
   const std::vector<std::int64_t>& held = in_flight(c);
+  // One compute stream: what holds it holds the stage (two lanes, DualPipe's
+  // or the combined 1F1B's, may compute beside a blocked one).
+  const bool one_lane = !schedule.two_directions && !c.overlap_moe_expert_parallel_comm;
   // Per stage: kernel time of one micro-batch (forward, backward and
   // recomputation of all its chunks).
   std::vector<double> per_micro(static_cast<std::size_t>(c.pp), 0.0);
@@ -136,7 +161,7 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
         const std::int64_t index = ranges[k].first + l;
         const LayerCost& lc = layer(m, c, index);
         const bool recomputed = full && (c.recompute_num_layers == 0 || l < c.recompute_num_layers);
-        work += lc.forward_s + lc.backward_s + (recomputed ? lc.forward_s : 0);
+        work += lc.forward_s + lc.backward_s + (recomputed ? lc.forward_s : 0) + (one_lane ? lc.blocking_comm_s : 0);
         kernels += lc.forward_kernels + lc.backward_kernels + (recomputed ? lc.forward_kernels : 0);
         saved += recomputed ? lc.saved_checkpoint : selective ? lc.saved_selective : lc.saved;
       }

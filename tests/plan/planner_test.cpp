@@ -102,10 +102,14 @@ TEST_CASE("The lower bounds, the host's included, never exceed a simulated step"
 }
 
 TEST_CASE("The pipeline bounds, interleaved chunks included, never exceed a simulated step", "[plan]") {
-  // No host time: the kernels and the pipeline's fill and drain are the
-  // bound. Every candidate simulated (top 1000 of a small search) is checked.
+  // No host time: the kernels, the TP collectives the compute stream waits
+  // for and the pipeline's fill and drain are the bound. Every candidate
+  // simulated (top 1000 of a small search) is checked, on an A100 node
+  // (NVLink 3, ring collectives) and an H100 one (NVLink SHARP all-reduces).
+  const std::string profile = GENERATE("a100-sxm4-80gb", "h100-sxm5-80gb");
+  INFO(profile);
   auto r = small_request(1000);
-  r.hardware.gpu.memory_bytes = 80.0 * (1ull << 30);
+  r.hardware = test::shipped_hardware(profile);
   r.global_batch_size = 32;
   r.fixed.host_overhead_us = 0;
   const auto result = plan::plan(r);

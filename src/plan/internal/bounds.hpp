@@ -1,7 +1,8 @@
 // Cheap bounds on a strategy, for pruning before simulation. Private to plan/.
 //   time    ≥ the busiest stage's kernels over all micro-batches (priced by
-//             the cost model, without the slowdown communication adds), plus
-//             the pipeline fill 1F1B-like schedules cannot avoid;
+//             the cost model, without the slowdown communication adds) and
+//             the TP collectives its compute stream waits for (at the NVLink
+//             line rate), plus the pipeline fill 1F1B-like schedules cannot avoid;
 //   memory  ≥ the static memory of a stage plus the activations its schedule
 //             must hold at once (1F1B: p − s micro-batches on stage s).
 // Both are true lower bounds: pruning on them never drops a candidate that
@@ -38,6 +39,7 @@ class Bounds {
     double forward_s = 0, backward_s = 0;
     double forward_kernels = 0, backward_kernels = 0;  // each one the host must issue
     double saved = 0, saved_checkpoint = 0, saved_selective = 0;
+    double blocking_comm_s = 0;  // TP collectives the compute stream waits for, at least (forward and backward)
   };
   const LayerCost& layer(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t index);
   const LayerCost& boundary(const model::ModelSpec& m, const strategy::ParallelConfig& c, bool output);
