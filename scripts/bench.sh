@@ -4,7 +4,7 @@
 # `simulation.wall_s` in --json reports: workload build + engine + summary),
 # events, events per second of simulation wall time, and peak RSS.
 #
-#   scripts/bench.sh                 # all cases, 3 repeats (the plans once, the
+#   scripts/bench.sh                 # all cases, 3 repeats (the searches once, the
 #                                    # symmetric cases 21 times: --short-repeats)
 #   scripts/bench.sh --repeats 5 --only gpt3
 #   scripts/bench.sh --json bench.json

@@ -34,21 +34,49 @@ PLAN_GPT3 = ["--model", "configs/models/gpt3-175b.json", "--hw", "hw_profiles/dg
 PLAN_LLAMA70 = ["--model", "configs/models/llama3-70b.json", "--hw", "hw_profiles/dgx-h100-superpod.json",
                 "--gpus", "512", "--global-batch-size", "512", "--seq-length", "8192", "--top", "5"]
 
-# (name, subcommand, arguments, target wall s, target RSS GiB, runs are plans)
+PLAN_LLAMA405 = ["--model", "configs/models/llama3-405b.json", "--hw", "hw_profiles/dgx-h100-superpod.json",
+                 "--gpus", "16384", "--global-batch-size", "2048", "--seq-length", "8192", "--top", "5"]
+PLAN_MIXTRAL = ["--model", "configs/models/mixtral-8x7b.json", "--hw", "hw_profiles/dgx-h100-superpod.json",
+                "--gpus", "256", "--global-batch-size", "1024", "--seq-length", "4096", "--top", "5"]
+# The README's sweep and report (issue 30's figures: 13 min and 37 s when it was filed).
+SWEEP_README = ["configs/sweeps/llama3-70b-network.json"]
+REPORT_README = ["--model", "configs/models/gpt3-175b.json",
+                 "--hw", "hw_profiles/dgx-a100-superpod.json,hw_profiles/dgx-h100-superpod.json",
+                 "--tokens", "300e9", "--gpus", "512,1024", "--global-batch-size", "1536", "--days", "30",
+                 "--price-per-gpu-hour", "2", "--gpu-power-watts", "400"]
+
+# (name, subcommand, arguments, target wall s, target RSS GiB, runs are searches: run --plan-repeats times)
+# The searches' targets are issue 30's, on 2 cores.
 CASES = [
     ("gpt3-175b 1024 explicit", "simulate", GPT3 + ["--mode", "explicit"], 2.0, 1.0, False),
     ("gpt3-175b 1024 symmetric", "simulate", GPT3 + ["--mode", "symmetric"], 0.020, None, False),
     ("llama3-405b 16384 explicit", "simulate", LLAMA405 + ["--mode", "explicit"], 30.0, 8.0, False),
     ("llama3-405b 16384 symmetric", "simulate", LLAMA405 + ["--mode", "symmetric"], 0.050, None, False),
-    ("plan gpt3-175b 1024", "plan", PLAN_GPT3, 10.0, None, True),
-    ("plan llama3-70b 512", "plan", PLAN_LLAMA70, None, None, True),
+    ("plan gpt3-175b 1024", "plan", PLAN_GPT3, 3.0, 1.0, True),
+    ("plan llama3-70b 512", "plan", PLAN_LLAMA70, 10.0, 1.0, True),
+    ("plan mixtral-8x7b 256", "plan", PLAN_MIXTRAL, 30.0, 1.0, True),
+    ("plan llama3-405b 16384", "plan", PLAN_LLAMA405, 20.0, 1.0, True),
+    ("sweep README", "sweep", SWEEP_README, 60.0, 1.0, True),
+    ("report README", "report", REPORT_README, 10.0, 1.0, True),
 ]
 
 
-def run_once(ptsim, subcommand, args, workdir):
+def command(ptsim, subcommand, args, workdir, timing=True):
+    """The command line of a case and the JSON file it writes. --timing:
+    without it ptsim leaves wall times out so that its outputs are
+    reproducible. A report writes a directory (report.json in it); a sweep
+    has no --timing."""
     out_json = os.path.join(workdir, "out.json")
-    # --timing: without it ptsim leaves wall times out so that its outputs are reproducible.
-    cmd = [ptsim, subcommand] + args + ["--json", out_json, "--timing"]
+    if subcommand == "report":
+        return [ptsim, subcommand] + args + ["--out", os.path.join(workdir, "report")], \
+            os.path.join(workdir, "report", "report.json")
+    if subcommand == "sweep" or not timing:
+        return [ptsim, subcommand] + args + ["--json", out_json], out_json
+    return [ptsim, subcommand] + args + ["--json", out_json, "--timing"], out_json
+
+
+def run_once(ptsim, subcommand, args, workdir):
+    cmd, out_json = command(ptsim, subcommand, args, workdir)
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -60,13 +88,13 @@ def run_once(ptsim, subcommand, args, workdir):
         sys.exit(f"bench: `{' '.join(cmd)}` failed with exit code {proc.returncode}:\n{stderr}")
     with open(out_json) as f:
         result = json.load(f)
-    sim = result.get("simulation", {})
+    sim = result.get("simulation", {}) if isinstance(result, dict) else {}
     return {
         "wall_s": wall,
         "sim_wall_s": sim.get("wall_s"),
         "events": sim.get("events"),
         "rss_bytes": usage.ru_maxrss * 1024,  # Linux reports KiB
-        "step_time_s": result.get("step_time_s"),
+        "step_time_s": result.get("step_time_s") if isinstance(result, dict) else None,
         "fingerprint": sim.get("fingerprint"),
     }
 
@@ -75,9 +103,8 @@ def count_instructions(ptsim, subcommand, args, workdir):
     """Instructions one run executes, counted by callgrind: unlike wall time,
     the same on a busy or an idle host, so a change's effect shows whatever
     else the machine is doing (about 50x slower than a plain run)."""
-    out_json = os.path.join(workdir, "out.json")
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-           ptsim, subcommand] + args + ["--json", out_json]
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + \
+        command(ptsim, subcommand, args, workdir, timing=False)[0]
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         sys.exit(f"bench: `{' '.join(cmd)}` failed with exit code {proc.returncode}:\n{proc.stderr}")
