@@ -162,9 +162,6 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
                     "add --use-distributed-optimizer or drop --fp8-param-gather");
 }
 
-// Megatron-Core's EP communication overlap and its delayed weight
-// gradients, with the rules TransformerConfig.__post_init__ asserts
-// (transformer_config.py at d98e8a64dd).
 // What selective recomputation reruns: Megatron-Core's recompute_modules,
 // refused where its TransformerConfig refuses them (transformer_config.py
 // at d98e8a64dd, __post_init__) or where ptsim's layers have no such part.
@@ -207,6 +204,9 @@ void check_recompute_modules(const Checker& check, const model::ModelSpec& m, st
   c.recompute_modules = modules;
 }
 
+// Megatron-Core's EP communication overlap and its delayed weight
+// gradients, with the rules TransformerConfig.__post_init__ asserts
+// (transformer_config.py at d98e8a64dd).
 void check_moe_overlap(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
                        const StrategyInput& s) {
   c.overlap_moe_expert_parallel_comm = s.overlap_moe_expert_parallel_comm.value_or(false);

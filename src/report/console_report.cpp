@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -81,10 +82,12 @@ void print_console(const StepResult& r, std::ostream& out) {
   fmt::print(out, "{} on {} × {} ({} node{}) · {} · {} micro-batch{} of {} · seq {} · {}{}{}\n", r.model_name, r.gpus,
              r.gpu_name, r.nodes, r.nodes == 1 ? "" : "s", layout, r.num_microbatches,
              r.num_microbatches == 1 ? "" : "es", r.micro_batch_size, r.seq_length, upper(r.schedule),
-             r.recompute == "none"        ? ""
-             : r.recompute == "selective" ? fmt::format(" · recompute selective ({})",
-                                                        r.recompute_modules.empty() ? "nothing" : r.recompute_modules)
-                                          : fmt::format(" · recompute {}", r.recompute),
+             r.recompute == "none" ? ""
+             : r.recompute == "selective"
+                 ? fmt::format(" · recompute selective ({})",
+                               r.recompute_modules.empty() ? "nothing"
+                                                           : fmt::format("{}", fmt::join(r.recompute_modules, ", ")))
+                 : fmt::format(" · recompute {}", r.recompute),
              host_note(r.host_overhead_s));
   const double t = r.step_time_s;
   fmt::print(out, "step time          {:>10}    tokens/s {:>10.4g}    model TFLOP/s/GPU {:.1f}    MFU {:.1f}%\n",

@@ -3,8 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 namespace ptsim::report {
@@ -23,14 +21,7 @@ namespace {
 // (an empty list: nothing); null otherwise.
 nlohmann::ordered_json recompute_modules_json(const StepResult& r) {
   if (r.recompute != "selective") return nullptr;
-  nlohmann::ordered_json names = nlohmann::ordered_json::array();
-  std::size_t start = 0;
-  while (start < r.recompute_modules.size()) {
-    const std::size_t end = std::min(r.recompute_modules.find(", ", start), r.recompute_modules.size());
-    names.push_back(r.recompute_modules.substr(start, end - start));
-    start = end + 2;
-  }
-  return names;
+  return r.recompute_modules;
 }
 
 }  // namespace

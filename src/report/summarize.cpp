@@ -84,7 +84,7 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
   out.seq_length = step.model.seq_length;
   out.schedule = std::string(strategy::to_string(config.schedule));
   out.recompute = std::string(strategy::to_string(config.recompute));
-  out.recompute_modules = strategy::to_string_modules(config.selective_modules());
+  out.recompute_modules = strategy::names_of_modules(config.selective_modules());
   out.model_flops_per_step = step.model_flops;
   out.parameters = model::total_parameters(step.model);
   out.active_parameters = model::active_parameters(step.model);

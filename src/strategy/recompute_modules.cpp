@@ -18,16 +18,6 @@ constexpr std::array<std::pair<std::string_view, RecomputeModule>, 7> kNames = {
     {"shared_experts", kRecomputeSharedExperts},
 }};
 
-std::string joined(RecomputeModules modules) {
-  std::string out;
-  for (const auto& [name, bit] : kNames) {
-    if ((modules & bit) == 0) continue;
-    if (!out.empty()) out += ", ";
-    out += name;
-  }
-  return out;
-}
-
 }  // namespace
 
 RecomputeModule recompute_module_named(std::string_view name) {
@@ -36,8 +26,18 @@ RecomputeModule recompute_module_named(std::string_view name) {
   return static_cast<RecomputeModule>(0);
 }
 
-std::string recompute_module_names() { return joined(static_cast<RecomputeModules>(~0u)); }
+std::vector<std::string> names_of_modules(RecomputeModules modules) {
+  std::vector<std::string> out;
+  for (const auto& [name, bit] : kNames)
+    if (modules & bit) out.emplace_back(name);
+  return out;
+}
 
-std::string to_string_modules(RecomputeModules modules) { return joined(modules); }
+std::string recompute_module_names() {
+  std::string out;
+  for (const std::string& name : names_of_modules(static_cast<RecomputeModules>(~0u)))
+    out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
 
 }  // namespace ptsim::strategy

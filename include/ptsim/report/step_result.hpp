@@ -96,7 +96,7 @@ struct StepResult {
   std::int64_t seq_length = 1;
   std::string schedule;
   std::string recompute;
-  std::string recompute_modules;  // under selective recomputation: the modules rerun ("core_attn, moe_act"), else ""
+  std::vector<std::string> recompute_modules;  // under selective recomputation: the modules rerun, Megatron-Core's names
   double host_overhead_s = 0;  // host time per issued task (--host-overhead-us); 0: not modelled
   double mean_kernel_s = 0;    // the critical rank's forward, backward and recompute kernels: time per kernel
   double model_flops_per_step = 0;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ptsim::strategy {
 
@@ -35,7 +36,7 @@ inline constexpr RecomputeModules kDefaultRecomputeModules = kRecomputeCoreAttn;
 RecomputeModule recompute_module_named(std::string_view name);
 /// "core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts".
 std::string recompute_module_names();
-/// A set as Megatron-Core's names in the order above, comma-separated; "" when empty.
-std::string to_string_modules(RecomputeModules modules);
+/// A set as Megatron-Core's names, in the order above; empty when the set is.
+std::vector<std::string> names_of_modules(RecomputeModules modules);
 
 }  // namespace ptsim::strategy
