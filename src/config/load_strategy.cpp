@@ -60,7 +60,7 @@ const std::vector<StrategyField> kFields = {
      strategy::schedule_choices_help()},
     {"recompute", "recompute", "", &S::recompute, 1, 1, {"none", "selective", "full"}, "MODE",
      "activation recomputation: none (default) | selective (the --recompute-modules; by default core attention, "
-     "under CP the ring attention not rerun) | full (whole layers)"},
+     "under CP the whole ring attention, its transfers included) | full (whole layers)"},
     {"recompute_modules", "recompute_modules", "", &S::recompute_modules, 1, 1, {}, "LIST",
      "what --recompute selective reruns, Megatron-Core's modules separated by commas: core_attn (default), "
      "moe_act (the experts' activation), layernorm (norms not fused into a linear: before MLA and MoE), "

@@ -75,10 +75,11 @@ void LayerBuilder::core_attention(double qk_d, double v_d, double kv_ratio) {
   const double q_width = heads * qk_d, kv_width = heads * kv_ratio * (qk_d + v_d);
   const double lse = 4 * bh * s / static_cast<double>(shape_.cp);
   const double qkv_saved = 2 * N_ * (q_width + kv_width);
+  const std::size_t attention_at = fw_.size();
   if (!shape_.flash_attention) {
     unfused_attention(qk_d, v_d, kv_ratio);
   } else if (shape_.cp > 1) {
-    ring_attention(bh, qk_d, v_d, kv_ratio, qkv_saved + lse);
+    ring_attention(bh, qk_d, v_d, kv_ratio, qkv_saved + lse, qkv_saved);
   } else {
     const bool sliding = sliding_;
     const double keys = sliding ? std::min(s, static_cast<double>(m_.sliding_window)) : s;
@@ -99,6 +100,18 @@ void LayerBuilder::core_attention(double qk_d, double v_d, double kv_ratio) {
   // (discard_output_and_register_recompute(core_attn_out)).
   if (m_.multi_latent_attention && shape_.flash_attention)
     drop(fw_.size() - 1, strategy::kRecomputeMlaUpProj, qkv_saved);
+  // When RoPE or the per-head norms make the query and key new tensors, the
+  // value stays a view of the QKV projection's output (TE's SplitAlongDim
+  // returns views); the core_attn checkpoint saves that view and so pins
+  // the whole output, pre-RoPE query and key included, until attention's
+  // backward (core_r0.8.0 attention.py, tensor_parallel.checkpoint's
+  // save_for_backward; memory-oracle finding A7). Without the checkpoint
+  // TE makes the strided value contiguous and the output dies. Multi-latent
+  // attention builds its query, key and value anew, pinning nothing.
+  if (!m_.multi_latent_attention && (m_.position_embedding == model::PositionEmbedding::Rope || m_.qk_layernorm)) {
+    const double pinned = 2 * N_ * (q_width + heads * kv_ratio * qk_d);
+    hold_until_backward(attention_at, strategy::kRecomputeCoreAttn, pinned);
+  }
   row("attn.proj", N_, static_cast<double>(m_.num_attention_heads) * v_d, h_, shape_.flash_attention);
 }
 
@@ -135,7 +148,7 @@ void LayerBuilder::unfused_attention(double d, double v_d, double kv_ratio) {
   backward(std::move(bw));
 }
 
-void LayerBuilder::ring_attention(double bh, double qk_d, double v_d, double kv_ratio, double saved) {
+void LayerBuilder::ring_attention(double bh, double qk_d, double v_d, double kv_ratio, double saved, double kept) {
   const std::int64_t cp = shape_.cp;
   const double chunk = static_cast<double>(shape_.seq_length) / static_cast<double>(cp);  // queries per sequence
   const double kv_bytes = 2 * bh * chunk * kv_ratio * (qk_d + v_d);                       // K and V of one block, bf16
@@ -169,6 +182,10 @@ void LayerBuilder::ring_attention(double bh, double qk_d, double v_d, double kv_
   std::vector<OpSpec> fw;
   steps("attn.ring", false, kv_bytes, fw);
   fw.back().saved_bytes = as_bytes(saved);
+  // Megatron-Core checkpoints core attention under CP too (attention.py's
+  // checkpoint_core_attention has no CP condition): the whole ring, its
+  // transfers included, runs again before the backward, keeping Q, K and V.
+  for (std::size_t i = 0; i < fw.size(); ++i) fw[i] = core_attention_op(fw[i], i + 1 == fw.size() ? kept : 0);
   append_block(fw_, fw);  // steps() counts `after` from the block's first op
   std::vector<OpSpec> bw;
   steps("attn.ring.bwd", true, 2 * kv_bytes, bw);  // key/value blocks and their gradients

@@ -64,7 +64,7 @@ const LayerLists& LayerBlocks::lists(std::int64_t layer) {
   for (auto& op : l.weight_backward) op.async = false;  // the W GEMM itself consumes it
   const strategy::RecomputeModules modules = selective();
   l.recomputed = select(l.ops.forward, [modules](const OpSpec& op) { return (op.rerun_by & modules) != 0; });
-  for (const OpSpec& op : l.ops.forward) l.dropped_bytes += op.saved_bytes - op.kept_bytes(modules);
+  for (const OpSpec& op : l.ops.forward) l.dropped_bytes += op.dropped_bytes(modules);
   PTSIM_ASSERT(l.dropped_bytes == 0 || !l.recomputed.empty(), "what a layer drops, a rerun makes again");
   return lists_.emplace(key, std::move(l)).first->second;
 }
@@ -149,7 +149,7 @@ std::uint32_t LayerBlocks::make_layer_backward(std::int64_t layer, strategy::Pas
   const std::string key = fmt::format("layer.{}.{}{}", name, layer_kind_key(m_, layer), release ? ".zero3" : "");
   return ops_block(
       key, ops, weight ? "bwd_weight." : "bwd.", categories::kBackward, [](std::size_t) { return std::uint64_t{0}; },
-      [&](std::size_t i) { return ops[i].freed_bytes + (i + 1 == ops.size() ? release : 0); });
+      [&](std::size_t i) { return ops[i].released_bytes(selective()) + (i + 1 == ops.size() ? release : 0); });
 }
 
 // The recomputed forward: every op but the checkpointed input (full), or

@@ -110,6 +110,24 @@ TEST_CASE("Activations per layer with selective recomputation: s·b·h·(10 + 24
   }
 }
 
+TEST_CASE("With RoPE the attention checkpoint pins the QKV output: 4·s·b·h/t more a layer, less the statistics",
+          "[workload][memory]") {
+  // Megatron-Core's core_attn checkpoint saves the value as a view of the
+  // QKV projection's output, so the pre-RoPE query and key (2·s·b·h/t bytes
+  // each with MHA) stay beside the rotated copies until attention's
+  // backward; the fp32 row statistics, 4·b·(a/t)·s, are what the checkpoint
+  // drops (memory-oracle finding A7: ptsim was 6.3% short on Llama 70B).
+  const nlohmann::json rope = {{"position_embedding_type", "rope"}};
+  for (const double t : {1.0, 2.0}) {
+    const auto tp = static_cast<std::int64_t>(t);
+    CHECK(per_layer(tp, "selective", "flash", false, rope) - per_layer(tp, "none", "flash", false, rope) ==
+          Approx(4 * s * b * h / t - 4 * b * (a / t) * s).epsilon(1e-9));
+  }
+  // Without RoPE the three views are the buffer: only the statistics go.
+  CHECK(per_layer(2, "selective", "flash") - per_layer(2, "none", "flash") ==
+        Approx(-4 * b * (a / 2) * s).epsilon(1e-9));
+}
+
 TEST_CASE("Under FP8 the linears keep their inputs in fp8: 1 byte an element instead of 2", "[workload][memory]") {
   // Transformer Engine keeps the quantized input of each FP8 linear for its
   // weight gradient, not the bf16 one: QKV's and FC1's (s·b·h each, the norm

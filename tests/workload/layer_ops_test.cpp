@@ -218,20 +218,81 @@ TEST_CASE("Selective recomputation of fused attention reruns the attention kerne
   // Megatron-Core checkpoints core attention whatever its backend: the fused
   // kernel is the one op rerun; it keeps the checkpoint's inputs (Q, K, V in
   // bf16: 2·N·(q + 2·kv) bytes with GQA) and drops the fp32 softmax statistics.
+  // With RoPE the query and key are new tensors but the value is a view of
+  // the QKV projection's output, which the checkpoint then pins whole: the
+  // pre-RoPE query and key, 2·N·(q + kv) more, until attention's backward
+  // (memory-oracle finding A7: 1.5 × Q + K + V + O on Llama 70B, TP 8).
   const auto m = test::shipped_model("llama3-8b");  // 32 heads, 8 KV groups, head dim 128
   workload::MicroShape s;
   s.seq_length = 8192;
   s.tp = 2;
   const double N = 8192, q = 32 * 128 / 2.0, kv = 8 * 128 / 2.0, lse = 4 * (32 / 2.0) * 8192;
+  const double qkv = 2 * N * (q + 2 * kv), pinned = 2 * N * (q + kv);
+  const auto ops = workload::transformer_layer_ops(m, s, 0);
   std::vector<std::string> core;
-  for (const auto& op : workload::transformer_layer_ops(m, s, 0).forward)
+  for (const auto& op : ops.forward)
     if (op.rerun_by & strategy::kRecomputeCoreAttn) {
       core.push_back(op.name);
-      const auto kept = op.kept_bytes(strategy::kRecomputeCoreAttn);
-      CHECK(static_cast<double>(kept) == Approx(2 * N * (q + 2 * kv)));
-      CHECK(static_cast<double>(op.saved_bytes - kept) == Approx(lse));
+      CHECK(static_cast<double>(op.saved_bytes) == Approx(qkv + lse));
+      CHECK(static_cast<double>(op.kept_bytes(strategy::kRecomputeCoreAttn)) == Approx(qkv + pinned));
+      CHECK(static_cast<double>(op.dropped_bytes(strategy::kRecomputeCoreAttn)) == Approx(lse));
+      CHECK(op.kept_bytes(strategy::kRecomputeMlp) == op.saved_bytes);  // no core_attn checkpoint: nothing pinned
     }
   CHECK(core == std::vector<std::string>{"attn.flash"});
+  for (const auto& op : ops.backward)
+    if (op.name == "attn.flash.bwd") {
+      CHECK(static_cast<double>(op.released_bytes(strategy::kRecomputeCoreAttn)) == Approx(qkv + lse + pinned));
+      CHECK(static_cast<double>(op.released_bytes(0)) == Approx(qkv + lse));
+    }
+}
+
+TEST_CASE("Without RoPE the attention checkpoint's Q, K and V are views of one buffer: nothing more is pinned",
+          "[workload]") {
+  // GPT-3 (learned positions): query, key and value all stay views of the
+  // QKV projection's output, which is exactly Q + K + V.
+  const auto m = test::shipped_model("gpt3-175b");
+  workload::MicroShape s;
+  s.seq_length = m.seq_length;
+  s.tp = 8;
+  for (const auto& op : workload::transformer_layer_ops(m, s, 0).forward)
+    if (op.name == "attn.flash") {
+      CHECK(op.holds.empty());
+      CHECK(op.kept_bytes(strategy::kRecomputeCoreAttn) ==
+            op.saved_bytes - op.dropped_bytes(strategy::kRecomputeCoreAttn));
+    }
+}
+
+TEST_CASE("Under context parallelism selective recomputation reruns the whole ring, its transfers included",
+          "[workload]") {
+  // attention.py's checkpoint_core_attention has no CP condition: every
+  // step of the ring (attention kernels and KV transfers) runs again, and
+  // the last keeps Q, K and V (plus the pinned pre-RoPE Q and K) but not
+  // the merged statistics.
+  const auto m = test::shipped_model("llama3-8b");
+  workload::MicroShape s;
+  s.seq_length = 8192;
+  s.tp = 2;
+  s.cp = 4;
+  const double N = 8192 / 4.0, q = 32 * 128 / 2.0, kv = 8 * 128 / 2.0;
+  const double qkv = 2 * N * (q + 2 * kv), pinned = 2 * N * (q + kv);
+  int kernels = 0, sends = 0, recvs = 0;
+  double kept = 0, saved = 0;
+  for (const auto& op : workload::transformer_layer_ops(m, s, 0).forward) {
+    if (!(op.rerun_by & strategy::kRecomputeCoreAttn)) continue;
+    if (op.kind == workload::OpKind::Send)
+      ++sends;
+    else if (op.kind == workload::OpKind::Recv)
+      ++recvs;
+    else if (op.name.rfind("attn.ring", 0) == 0)
+      ++kernels;
+    kept += static_cast<double>(op.kept_bytes(strategy::kRecomputeCoreAttn));
+    saved += static_cast<double>(op.saved_bytes);
+  }
+  CHECK(sends == 3);
+  CHECK(recvs == 3);
+  CHECK(kernels == 4 + 1);  // one attention kernel a ring step, and the merge
+  CHECK(kept == Approx(qkv + pinned));
+  CHECK(saved == Approx(qkv + 4 * (32 / 2.0) * N));  // with the fp32 softmax statistics
 }
 
 TEST_CASE("The fused cross-entropy reads the bf16 logits twice and rewrites them once each way", "[workload]") {

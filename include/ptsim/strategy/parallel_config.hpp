@@ -26,7 +26,7 @@ enum class ScheduleKind {
 
 enum class RecomputeKind {
   None,
-  Selective,  // Megatron's selective recomputation of the modules in ParallelConfig::recompute_modules (default core attention: unfused, scores, softmax, dropout, context; fused, the attention kernel; ring attention under CP: not rerun)
+  Selective,  // Megatron's selective recomputation of the modules in ParallelConfig::recompute_modules (default core attention: unfused, scores, softmax, dropout, context; fused, the attention kernel; ring attention under CP: the whole ring, its transfers included)
   Full,       // whole layers: only each layer's input is kept
 };
 

@@ -77,13 +77,32 @@ struct OpSpec {
     std::uint64_t bytes = 0;
   };
   std::vector<Drop> drops;
-  /// What the op keeps when `selected` modules are recomputed.
-  std::uint64_t kept_bytes(strategy::RecomputeModules selected) const {
+  /// Bytes held beyond saved_bytes (forward op) and released beyond
+  /// freed_bytes (its backward op) only while a module of `modules` is
+  /// recomputed: a checkpoint that saves a view pins the view's whole
+  /// buffer (memory-oracle finding A7: under core_attn, the value view pins
+  /// the QKV projection's output beside the post-RoPE query and key).
+  std::vector<Drop> holds;
+  /// What the op's rerun does not keep when `selected` modules are recomputed.
+  std::uint64_t dropped_bytes(strategy::RecomputeModules selected) const {
     std::uint64_t dropped = 0;
     for (const Drop& d : drops)
       if (d.modules & selected) dropped += d.bytes;
-    return dropped >= saved_bytes ? 0 : saved_bytes - dropped;
+    return dropped >= saved_bytes ? saved_bytes : dropped;
   }
+  /// What a held buffer adds when `selected` modules are recomputed.
+  std::uint64_t held_bytes(strategy::RecomputeModules selected) const {
+    std::uint64_t held = 0;
+    for (const Drop& d : holds)
+      if (d.modules & selected) held += d.bytes;
+    return held;
+  }
+  /// What the op keeps when `selected` modules are recomputed.
+  std::uint64_t kept_bytes(strategy::RecomputeModules selected) const {
+    return saved_bytes - dropped_bytes(selected) + held_bytes(selected);
+  }
+  /// What a backward op releases when `selected` modules are recomputed.
+  std::uint64_t released_bytes(strategy::RecomputeModules selected) const { return freed_bytes + held_bytes(selected); }
 };
 
 /// The forward and backward ops of one building block, in issue order. The

@@ -345,6 +345,14 @@ class LayerBuilder {
     const std::uint64_t b = std::min(as_bytes(bytes), fw_[i].saved_bytes);
     if (b > 0) fw_[i].drops.push_back({modules, b});
   }
+  // Under `modules`, forward op `i` holds `bytes` more until the backward
+  // op that frees its saved tensors: the last of the latest backward group.
+  void hold_until_backward(std::size_t i, strategy::RecomputeModules modules, double bytes) {
+    PTSIM_ASSERT(!bw_groups_.empty() && !bw_groups_.back().empty(), "a backward group that frees what op i saves");
+    const OpSpec::Drop hold{modules, as_bytes(bytes)};
+    fw_[i].holds.push_back(hold);
+    bw_groups_.back().back().holds.push_back(hold);
+  }
   // Under `modules`, the forward ops from `from` on keep nothing they save.
   void drop_saved_from(std::size_t from, strategy::RecomputeModules modules) {
     for (std::size_t i = from; i < fw_.size(); ++i) drop(i, modules, static_cast<double>(fw_[i].saved_bytes));
@@ -391,7 +399,9 @@ class LayerBuilder {
 
   void unfused_attention(double d, double v_d, double kv_ratio);
 
-  void ring_attention(double bh, double qk_d, double v_d, double kv_ratio, double saved);
+  // `saved`: what the ring's last forward op keeps; `kept`: of that, what
+  // stays under core_attn recomputation (Q, K and V, the checkpoint's inputs).
+  void ring_attention(double bh, double qk_d, double v_d, double kv_ratio, double saved, double kept);
 
   // A fused attention kernel, cuDNN's when the run says so.
   OpSpec fused_attention(std::string name, double bh, double seq_q, double seq_kv, double qk_d, double v_d,
