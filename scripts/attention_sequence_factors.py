@@ -131,7 +131,8 @@ def tables():
     }
 
 
-PROFILES = {"a100-sxm4-80gb": "a100", "dgx-a100-superpod": "a100", "h100-sxm5-80gb": "h100", "dgx-h100-superpod": "h100", "h100-roce-llama3": "h100",
+PROFILES = {"a100-sxm4-80gb": "a100", "a100-sxm4-40gb": "a100", "dgx-a100-superpod": "a100", "h100-sxm5-80gb": "h100", "dgx-h100-superpod": "h100", "h100-roce-llama3": "h100",
+            "h100-hbm2e-96gb-500w": "h100",
             "h200-sxm-141gb": "h200", "gb200-nvl72": "gb200", "gb300-nvl72": "gb200",
             # The B200 and B300 carry FlashAttention-4's 16k figures; no FA4
             # run by length and mask is published, so they take cuDNN's
