@@ -64,11 +64,17 @@ def require(obj, key, where, kind):
     return value
 
 
-def software_settings(software, prefix, where):
-    """The strategy keys the software file gives runs whose id starts with prefix."""
+def software_settings(software, software_path, prefix, where):
+    """The strategy keys the software file gives runs whose id starts with prefix:
+    its stack's (a path relative to the software file), the source's own on top."""
     for source in software.get("sources", []):
         if source.get("runs") == prefix:
-            return dict(source.get("settings", {}))
+            settings = {}
+            if "stack" in source:
+                stack_path = os.path.join(os.path.dirname(software_path), source["stack"])
+                settings.update(load_json(stack_path).get("settings", {}))
+            settings.update(source.get("settings", {}))
+            return settings
     fail(2, f"{where}/software = \"{prefix}\": no source with that 'runs' prefix in the software file")
 
 
@@ -142,7 +148,7 @@ def main():
     rows = []
     for si, s in enumerate(require(data, "sets", args.times, list)):
         where = f"{args.times}/sets/{si}"
-        base = software_settings(software, require(s, "software", where, str), where)
+        base = software_settings(software, args.software, require(s, "software", where, str), where)
         base.update(require(s, "strategy", where, dict))
         for ci, case in enumerate(require(s, "cases", where, list)):
             cwhere = f"{where}/cases/{ci}"

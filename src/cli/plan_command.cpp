@@ -49,7 +49,8 @@ exhaustive simulation's.
 Pipeline schedules: by default those Megatron-LM can run, 1F1B and
 interleaved 1F1B (its get_forward_backward_func has no other); --schedules
 widens or narrows the search (naive, gpipe, 1f1b, interleaved, zb-h1, zb-h2,
-dualpipe), and --schedule NAME pins one. A strategy that is another's run
+dualpipe), and --schedule NAME pins one. With --stack, the stack's schedules
+are the default and the limit. A strategy that is another's run
 under another name (ZeRO 1 on one data-parallel rank) is searched once.
 
 Examples:
@@ -168,6 +169,14 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
   request.threads = threads;
   if (!shard_text.empty()) request.shard = parse_shard(shard_text);
   if (vm.count("schedules")) request.schedules = parse_schedules(schedules_text);
+  // A stack runs only its own schedules: the default search, and a limit on --schedules.
+  if (const auto stack = stack_input(inputs, read); stack && !stack->schedules.empty()) {
+    if (request.schedules.empty()) request.schedules = stack->schedules;
+    for (const auto& name : request.schedules)
+      if (std::find(stack->schedules.begin(), stack->schedules.end(), name) == stack->schedules.end())
+        throw ConfigError(fmt::format("--schedules: stack {} cannot run {}; it runs {}", stack->name, name,
+                                      fmt::join(stack->schedules, ", ")));
+  }
 
   plan::PlanResult result;
   {

@@ -5,15 +5,18 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 #include <variant>
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_model.hpp"
+#include "ptsim/config/load_stack.hpp"
 #include "ptsim/config/megatron_args.hpp"
 #include "ptsim/config/resolve_run.hpp"
 #include "ptsim/config/strategy_input.hpp"
+#include "shipped_files.hpp"
 
 namespace ptsim::cli {
 
@@ -44,12 +47,18 @@ std::string flag_name(const config::StrategyField& f) {
 
 po::options_description input_options(RunInputs& f) {
   po::options_description inputs("Inputs");
+  // clang-format off
   inputs.add_options()
       ("model", po::value(&f.model)->value_name("FILE"),
        "model: ptsim JSON (Megatron-LM names) or a Hugging Face config.json")
       ("hw", po::value(&f.hw)->value_name("FILE"), "hardware profile, e.g. hw_profiles/h100-sxm5-80gb.json")
       ("strategy", po::value(&f.strategy)->value_name("FILE"),
-       "strategy file with the keys of the flags below (flags override it)");
+       "strategy file with the keys of the flags below (flags override it)")
+      ("stack", po::value(&f.stack)->value_name("FILE"),
+       "software stack: a ptsim-stack/1 file, or a shipped one by name (configs/stacks/: megatron-core, "
+       "megatron-lm-2021, megatron-lm-2022, megatron-lm-2023, deepspeed-zero3-2021): what the framework does, "
+       "beneath --strategy and the flags; plan searches only its schedules");
+  // clang-format on
   return inputs;
 }
 
@@ -101,7 +110,33 @@ config::StrategyInput strategy_input(const RunInputs& inputs, config::InputFiles
         },
         f.member);
   }
-  return inputs.strategy.empty() ? flags : config::merge(config::load_strategy(inputs.strategy, read), flags);
+  config::StrategyInput given =
+      inputs.strategy.empty() ? flags : config::merge(config::load_strategy(inputs.strategy, read), flags);
+  if (const auto stack = stack_input(inputs, read)) return config::apply_stack(*stack, given);
+  return given;
+}
+
+std::string stack_path(const std::string& stack) {
+  // A bare name is a shipped stack; anything else a file.
+  const bool bare = stack.find('/') == std::string::npos && stack.find('.') == std::string::npos;
+  if (!bare) return stack;
+  const std::filesystem::path dir = shipped_file("configs/stacks");
+  const std::filesystem::path path = dir / (stack + ".json");
+  if (!std::filesystem::exists(path)) {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+      if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+    std::sort(names.begin(), names.end());
+    throw ConfigError(fmt::format("--stack {}: no shipped stack of that name (in {}: {}); or give a stack file's path",
+                                  stack, dir.string(), fmt::join(names, ", ")));
+  }
+  return path.string();
+}
+
+std::optional<config::SoftwareStack> stack_input(const RunInputs& inputs, config::InputFiles& read) {
+  if (inputs.stack.empty()) return std::nullopt;
+  return config::load_stack(stack_path(inputs.stack), read);
 }
 
 void note_sequence_length(const std::string& model_path, const model::ModelSpec& m, bool seq_given) {
@@ -201,6 +236,7 @@ void record_files(const RunInputs& inputs, config::InputFiles& read) {
   read.record(inputs.model);
   read.record(inputs.hw);
   read.record(inputs.strategy);
+  if (!inputs.stack.empty()) read.record(stack_path(inputs.stack));
 }
 
 }  // namespace ptsim::cli

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "ptsim/config/load_stack.hpp"
 #include "ptsim/config/strategy_input.hpp"
 #include "ptsim/hardware/hardware_profile.hpp"
 #include "ptsim/model/model_spec.hpp"
@@ -17,6 +19,7 @@ struct RunInputs {
   std::string model;
   std::string hw;
   std::string strategy;
+  std::string stack;  // --stack: a stack file, or a shipped stack's name
   /// A Megatron-LM launch line: what follows "--" on ptsim's command line,
   /// the arguments pretrain_gpt.py receives (in place of --model).
   std::vector<std::string> megatron;
@@ -48,7 +51,13 @@ struct LoadedRun {
   strategy::ParallelConfig parallel;
 };
 
-/// The strategy flags given (over the --strategy file's values), unchecked.
+/// The --stack file: the path given, or a bare name's shipped file.
+std::string stack_path(const std::string& stack);
+/// The stack of --stack, if given.
+std::optional<config::SoftwareStack> stack_input(const RunInputs& inputs, config::InputFiles& read);
+
+/// The strategy flags given (over the --strategy file's values, over the
+/// --stack's settings), unchecked.
 config::StrategyInput strategy_input(const RunInputs& inputs, config::InputFiles& read,
                                      const boost::program_options::variables_map& vm);
 

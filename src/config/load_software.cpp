@@ -3,8 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "internal/object_reader.hpp"
 #include "ptsim/common/error.hpp"
+#include "ptsim/config/load_stack.hpp"
 
 namespace ptsim::config {
 
@@ -32,7 +35,15 @@ std::vector<SoftwareProfile> load_software(const std::string& path, InputFiles& 
       p.evidence.push_back(e.get<std::string>());
     }
     if (p.evidence.empty()) s.fail("evidence", "is empty: every setting needs its evidence");
-    s.reject_unknown_keys("accepted keys: runs, framework, settings, evidence");
+    // The framework's own behaviour from its stack file (relative to this
+    // file), the source's settings on top.
+    if (const auto stack = s.optional_string("stack")) {
+      const std::filesystem::path stack_path = std::filesystem::path(path).parent_path() / *stack;
+      const SoftwareStack loaded = load_stack(stack_path.lexically_normal().string(), inputs);
+      p.stack = loaded.name;
+      p.settings = merge(loaded.settings, p.settings);
+    }
+    s.reject_unknown_keys("accepted keys: runs, framework, stack, settings, evidence");
     out.push_back(std::move(p));
   }
   return out;

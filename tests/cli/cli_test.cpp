@@ -371,6 +371,20 @@ TEST_CASE("plan, report and kernels refuse a bad output path before their work",
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Catch::Contains("--schedules: 'zb-h3' is not a schedule; use naive, gpipe, 1f1b"));
   }
+  SECTION("plan --schedules beyond what the --stack runs") {
+    const auto r = run("plan --model " + model + " --hw " + hw + " --gpus 8 --global-batch-size 8 --quiet" +
+                       " --stack megatron-lm-2021 --schedules 1f1b,zb-h1");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err,
+               Catch::Contains("--schedules: stack megatron-lm-2021 cannot run zb-h1; it runs 1f1b, interleaved"));
+  }
+  SECTION("--stack naming no shipped stack") {
+    const auto r = run("plan --model " + model + " --hw " + hw + " --gpus 8 --global-batch-size 8 --quiet" +
+                       " --stack megatron-lm-1999");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--stack megatron-lm-1999: no shipped stack of that name"));
+    CHECK_THAT(r.err, Catch::Contains("megatron-core"));
+  }
   SECTION("kernels --microbench-list over its --json") {
     const std::string path = ptsim::test::scratch_path("kernels-both");
     const auto r = run("kernels --model " + model + " --hw " + hw + " --gpus 8 --global-batch-size 8 --json " + path +

@@ -12,7 +12,7 @@ prefix="$work/prefix"
 cmake --install "$build" --prefix "$prefix" > "$work/install.log"
 share="$prefix/share/ptsim"
 for f in hw_profiles/dgx-h100-superpod.json configs/models/tiny.json validation/software.json \
-         validation/error_bands.json validation/heldout_runs.json; do
+         validation/error_bands.json validation/heldout_runs.json configs/stacks/megatron-core.json; do
   [ -f "$share/$f" ] || { echo "FAIL: $share/$f was not installed" >&2; exit 1; }
 done
 [ -x "$prefix/bin/render_report.py" ] || { echo "FAIL: bin/render_report.py was not installed" >&2; exit 1; }
@@ -44,6 +44,11 @@ if "$prefix/bin/ptsim" validate --runs one_run.json > out.txt 2>&1; then
 fi
 grep -q "$share/hw_profiles/$profile.json" out.txt ||
   { echo "FAIL: validate does not name $share/hw_profiles/$profile.json:" >&2; cat out.txt >&2; exit 1; }
+
+# --stack NAME: the installed stack, whatever the working directory.
+"$prefix/bin/ptsim" simulate --model "$share/configs/models/tiny.json" --hw "$share/hw_profiles/dgx-h100-superpod.json" \
+    --gpus 8 --global-batch-size 16 --stack megatron-lm-2021 > /dev/null ||
+  { echo "FAIL: simulate --stack megatron-lm-2021 did not find the installed stack" >&2; exit 1; }
 
 # report: the installed error bands, and the renderer found beside bin/ptsim.
 "$prefix/bin/ptsim" report --model "$share/configs/models/tiny.json" --hw "$share/hw_profiles/dgx-h100-superpod.json" \

@@ -1,6 +1,7 @@
 // What the framework of a published run's source ran beyond the fields of a
 // run file (schema "ptsim-software/1", validation/software.json): strategy
-// settings per family of run ids, each with the evidence for it.
+// settings per family of run ids, each with the evidence for it, over the
+// settings of the framework's stack file ("stack", load_stack.hpp).
 #pragma once
 
 #include <string>
@@ -14,7 +15,8 @@ namespace ptsim::config {
 struct SoftwareProfile {
   std::string runs;       // applies to runs whose id starts with this
   std::string framework;  // what ran, for people
-  StrategyInput settings;
+  std::string stack;      // the stack file's name whose settings lie beneath these, or ""
+  StrategyInput settings;  // the stack's, the source's own on top
   std::vector<std::string> evidence;
 };
 
