@@ -151,6 +151,21 @@ const std::vector<StrategyField> kFields = {
     {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn"}, "NAME",
      "flash (fused attention kernels, default) | unfused (separate QK, softmax, dropout, PV kernels) | cudnn "
      "(cuDNN's fused attention, as Transformer Engine runs it on Hopper; needs the profile's cuDNN efficiencies)"},
+    {"kernel_fusion", "kernel_fusion", "", &S::kernel_fusion, 1, 1, {"fused", "eager"}, "HOW",
+     "how the layers' memory-bound ops run: fused (default: Transformer Engine's and Megatron-Core's fused norm, "
+     "RoPE, SwiGLU and cross-entropy kernels) | eager (PyTorch eager, one kernel an op, as torchtitan's Llama code "
+     "ran in December 2024: RMSNorm in eight kernels over an fp32 copy, RoPE through complex64, SiLU and the gate "
+     "product apart, grouped keys and values expanded to every head, cross-entropy over fp32 logits); bf16 only"},
+    {"fsdp", "fsdp", "", &S::fsdp, 1, 1, {"fsdp2"}, "VERSION",
+     "PyTorch FSDP as the data parallelism: fsdp2 (fully_shard per transformer block, as torchtitan runs it): "
+     "ZeRO-3's sharding with the fp32 shards as the only copy of the parameters (16 bytes a parameter, not 18), "
+     "each block's gathered bf16 parameters copied out of the all-gather buffer, and its gradients copied into "
+     "the reduce-scatter buffer in the reduction type, by kernels on the compute stream (implies --zero 3)"},
+    {"reshard_after_forward", "reshard_after_forward", "", &S::reshard_after_forward, 1, 1,
+     {"default", "always", "never"}, "POLICY",
+     "with --fsdp: free a block's gathered parameters after its forward and gather them again for its backward "
+     "(always), keep them to the backward (never), or torchtitan's default: always but for the last block, whose "
+     "backward follows at once (never with pipeline parallelism, which ptsim does not model yet)"},
     {"precision", "precision", "", &S::precision, 1, 1, {"bf16", "fp8", "nvfp4"}, "DTYPE",
      "the layers' GEMMs: bf16 (default) | fp8 (with casts and amax bookkeeping) | nvfp4 (Transformer Engine's "
      "NVFP4 recipe, the same as --fp4-format e2m1; needs the profile's nvfp4 rate, Blackwell's)"},

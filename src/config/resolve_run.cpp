@@ -97,6 +97,46 @@ void check_model_splits(const Checker& check, const model::ModelSpec& m, strateg
 }
 
 // Layers per virtual stage and the schedule that runs them.
+// PyTorch FSDP2 as the data parallelism: ZeRO-3's sharding, and when a
+// block frees its gathered parameters (torchtitan's policies).
+void check_fsdp(const Checker& check, strategy::ParallelConfig& c, const StrategyInput& s) {
+  c.fsdp2 = s.fsdp.has_value();
+  if (c.fsdp2) {
+    if (s.distributed_optimizer.value_or(false))
+      check.fail_flag("fsdp",
+                      "shards parameters, gradients and optimizer states (ZeRO-3), which contradicts "
+                      "--use-distributed-optimizer (Megatron's ZeRO-1)",
+                      "give one of the two");
+    if (s.zero && *s.zero != 3)
+      check.fail("zero", *s.zero, "contradicts --fsdp fsdp2, which shards the parameters (ZeRO stage 3)",
+                 "give --zero 3 or drop --zero");
+    if (s.zero3_blocking.value_or(false))
+      check.fail_flag("zero3_blocking", "is DeepSpeed 0.3's ZeRO-3, not PyTorch's FSDP",
+                      "drop --zero3-blocking or --fsdp");
+    c.zero_stage = 3;
+  }
+  if (!s.reshard_after_forward) {
+    c.reshard_after_forward =
+        c.pp > 1 ? strategy::ParallelConfig::Reshard::Never : strategy::ParallelConfig::Reshard::AllButLast;
+  } else {
+    if (!c.fsdp2)
+      check.fail_flag("reshard_after_forward", "is an FSDP policy", "add --fsdp fsdp2 or drop --reshard-after-forward");
+    const std::string& policy = *s.reshard_after_forward;
+    c.reshard_after_forward = policy == "always"  ? strategy::ParallelConfig::Reshard::Always
+                              : policy == "never" ? strategy::ParallelConfig::Reshard::Never
+                              : c.pp > 1          ? strategy::ParallelConfig::Reshard::Never
+                                                  : strategy::ParallelConfig::Reshard::AllButLast;
+  }
+  // Kept across micro-batches in flight, a block's gathered parameters serve
+  // several forwards before their backward frees them: not modelled.
+  if (c.fsdp2 && c.pp > 1 && c.reshard_after_forward != strategy::ParallelConfig::Reshard::Always)
+    check.fail_flag(s.reshard_after_forward ? "reshard_after_forward" : "fsdp",
+                    "keeps blocks gathered across pipeline micro-batches under pipeline parallelism (torchtitan's "
+                    "default there is never), which ptsim does not model yet",
+                    "give --reshard-after-forward always (each micro-batch gathers again: an upper bound on its "
+                    "traffic), or --pp 1");
+}
+
 void check_memory_options(const Checker& check, strategy::ParallelConfig& c, const StrategyInput& s) {
   const std::string recompute = s.recompute.value_or("none");
   c.recompute = named(recompute,
@@ -122,6 +162,7 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
       check.fail("zero", *s.zero, "contradicts --use-distributed-optimizer (ZeRO stage 1)", "give one of the two");
     c.zero_stage = 1;
   }
+  check_fsdp(check, c, s);
   c.overlap_grad_reduce = s.overlap_grad_reduce.value_or(false);
   c.overlap_param_gather = s.overlap_param_gather.value_or(false);
   c.fp8_param_gather = s.fp8_param_gather.value_or(false) || s.fp4_param_gather.value_or(false);
@@ -298,6 +339,17 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   if (s.fp8_recipe && c.precision != Dtype::Fp8)
     check.fail("fp8_recipe", *s.fp8_recipe, fmt::format("needs precision fp8 (precision is {})", precision),
                "add --precision fp8, or drop --fp8-recipe");
+  c.eager_kernels = s.kernel_fusion.value_or("fused") == "eager";
+  if (c.eager_kernels && c.precision != Dtype::Bf16)
+    check.fail("kernel_fusion", *s.kernel_fusion,
+               fmt::format("is PyTorch eager's bf16 ops; its {} training (torchao's) is not modelled", precision),
+               "use --precision bf16, or --kernel-fusion fused");
+  if (c.eager_kernels && (m.is_moe() || m.multi_latent_attention))
+    check.fail("kernel_fusion", *s.kernel_fusion,
+               fmt::format("is modelled for dense models with standard attention (torchtitan's Llama code); model {} "
+                           "has {}",
+                           m.name, m.is_moe() ? "experts" : "multi-latent attention"),
+               "use --kernel-fusion fused");
   c.fp8_recipe = named(s.fp8_recipe.value_or("delayed"),
                        std::array{strategy::Fp8Recipe::Delayed, strategy::Fp8Recipe::Tensorwise,
                                   strategy::Fp8Recipe::Blockwise, strategy::Fp8Recipe::Mxfp8},

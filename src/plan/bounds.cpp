@@ -24,10 +24,11 @@ bool is_kernel(const workload::OpSpec& op) {
 }
 
 std::string shape_key(const workload::MicroShape& s) {
-  return fmt::format("b{} s{} t{} c{} sp{} o{} f{} cu{} d{} e{} et{} cf{} a{} ga{} g{} ce{}", s.micro_batch, s.seq_length,
-                     s.tp, s.cp, s.sequence_parallel, s.tp_comm_overlap, s.flash_attention, s.cudnn_attention,
-                     static_cast<int>(s.gemm_dtype), s.ep, s.expert_tp, s.capacity_factor.value_or(0),
-                     s.async_tp_allreduce, s.gradient_accumulation_fusion, s.main_grad_bytes, s.cross_entropy_fusion);
+  return fmt::format("b{} s{} t{} c{} sp{} o{} f{} cu{} d{} e{} et{} cf{} a{} ga{} g{} ce{} ek{}", s.micro_batch,
+                     s.seq_length, s.tp, s.cp, s.sequence_parallel, s.tp_comm_overlap, s.flash_attention,
+                     s.cudnn_attention, static_cast<int>(s.gemm_dtype), s.ep, s.expert_tp,
+                     s.capacity_factor.value_or(0), s.async_tp_allreduce, s.gradient_accumulation_fusion,
+                     s.main_grad_bytes, s.cross_entropy_fusion, s.eager_kernels);
 }
 
 // TP collectives that hold the compute stream: each waits for the kernel

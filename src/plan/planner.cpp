@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -147,6 +148,9 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
             }
             for (const auto& [schedule, vpp] : schedules) {
               if (pp > 1 ? !searched(schedule) : (r.fixed.schedule && *r.fixed.schedule != schedule)) continue;
+              // FSDP is ZeRO-3 (resolve_run's check_fsdp).
+              const std::optional<std::int64_t> fixed_zero =
+                  r.fixed.fsdp ? std::optional<std::int64_t>(3) : r.fixed.zero;
               for (const char* recompute : {"none", "selective", "full"}) {
                 // Under fused attention, recomputing core attention alone frees
                 // only the softmax statistics for a rerun attention forward:
@@ -161,8 +165,8 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
                   for (const std::int64_t zero : {0, 1, 2, 3}) {
                     if (zero >= 2 && pp > 1) continue;  // sharded gradients/parameters: every micro-batch
                     // One data-parallel rank shards nothing: ZeRO 1 is ZeRO 0's run.
-                    if (zero > 0 && dp * cp == 1 && !r.fixed.zero) continue;
-                    if (r.fixed.zero ? *r.fixed.zero != zero : zero >= 2) continue;
+                    if (zero > 0 && dp * cp == 1 && !fixed_zero) continue;
+                    if (fixed_zero ? *fixed_zero != zero : zero >= 2) continue;
                     config::StrategyInput s = r.fixed;
                     s.gpus = n;
                     s.tp = tp;

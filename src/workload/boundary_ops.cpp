@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "internal/eager_ops.hpp"
+
 namespace ptsim::workload {
 
 namespace {
@@ -143,7 +145,13 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
   BlockOps ops;
   auto& fw = ops.forward;
   auto& bw = ops.backward;
-  fw.push_back(with_saved(memory_op("final_norm", 2 * Nsp * h * 2, taskgraph::KernelClass::Norm), 2 * Nsp * h));
+  const bool eager_norm = shape.eager_kernels && m.normalization == model::Normalization::RmsNorm;
+  const internal::EagerOps final_norm = internal::eager_rms_norm("final_norm", Nsp * h, Nsp);
+  if (eager_norm) {
+    fw.insert(fw.end(), final_norm.forward.begin(), final_norm.forward.end());
+  } else {
+    fw.push_back(with_saved(memory_op("final_norm", 2 * Nsp * h * 2, taskgraph::KernelClass::Norm), 2 * Nsp * h));
+  }
   if (sp) fw.push_back(collective_op("lm_head.input_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
                                      2 * N * h));
   fw.push_back(with_saved(matmul("lm_head", N, v, h), 2 * Nsp * h));
@@ -167,6 +175,27 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
                                  CommGroup::TensorParallel, 12 * N * static_cast<double>(shape.tp)));
     fw.push_back(with_saved(memory_op("cross_entropy.fused", N * v * (2 + 2)), 2 * N * v));
     bw.push_back(with_freed(memory_op("cross_entropy.fused.bwd", N * v * (2 + 2)), 2 * N * v));
+  } else if (shape.eager_kernels) {
+    // torchtitan's loss (train.py at 9dec370): F.cross_entropy over
+    // pred.float(): the cast (read 2, write 4 bytes a logit), log_softmax
+    // (4 + 4, its fp32 output kept), nll_loss over the targets; backward:
+    // the zero-filled fp32 gradient (write 4), nll's scatter, log_softmax's
+    // backward (read 8, write 4), the cast back to bf16 (4 + 2). Over TP the
+    // vocabulary-parallel loss reduces each row's max and sum.
+    fw.push_back(memory_op("cross_entropy.float", N * v * (2 + 4)));
+    if (tp)
+      fw.push_back(
+          collective_op("cross_entropy.allreduce.max", CollectiveKind::AllReduce, CommGroup::TensorParallel, 4 * N));
+    if (tp)
+      fw.push_back(collective_op("cross_entropy.allreduce.sum_exp", CollectiveKind::AllReduce,
+                                 CommGroup::TensorParallel, 4 * N));
+    fw.push_back(with_saved(memory_op("cross_entropy.log_softmax", N * v * (4 + 4), taskgraph::KernelClass::Softmax),
+                            4 * N * v));
+    fw.push_back(memory_op("cross_entropy.nll", N * (4 + 8 + 4)));
+    bw.push_back(memory_op("cross_entropy.nll.bwd_zero", N * v * 4));
+    bw.push_back(memory_op("cross_entropy.nll.bwd_scatter", N * (4 + 8 + 4)));
+    bw.push_back(memory_op("cross_entropy.log_softmax.bwd", N * v * (8 + 4), taskgraph::KernelClass::Softmax));
+    bw.push_back(with_freed(memory_op("cross_entropy.float.bwd", N * v * (4 + 2)), 4 * N * v));
   } else {
     // Megatron's vocab-parallel cross-entropy, kernel by kernel, on fp32
     // logits (megatron/mpu/cross_entropy.py of 2021 and
@@ -210,7 +239,11 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
   OpSpec wgrad = with_freed(matmul("lm_head.wgrad", v, h, N), 2 * Nsp * h);
   wgrad.weight_grad = true;
   bw.push_back(wgrad);
-  bw.push_back(with_freed(memory_op("final_norm.bwd", 2 * Nsp * h * 4, taskgraph::KernelClass::Norm), 2 * Nsp * h));
+  if (eager_norm) {
+    bw.insert(bw.end(), final_norm.backward.begin(), final_norm.backward.end());
+  } else {
+    bw.push_back(with_freed(memory_op("final_norm.bwd", 2 * Nsp * h * 4, taskgraph::KernelClass::Norm), 2 * Nsp * h));
+  }
   if (!shape.gradient_accumulation_fusion) accumulate_after_weight_gradients(bw, shape.main_grad_bytes);
   return ops;
 }

@@ -39,9 +39,25 @@ bool DataParallel::reduce_now(bool final) const {
   return final && c_.overlap_grad_reduce;
 }
 
+// FSDP2 concatenates a block's gradients into the reduce-scatter's input in
+// the reduction type on the compute stream before the reduce-scatter
+// stream takes it (foreach_reduce_scatter_copy_in, torch._chunk_cat: read
+// bf16, write fp32 by default; on the current stream since pytorch/pytorch
+// PR #129721, June 2024).
+void DataParallel::fsdp_copy_in(std::int64_t n, std::int32_t mb, std::int32_t layer) {
+  const double bytes = static_cast<double>(n) * (2.0 + c_.gradient_bytes());
+  const auto block = out_.block(fmt::format("fsdp.copy_in.{}", n), [&](BlockRecorder& b) {
+    const OpSpec op = memory_op("fsdp.reduce_scatter_copy_in", bytes);
+    b.begin_list();
+    b.emit(op, b.names_of({op}, "")[0], categories::kBackward, 0, 0);
+  });
+  out_.instantiate(block, mb, layer);
+}
+
 void DataParallel::layer_gradients(std::int64_t layer, std::int32_t mb, bool final) {
   if (zero3()) {
     for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
+      if (c_.fsdp2) fsdp_copy_in(n, mb, static_cast<std::int32_t>(layer));
       out_.instantiate(collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
                                   static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
                                   zero3_flags()),
@@ -72,6 +88,7 @@ void DataParallel::embedding_gradients(bool final) {
 }
 
 void DataParallel::zero3_boundary_gradients(std::int64_t n) {
+  if (ctx_.dense_group > 1 && c_.fsdp2) fsdp_copy_in(n, -1, -1);
   if (ctx_.dense_group > 1)
     out_.instantiate(collective("zero3.grad_reducescatter", slots::kDataParallel, CollectiveKind::ReduceScatter,
                                 static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,

@@ -117,7 +117,8 @@ std::uint32_t LayerBlocks::layer_forward(std::int64_t layer, bool checkpoint) {
 }
 std::uint32_t LayerBlocks::make_layer_forward(std::int64_t layer, bool checkpoint) {
   const auto& l = lists(layer);
-  const std::uint64_t release = release_bytes_(layer);
+  // A block FSDP does not reshard keeps its gathered parameters to its backward.
+  const std::uint64_t release = c_.reshards_after_forward(layer, m_.num_layers) ? release_bytes_(layer) : 0;
   const std::string key = fmt::format("layer.fwd.{}{}{}", layer_kind_key(m_, layer),
                                       checkpoint    ? ".checkpoint"
                                       : selective() ? ".selective"

@@ -73,6 +73,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.main_grad_bytes = c.gradient_bytes();
   s.flash_attention = c.attention != strategy::AttentionBackend::Unfused;
   s.cudnn_attention = c.attention == strategy::AttentionBackend::Cudnn;
+  s.eager_kernels = c.eager_kernels;
   s.gemm_dtype = c.gemm_dtype();
   s.quantization = strategy::quantization_of(c.precision, c.fp8_recipe);
   s.ep = c.ep;

@@ -259,11 +259,28 @@ class StageBuilder {
     gathers_[layer] = refs;
   }
 
-  void wait_gathered(std::unordered_map<std::int64_t, std::vector<TaskRef>>& map, std::int64_t layer) {
+  // Whether `layer` had a gather to wait for.
+  bool wait_gathered(std::unordered_map<std::int64_t, std::vector<TaskRef>>& map, std::int64_t layer) {
     const auto it = map.find(layer);
-    if (it == map.end()) return;
+    if (it == map.end()) return false;
     for (const TaskRef& r : it->second) out_.wait_for(r);
     map.erase(it);
+    return true;
+  }
+
+  // FSDP2 copies a block's gathered parameters out of the all-gather buffer
+  // into the parameters' own tensors on the compute stream, after waiting
+  // for the gather (foreach_all_gather_copy_out: split_with_sizes_copy, read
+  // and write 2 bytes an element).
+  void fsdp_copy_out(std::int64_t layer, std::int32_t mb, bool backward) {
+    std::int64_t n = 0;
+    dp_.for_each_zero3_part(layer, [&](std::int64_t part, std::uint8_t) { n += part; });
+    const auto block = out_.block(fmt::format("fsdp.copy_out.{}.{}", n, backward), [&](BlockRecorder& b) {
+      const OpSpec op = memory_op("fsdp.all_gather_copy_out", 4.0 * static_cast<double>(n));
+      b.begin_list();
+      b.emit(op, b.names_of({op}, "")[0], backward ? categories::kBackward : categories::kForward, 0, 0);
+    });
+    out_.instantiate(block, mb, static_cast<std::int32_t>(layer));
   }
 
   // A pass as the pieces it is issued in: what comes before its layers, each
@@ -289,12 +306,16 @@ class StageBuilder {
     const auto layer_at = [first, n, reverse](std::int64_t i) { return first + (reverse ? n - 1 - i : i); };
     const std::int64_t ahead = c_.zero3_blocking ? 0 : 1;  // layers gathered before the one running
     std::vector<std::function<void()>> pieces;
+    // In backward FSDP gathers again only the blocks it resharded after their forward.
+    const auto gathers = [this, reverse](std::int64_t layer) {
+      return zero3() && (!reverse || c_.reshards_after_forward(layer, m_.num_layers));
+    };
     for (std::int64_t i = 0; i < n; ++i)
-      pieces.emplace_back([this, i, n, ahead, first, layer_at, mb, run] {
+      pieces.emplace_back([this, i, n, ahead, first, layer_at, mb, run, gathers, reverse] {
         const std::int64_t layer = layer_at(i);
-        if (zero3() && ahead > 0 && i == 0) zero3_gather(layer, mb);
-        if (zero3() && i + ahead < n) zero3_gather(layer_at(i + ahead), mb);
-        if (zero3()) wait_gathered(gathers_, layer);
+        if (ahead > 0 && i == 0 && gathers(layer)) zero3_gather(layer, mb);
+        if (i + ahead < n && gathers(layer_at(i + ahead))) zero3_gather(layer_at(i + ahead), mb);
+        if (zero3() && wait_gathered(gathers_, layer) && c_.fsdp2) fsdp_copy_out(layer, mb, reverse);
         wait_gathered(param_gather_, layer);
         run(layer, layer - first);
       });

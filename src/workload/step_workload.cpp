@@ -152,8 +152,10 @@ RankParameters stage_parameters(const model::ModelSpec& m, const strategy::Paral
 StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::ParallelConfig& c, std::int64_t stage) {
   const RankParameters p = stage_parameters(model, c, stage);
   const std::int64_t mirror = strategy::describe(c.schedule).two_directions ? 2 : 1;
-  const StaticMemory dense = static_memory(p.dense, c.zero_stage, c.gradient_group() * mirror, c.gradient_bytes());
-  const StaticMemory experts = static_memory(p.expert, c.zero_stage, c.expert_dp() * mirror, c.gradient_bytes());
+  const StaticMemory dense =
+      static_memory(p.dense, c.zero_stage, c.gradient_group() * mirror, c.gradient_bytes(), c.fsdp2);
+  const StaticMemory experts =
+      static_memory(p.expert, c.zero_stage, c.expert_dp() * mirror, c.gradient_bytes(), c.fsdp2);
   StaticMemory total{dense.parameters + experts.parameters, dense.params_bytes + experts.params_bytes,
                      dense.grads_bytes + experts.grads_bytes, dense.optimizer_bytes + experts.optimizer_bytes};
   // FP8 with bf16 parameters: Transformer Engine keeps every layer weight's

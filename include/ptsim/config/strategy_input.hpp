@@ -68,6 +68,9 @@ struct StrategyInput {
   std::optional<double> memory_headroom_gib;
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp
   std::optional<std::string> attention_backend;  // flash | unfused
+  std::optional<std::string> kernel_fusion;      // fused | eager
+  std::optional<std::string> fsdp;               // fsdp2: PyTorch's fully_shard as data parallelism
+  std::optional<std::string> reshard_after_forward;  // default | always | never (with fsdp)
   std::optional<std::string> precision;          // bf16 | fp8 | nvfp4
   std::optional<std::string> fp8_recipe;         // delayed | tensorwise | blockwise | mxfp8 (with precision fp8)
   std::optional<std::string> fp4_format;         // e2m1: FP4 training (precision nvfp4), Megatron-Core's --fp4-format

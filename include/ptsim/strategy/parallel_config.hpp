@@ -202,6 +202,28 @@ struct ParallelConfig {
   /// issued, beside it, instead of before it.
   bool delay_wgrad_compute = false;
   AttentionBackend attention = AttentionBackend::Flash;
+  /// The memory-bound ops as PyTorch eager runs them, one kernel an op
+  /// (--kernel-fusion eager; workload/layer_ops.hpp says which).
+  bool eager_kernels = false;
+  /// PyTorch FSDP2 (fully_shard per block) as ZeRO-3: fp32 shards are the
+  /// only parameter copy; copy-out and reduce-scatter copy-in kernels run on
+  /// the compute stream.
+  bool fsdp2 = false;
+  /// Under FSDP2, whether a block frees its gathered parameters after its
+  /// forward (and gathers them again for its backward).
+  enum class Reshard { Always, Never, AllButLast };
+  Reshard reshard_after_forward = Reshard::Always;
+  /// Whether `layer` (of `num_layers`) frees its gathered parameters after
+  /// its forward under ZeRO-3.
+  bool reshards_after_forward(std::int64_t layer, std::int64_t num_layers) const {
+    if (!fsdp2) return true;
+    switch (reshard_after_forward) {
+      case Reshard::Always: return true;
+      case Reshard::Never: return false;
+      case Reshard::AllButLast: return layer + 1 < num_layers;
+    }
+    return true;
+  }
   /// Inputs of the transformer layers' linear GEMMs: bf16, fp8 (e4m3) under
   /// FP8 training or nvfp4 (e2m1, Transformer Engine's NVFP4 recipe) under
   /// FP4 training; everything else stays bf16.

@@ -87,7 +87,11 @@ struct StaticMemory {
 
 /// Static memory of `parameters` whose gradients `group` ranks reduce, under
 /// ZeRO `stage`, with gradients of `gradient_bytes` (4: fp32, Megatron's bf16 default; 2: bf16).
-StaticMemory static_memory(std::int64_t parameters, int zero_stage = 0, std::int64_t group = 1,
-                           int gradient_bytes = 4);
+/// `fp32_shards` (FSDP2 with bf16 mixed precision): the fp32 shard is the only
+/// copy of a parameter — no bf16 one beside it — and its gradient shard is
+/// fp32 whatever the reduction type (FSDP casts the reduced gradient to the
+/// parameter's type): 4 + 4 + 8 (Adam's moments) = 16 bytes a parameter.
+StaticMemory static_memory(std::int64_t parameters, int zero_stage = 0, std::int64_t group = 1, int gradient_bytes = 4,
+                           bool fp32_shards = false);
 
 }  // namespace ptsim::workload

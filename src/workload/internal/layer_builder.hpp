@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "internal/eager_ops.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/workload/layer_ops.hpp"
 
@@ -68,6 +69,7 @@ class LayerBuilder {
         sp_(shape.sequence_parallel),
         dropout_(m.dropout > 0),
         fp8_(shape.quantization.active),
+        eager_(shape.eager_kernels),
         q_(shape.quantization) {}
 
   BlockOps take() {
@@ -88,6 +90,11 @@ class LayerBuilder {
   // `width`: the normalized tensor's width (default: the hidden size).
   void norm(const std::string& name, bool into_fp8_linear = false, double width = 0) {
     const double w = width > 0 ? width : h_;
+    // PyTorch eager's LayerNorm is one ATen kernel each way, as fused as TE's.
+    if (eager_ && m_.normalization == model::Normalization::RmsNorm) {
+      add(eager_rms_norm(name, Nsp_ * w, Nsp_));
+      return;
+    }
     const double out_bytes = into_fp8_linear && q_.delayed ? 1 : 2;
     fw_.push_back(saving(memory_op(name, Nsp_ * w * (2 + out_bytes), KernelClass::Norm), 2 * Nsp_ * w));
     backward({freeing(memory_op(name + ".bwd", 2 * Nsp_ * w * 4, KernelClass::Norm), 2 * Nsp_ * w)});
@@ -233,6 +240,11 @@ class LayerBuilder {
       const double d = static_cast<double>(m_.kv_channels);
       const double q = static_cast<double>(m_.num_attention_heads) * d;
       const double kv = static_cast<double>(m_.num_query_groups) * d;
+      // Eager attention projects with three linears of one input, whose input
+      // gradients autograd sums: two adds (read 4, write 2 bytes an element),
+      // after the projections' backward (a group added earlier runs later).
+      if (eager_)
+        backward({memory_op("attn.input_grad.add_k", 6 * N_ * h_), memory_op("attn.input_grad.add_v", 6 * N_ * h_)});
       enter_tp_region("attn.input", true, true);
       column("attn.qkv", N_, h_, q + 2 * kv, Nsp_ * h_, true, true, true, m_.qkv_bias());
       if (m_.qk_layernorm) {
@@ -242,7 +254,12 @@ class LayerBuilder {
                           2 * N_ * (q + kv) / t_)});
       }
       if (m_.position_embedding == model::PositionEmbedding::Rope) rope(q / t_, kv / t_);
-      core_attention(d, d, kv / q);
+      if (eager_ && kv < q) {
+        add(eager_repeat_kv(N_ * kv / t_, N_ * q / t_));
+        core_attention(d, d, 1.0);  // every query head with its own key and value
+      } else {
+        core_attention(d, d, kv / q);
+      }
     }
   }
 
@@ -368,8 +385,17 @@ class LayerBuilder {
   // One group of backward ops, in issue order; OpSpec::after within it counts
   // from the group's first op (take() places the group).
   void backward(std::vector<OpSpec> ops) { bw_groups_.push_back(std::move(ops)); }
+  // Eager kernels: the forward ops, and their backward as one group.
+  void add(EagerOps ops) {
+    for (OpSpec& op : ops.forward) fw_.push_back(std::move(op));
+    backward(std::move(ops.backward));
+  }
 
   void rope(double q_width, double k_width) {
+    if (eager_) {
+      add(eager_rope(N_ * q_width, N_ * k_width));
+      return;
+    }
     fw_.push_back(memory_op("attn.rope", 2 * 2 * N_ * (q_width + k_width)));
     backward({memory_op("attn.rope.bwd", 2 * 2 * N_ * (q_width + k_width))});
   }
@@ -426,6 +452,10 @@ class LayerBuilder {
   }
 
   void activation(const std::string& prefix, double rows, double fc1_out, double f) {
+    if (eager_ && m_.activation == model::Activation::SwiGlu) {
+      add(eager_swiglu(prefix, rows * f));
+      return;
+    }
     const std::string name = activation_name(prefix);
     fw_.push_back(saving(memory_op(name, 2 * rows * (fc1_out + f)), 2 * rows * fc1_out));
     backward({freeing(memory_op(name + ".bwd", 2 * rows * (2 * fc1_out + f)), 2 * rows * fc1_out)});
@@ -435,6 +465,9 @@ class LayerBuilder {
   // shared experts of an MoE layer follow a norm of their own).
   void dense_mlp(const std::string& prefix, double width, bool norm_fused) {
     const double gated = m_.gated_mlp() ? 2 : 1;
+    // Eager's gate and up projections are two linears of one input: one add
+    // of their input gradients after their backward.
+    if (eager_ && gated > 1) backward({memory_op(prefix + ".input_grad.add", 6 * N_ * h_)});
     enter_tp_region(prefix + ".input", true, norm_fused);
     column(prefix + ".fc1", N_, h_, gated * width, Nsp_ * h_, true, true, norm_fused, m_.add_bias_linear);
     activation(prefix, N_, gated * width / t_, width / t_);
@@ -447,7 +480,7 @@ class LayerBuilder {
   const model::ModelSpec& m_;
   const MicroShape& shape_;
   const double t_, N_, Nsp_, h_;
-  const bool tp_, sp_, dropout_, fp8_;
+  const bool tp_, sp_, dropout_, fp8_, eager_;
   const strategy::Quantization q_;  // the recipe's quantization bytes
   std::vector<OpSpec> fw_;
   std::vector<std::vector<OpSpec>> bw_groups_;

@@ -1,0 +1,68 @@
+// --fsdp fsdp2: PyTorch FSDP2 as torchtitan runs it, against closed forms of
+// its traffic and memory for Llama 3 8B on eight GPUs.
+#include "test_support.hpp"
+
+using namespace ptsim;
+
+namespace {
+
+// Llama 3 8B: a layer's parameters (q and o 4096², k and v 4096·1024, the
+// SwiGLU MLP 3·4096·14336, two norms 4096) and the untied embedding and
+// output layer (128,256 × 4096 each, the final norm 4096).
+constexpr double kLayer = 4096.0 * (4096 + 1024 + 1024 + 4096) + 3.0 * 4096 * 14336 + 2 * 4096;
+constexpr double kBoundary = 2.0 * 128256 * 4096 + 4096;
+constexpr double kParameters = 32 * kLayer + kBoundary;
+
+report::StepResult run(const char* reshard) {
+  config::StrategyInput st;
+  st.gpus = 8;
+  st.global_batch_size = 16;
+  st.micro_batch_size = 2;
+  st.seq_length = 8192;
+  st.recompute = "full";
+  st.fsdp = "fsdp2";
+  if (reshard != nullptr) st.reshard_after_forward = reshard;
+  return test::simulate(test::shipped_model("llama3-8b"), test::shipped_hardware("h100-sxm5-80gb"), st).result;
+}
+
+}  // namespace
+
+TEST_CASE("FSDP2 gathers bf16 blocks and reduce-scatters fp32 gradients: bytes per step by reshard policy",
+          "[simulate][fsdp]") {
+  static_assert(kLayer == 218112000.0);
+  // One micro-batch per rank. Each gather moves a block's bf16 parameters
+  // (2 bytes each), each reduce-scatter its fp32 gradients (4); the root
+  // module's gradients (embedding, output layer, final norm) are
+  // reduce-scattered once.
+  const double reduce = 32 * 4 * kLayer + 4 * kBoundary;
+  // torchtitan's default: every block but the last gathers again for its backward.
+  CHECK(static_cast<double>(run(nullptr).communication.at("dp").bytes) == Approx((32 + 31) * 2 * kLayer + reduce));
+  CHECK(static_cast<double>(run("always").communication.at("dp").bytes) == Approx(64 * 2 * kLayer + reduce));
+  CHECK(static_cast<double>(run("never").communication.at("dp").bytes) == Approx(32 * 2 * kLayer + reduce));
+}
+
+TEST_CASE("FSDP2 keeps 16 bytes a parameter, sharded: fp32 parameter and gradient, Adam's two moments",
+          "[simulate][fsdp]") {
+  const auto r = run(nullptr);
+  const double shard = std::ceil(kParameters / 8);
+  CHECK(r.memory.params_bytes == 0);  // no bf16 copy beside the fp32 shard
+  CHECK(static_cast<double>(r.memory.grads_bytes) == Approx(4 * shard));
+  CHECK(static_cast<double>(r.memory.optimizer_bytes) == Approx(12 * shard));
+}
+
+TEST_CASE("FSDP2 refuses what it cannot be, and what ptsim does not model", "[config][fsdp]") {
+  const auto m = test::shipped_model("llama3-8b");
+  config::StrategyInput st;
+  st.gpus = 16;
+  st.global_batch_size = 16;
+  st.fsdp = "fsdp2";
+  st.zero = 1;
+  CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("contradicts --fsdp fsdp2"));
+  st.zero.reset();
+  st.pp = 2;  // torchtitan keeps blocks gathered under pipeline parallelism
+  CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("does not model yet"));
+  st.reshard_after_forward = "always";
+  CHECK(config::resolve_run(m, st).parallel.zero_stage == 3);
+  st.fsdp.reset();
+  CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("is an FSDP policy"));
+}

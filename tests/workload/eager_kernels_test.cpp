@@ -1,0 +1,109 @@
+// --kernel-fusion eager: PyTorch eager's memory-bound kernels as torchtitan's
+// Llama code ran them (December 2024), against hand counts of autograd's
+// reads and writes (workload/internal/eager_ops.hpp gives the sources).
+#include <string>
+#include <vector>
+
+#include "ptsim/workload/boundary_ops.hpp"
+#include "ptsim/workload/layer_ops.hpp"
+#include "test_support.hpp"
+
+using namespace ptsim;
+
+namespace {
+
+struct Sum {
+  double bytes = 0;
+  int kernels = 0;
+  double saved = 0;
+  double freed = 0;
+};
+
+Sum sum(const std::vector<workload::OpSpec>& ops, const std::string& prefix) {
+  Sum s;
+  for (const auto& op : ops)
+    if (op.name.rfind(prefix, 0) == 0 && op.kind == workload::OpKind::MemoryBound) {
+      s.bytes += static_cast<double>(op.bytes);
+      ++s.kernels;
+      s.saved += static_cast<double>(op.saved_bytes);
+      s.freed += static_cast<double>(op.freed_bytes);
+    }
+  return s;
+}
+
+// Llama 3 8B: h 4096, 32 query heads and 8 key/value groups of 128, FFN
+// 14336; one micro-batch of 2 × 8192 tokens on one GPU.
+workload::MicroShape llama_shape(bool eager) {
+  workload::MicroShape s;
+  s.micro_batch = 2;
+  s.seq_length = 8192;
+  s.eager_kernels = eager;
+  return s;
+}
+constexpr double N = 2 * 8192, h = 4096, q = 4096, kv = 1024, f = 14336;
+
+}  // namespace
+
+TEST_CASE("Eager RMSNorm: 36 bytes an element in eight kernels forward, 92 in thirteen backward", "[workload][eager]") {
+  const auto m = test::shipped_model("llama3-8b");
+  const auto ops = workload::transformer_layer_ops(m, llama_shape(true), 0);
+  const Sum fw = sum(ops.forward, "ln1"), bw = sum(ops.backward, "ln1");
+  // Per element: float 2+4, pow 4+4, mean 4, mul 4+4, type_as 4+2, weight
+  // 2+2; per row: mean's output 4, + eps 4+4, rsqrt 4+4, mul's read 4.
+  CHECK(fw.bytes == Approx(36 * N * h + 24 * N));
+  CHECK(fw.kernels == 8);
+  CHECK(bw.bytes == Approx(92 * N * h));
+  CHECK(bw.kernels == 13);
+  // Kept: the fp32 copy and the bf16 normalized value, and each row's rsqrt.
+  CHECK(fw.saved == Approx(6 * N * h + 4 * N));
+  CHECK(bw.freed == fw.saved);
+  // Fused (Transformer Engine's RMSNorm): one kernel each way, 4 and 8 bytes.
+  const auto fused = workload::transformer_layer_ops(m, llama_shape(false), 0);
+  CHECK(sum(fused.forward, "ln1").bytes == Approx(4 * N * h));
+  CHECK(sum(fused.backward, "ln1").bytes == Approx(8 * N * h));
+}
+
+TEST_CASE("Eager RoPE goes through complex64: 20 bytes an element each way, GQA expanded to every head",
+          "[workload][eager]") {
+  const auto m = test::shipped_model("llama3-8b");
+  const auto ops = workload::transformer_layer_ops(m, llama_shape(true), 0);
+  // q and k each: cast to fp32 2+4, complex product 4+4, cast back 4+2.
+  CHECK(sum(ops.forward, "attn.rope").bytes == Approx(20 * N * (q + kv)));
+  CHECK(sum(ops.forward, "attn.rope").kernels == 6);
+  CHECK(sum(ops.backward, "attn.rope").bytes == Approx(20 * N * (q + kv)));
+  // repeat_kv: k and v copied from 8 groups to 32 heads (read 2·kv, write
+  // 2·q bytes a token each), summed back in backward.
+  CHECK(sum(ops.forward, "attn.repeat_kv").bytes == Approx(2 * N * (2 * kv + 2 * q)));
+  CHECK(sum(ops.backward, "attn.repeat_kv").bytes == Approx(2 * N * (2 * q + 2 * kv)));
+  // Attention then keeps full multi-head Q, K and V and the row statistics.
+  for (const auto& op : ops.forward)
+    if (op.name == "attn.flash") CHECK(static_cast<double>(op.saved_bytes) == Approx(2 * N * 3 * q + 4 * 32 * N));
+}
+
+TEST_CASE("Eager SwiGLU: SiLU and the gate product apart, keeping three hidden-wide tensors", "[workload][eager]") {
+  const auto m = test::shipped_model("llama3-8b");
+  const auto ops = workload::transformer_layer_ops(m, llama_shape(true), 0);
+  // silu 2+2 and product 4+2 forward; two product gradients 4+2 each and
+  // silu's backward 4+2; kept: silu's input and both factors, 2 bytes each.
+  const Sum fw = sum(ops.forward, "mlp.silu"), gate = sum(ops.forward, "mlp.gate_mul");
+  CHECK(fw.bytes + gate.bytes == Approx(10 * N * f));
+  CHECK(fw.saved + gate.saved == Approx(6 * N * f));
+  const Sum bw = sum(ops.backward, "mlp.gate_mul"), silu_bw = sum(ops.backward, "mlp.silu");
+  CHECK(bw.bytes + silu_bw.bytes == Approx(18 * N * f));
+  CHECK(bw.freed + silu_bw.freed == Approx(6 * N * f));
+  // The input gradients of the three attention and two MLP linears that
+  // share an input are summed: three adds of 4+2 bytes an element.
+  CHECK(sum(ops.backward, "attn.input_grad").bytes + sum(ops.backward, "mlp.input_grad").bytes ==
+        Approx(3 * 6 * N * h));
+}
+
+TEST_CASE("Eager cross-entropy over fp32 logits moves 36 bytes a logit, Megatron's unfused 52", "[workload][eager]") {
+  const auto m = test::shipped_model("llama3-8b");
+  const double V = 128256;
+  const auto eager = workload::output_ops(m, llama_shape(true));
+  // cast 2+4, log_softmax 4+4; zero-fill 4, log_softmax backward 8+4, cast
+  // back 4+2 (nll and its scatter: a few bytes a row).
+  CHECK(sum(eager.forward, "cross_entropy").bytes + sum(eager.backward, "cross_entropy").bytes ==
+        Approx(36 * N * V + 2 * 16 * N));
+  CHECK(sum(eager.forward, "cross_entropy").saved == Approx(4 * N * V));
+}
