@@ -57,7 +57,7 @@ PublishedRun parse_run(const nlohmann::json& object, const std::string& file, st
   } else {
     run.unpublished.push_back("sequence_parallel");
   }
-  s.recompute = p.optional_choice("recompute", {"none", "selective", "full"});
+  s.recompute = p.optional_choice("recompute", {"none", "selective", "full", "op"});
   if (s.recompute) {
     note("recompute", p, "recompute");
   } else {

@@ -141,8 +141,14 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   const std::string recompute = s.recompute.value_or("none");
   c.recompute = named(recompute,
                       std::array{strategy::RecomputeKind::None, strategy::RecomputeKind::Selective,
-                                 strategy::RecomputeKind::Full},
+                                 strategy::RecomputeKind::Full, strategy::RecomputeKind::Op},
                       "recompute");
+  // torchtitan's policy counts its eager GEMMs, wq, wk and wv apart: ptsim's
+  // fused kernels (one QKV GEMM) would be counted otherwise.
+  if (c.recompute == strategy::RecomputeKind::Op && !c.eager_kernels)
+    check.fail("recompute", recompute,
+               "is torchtitan's selective op checkpointing, modelled over PyTorch eager's kernels",
+               "add --kernel-fusion eager, or use --recompute selective or full");
   if (s.recompute_num_layers) {
     if (c.recompute != strategy::RecomputeKind::Full)
       check.fail("recompute_num_layers", *s.recompute_num_layers, "needs --recompute full",

@@ -71,7 +71,10 @@ const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy
       ++cost.forward_kernels;
     }
     cost.saved += static_cast<double>(op.saved_bytes);
-    if (i == 0) cost.saved_checkpoint = static_cast<double>(op.saved_bytes);
+    // Full recomputation keeps the layer input (bf16), at most what the first op saves.
+    if (i == 0)
+      cost.saved_checkpoint =
+          std::min(static_cast<double>(op.saved_bytes), 2 * shape.sp_tokens() * static_cast<double>(m.hidden_size));
     cost.saved_selective += static_cast<double>(op.kept_bytes(c.recompute_modules));
   }
   count_backward(ops, cost);
@@ -135,6 +138,9 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
   const std::int64_t chunks = strategy::chunks_per_stage(c);
   const std::int64_t total_virtual = strategy::path_stages(c.schedule, c.pp, chunks);
   const bool full = c.recompute == strategy::RecomputeKind::Full;
+  // torchtitan's op checkpointing keeps at least the layer input and reruns
+  // at least nothing: a full checkpoint's memory and no rerun bound it below.
+  const bool op = c.recompute == strategy::RecomputeKind::Op;
   const bool selective = c.recompute == strategy::RecomputeKind::Selective;
   // Chunk activations (one micro-batch through one model chunk) a stage
   // holds at once, at least: the forwards its schedule runs before its
@@ -164,7 +170,7 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
         const bool recomputed = full && (c.recompute_num_layers == 0 || l < c.recompute_num_layers);
         work += lc.forward_s + lc.backward_s + (recomputed ? lc.forward_s : 0) + (one_lane ? lc.blocking_comm_s : 0);
         kernels += lc.forward_kernels + lc.backward_kernels + (recomputed ? lc.forward_kernels : 0);
-        saved += recomputed ? lc.saved_checkpoint : selective ? lc.saved_selective : lc.saved;
+        saved += recomputed || op ? lc.saved_checkpoint : selective ? lc.saved_selective : lc.saved;
       }
       const std::int64_t v = strategy::virtual_stage(c.schedule, stage, c.pp, static_cast<std::int64_t>(k));
       if (v == 0) {

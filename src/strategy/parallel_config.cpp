@@ -12,6 +12,7 @@ std::string_view to_string(RecomputeKind r) {
     case RecomputeKind::None: return "none";
     case RecomputeKind::Selective: return "selective";
     case RecomputeKind::Full: return "full";
+    case RecomputeKind::Op: return "op";
   }
   return "?";
 }

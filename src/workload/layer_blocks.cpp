@@ -66,6 +66,26 @@ const LayerLists& LayerBlocks::lists(std::int64_t layer) {
   l.recomputed = select(l.ops.forward, [modules](const OpSpec& op) { return (op.rerun_by & modules) != 0; });
   for (const OpSpec& op : l.ops.forward) l.dropped_bytes += op.dropped_bytes(modules);
   PTSIM_ASSERT(l.dropped_bytes == 0 || !l.recomputed.empty(), "what a layer drops, a rerun makes again");
+  if (op_checkpointing()) {
+    // torchtitan's policy (parallelize_llama.py _save_list and
+    // _custom_policy at 9dec370): every aten.mm output but every second one
+    // (by their count in the layer), and the flash-attention kernel's
+    // outputs (O and its row log-sum-exp), are kept; the rest reruns.
+    int gemms = 0;
+    std::vector<bool> kept(l.ops.forward.size(), false);
+    for (std::size_t i = 0; i < l.ops.forward.size(); ++i) {
+      const OpSpec& op = l.ops.forward[i];
+      const double rows = static_cast<double>(op.shape[0]) * op.shape[1];
+      std::uint64_t out = 0;
+      if (op.kind == OpKind::Matmul && ++gemms % 2 == 1) out = as_bytes(2 * rows * op.shape[3]);
+      if (op.kind == OpKind::Attention) out = as_bytes(2 * rows * op.shape[3] + 4 * rows);  // O, bf16; fp32 LSE
+      kept[i] = op.kind == OpKind::Attention || out > 0;
+      l.op_kept.push_back(out);
+      l.op_cache_bytes += out;
+    }
+    const OpSpec* first = l.ops.forward.data();
+    l.op_rerun = select(l.ops.forward, [&](const OpSpec& op) { return !kept[static_cast<std::size_t>(&op - first)]; });
+  }
   return lists_.emplace(key, std::move(l)).first->second;
 }
 
@@ -119,8 +139,10 @@ std::uint32_t LayerBlocks::make_layer_forward(std::int64_t layer, bool checkpoin
   const auto& l = lists(layer);
   // A block FSDP does not reshard keeps its gathered parameters to its backward.
   const std::uint64_t release = c_.reshards_after_forward(layer, m_.num_layers) ? release_bytes_(layer) : 0;
+  const bool op = checkpoint && op_checkpointing();
   const std::string key = fmt::format("layer.fwd.{}{}{}", layer_kind_key(m_, layer),
-                                      checkpoint    ? ".checkpoint"
+                                      op            ? ".op_checkpoint"
+                                      : checkpoint  ? ".checkpoint"
                                       : selective() ? ".selective"
                                                     : "",
                                       release ? ".zero3" : "");
@@ -128,7 +150,8 @@ std::uint32_t LayerBlocks::make_layer_forward(std::int64_t layer, bool checkpoin
   return ops_block(
       key, ops, "fwd.", categories::kForward,
       [&](std::size_t i) -> std::uint64_t {
-        if (checkpoint) return i == 0 ? ops[i].saved_bytes : 0;
+        if (op) return (i == 0 ? checkpoint_bytes() : 0) + l.op_kept[i];
+        if (checkpoint) return i == 0 ? checkpoint_bytes() : 0;
         return ops[i].kept_bytes(selective());
       },
       [&](std::size_t i) -> std::uint64_t { return i + 1 == ops.size() ? release : 0; });
@@ -162,15 +185,28 @@ std::uint32_t LayerBlocks::layer_recompute(std::int64_t layer, bool full) {
 }
 std::uint32_t LayerBlocks::make_layer_recompute(std::int64_t layer, bool full) {
   const auto& l = lists(layer);
-  const auto& ops = full ? l.ops.forward : l.recomputed;
-  const std::string key = fmt::format("layer.recompute{}.{}", full ? "" : "_selective", layer_kind_key(m_, layer));
+  const bool op = full && op_checkpointing();
+  const auto& ops = op ? l.op_rerun : full ? l.ops.forward : l.recomputed;
+  const std::string key = fmt::format("layer.recompute{}.{}",
+                                      op     ? "_op"
+                                      : full ? ""
+                                             : "_selective",
+                                      layer_kind_key(m_, layer));
+  // What the backward frees beyond the kept input: under full recomputation
+  // the first op's saves less that input (nothing more where the first op
+  // keeps just it, a fused norm; eager's keeps its fp32 copy), then each op's.
+  const std::uint64_t input = checkpoint_bytes();
+  PTSIM_ASSERT(l.ops.forward.front().saved_bytes >= input, "a layer's first op keeps at least its input");
+  std::uint64_t all = 0;
+  for (const OpSpec& o : l.ops.forward) all += o.saved_bytes;
   return ops_block(
       key, ops, "recompute.", categories::kRecompute,
       [&](std::size_t i) -> std::uint64_t {
-        if (full) return i == 0 ? 0 : ops[i].saved_bytes;
+        if (op) return i == 0 ? all - input : 0;  // the kept GEMM outputs' own saves too
+        if (full) return i == 0 ? ops[0].saved_bytes - input : ops[i].saved_bytes;
         return i + 1 == ops.size() ? l.dropped_bytes : 0;
       },
-      [](std::size_t) { return std::uint64_t{0}; });
+      [&](std::size_t i) -> std::uint64_t { return op && i + 1 == ops.size() ? l.op_cache_bytes : 0; });
 }
 
 std::uint32_t LayerBlocks::boundary_block(const std::string& key, const std::vector<OpSpec>& ops,

@@ -160,7 +160,10 @@ class StageBuilder {
   std::int32_t layer_index(std::size_t chunk, std::int64_t l) const {
     return static_cast<std::int32_t>(ctx_.chunks[chunk].first + l);
   }
+  // Checkpointed whole (full), or by torchtitan's op policy (LayerBlocks
+  // keeps what it keeps and reruns the rest).
   bool fully_recomputed(std::int64_t l_in_chunk) const {
+    if (c_.recompute == strategy::RecomputeKind::Op) return true;
     return c_.recompute == strategy::RecomputeKind::Full &&
            (c_.recompute_num_layers == 0 || l_in_chunk < c_.recompute_num_layers);
   }

@@ -6,6 +6,7 @@
 
 #include "ptsim/workload/boundary_ops.hpp"
 #include "ptsim/workload/layer_ops.hpp"
+#include "ptsim/workload/step_workload.hpp"
 #include "test_support.hpp"
 
 using namespace ptsim;
@@ -106,4 +107,49 @@ TEST_CASE("Eager cross-entropy over fp32 logits moves 36 bytes a logit, Megatron
   CHECK(sum(eager.forward, "cross_entropy").bytes + sum(eager.backward, "cross_entropy").bytes ==
         Approx(36 * N * V + 2 * 16 * N));
   CHECK(sum(eager.forward, "cross_entropy").saved == Approx(4 * N * V));
+}
+
+TEST_CASE("torchtitan's op checkpointing keeps the input, every other GEMM's output and attention's, a layer",
+          "[workload][eager][memory]") {
+  // parallelize_llama.py's policy at 9dec370: of the seven aten.mm of a
+  // Llama layer (wq, wk, wv, wo, w1, w3, w2) the odd-numbered ones' outputs
+  // are kept, with the flash-attention kernel's O and fp32 log-sum-exp and
+  // the checkpointed layer input; the rest reruns. Measured as the growth
+  // of the activation peak with one more layer.
+  const auto peak = [](std::int64_t layers, const char* recompute) {
+    auto m = test::shipped_model("llama3-8b");
+    m.num_layers = layers;
+    config::StrategyInput st;
+    st.gpus = 1;
+    st.global_batch_size = 1;
+    st.micro_batch_size = 1;
+    st.seq_length = 1024;
+    st.kernel_fusion = "eager";
+    st.recompute = recompute;
+    return static_cast<double>(
+        test::simulate(m, test::shipped_hardware("h100-sxm5-80gb"), st).result.memory.activations_peak_bytes);
+  };
+  const double n = 1024, lse = 4 * 32 * n;
+  const double kept = 2 * n * h + 2 * n * q + 2 * n * kv + (2 * n * q + lse) + 2 * n * f + 2 * n * h;
+  CHECK(peak(5, "op") - peak(4, "op") == Approx(kept));
+  // Full checkpointing keeps the bf16 layer input alone (not the eager
+  // norm's fp32 copy).
+  CHECK(peak(5, "full") - peak(4, "full") == Approx(2 * n * h));
+}
+
+TEST_CASE("torchtitan's op checkpointing reruns wk, wo and w3 and no attention", "[workload][eager]") {
+  auto m = test::shipped_model("llama3-8b");
+  m.num_layers = 2;
+  config::StrategyInput st;
+  st.gpus = 1;
+  st.global_batch_size = 1;
+  st.micro_batch_size = 1;
+  st.seq_length = 1024;
+  st.kernel_fusion = "eager";
+  st.recompute = "op";
+  const auto run = config::resolve_run(m, st);
+  const auto step = workload::build_step_workload(run.model, run.parallel);
+  // The recomputed FLOPs: the even-numbered GEMMs, 2·N·(h·kv + q·h + h·f) a layer.
+  const double n = 1024;
+  CHECK(step.hardware_flops - step.model_flops == Approx(2 * 2 * n * (h * kv + q * h + h * f)));
 }

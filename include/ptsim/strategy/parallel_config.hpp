@@ -28,6 +28,9 @@ enum class RecomputeKind {
   None,
   Selective,  // Megatron's selective recomputation of the modules in ParallelConfig::recompute_modules (default core attention: unfused, scores, softmax, dropout, context; fused, the attention kernel; ring attention under CP: the whole ring, its transfers included)
   Full,       // whole layers: only each layer's input is kept
+  /// torchtitan's selective op checkpointing: each layer keeps its input and
+  /// the outputs of every other GEMM and of attention; the rest reruns.
+  Op,
 };
 
 enum class AttentionBackend {

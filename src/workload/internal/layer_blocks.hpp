@@ -28,6 +28,12 @@ struct LayerLists {
   std::vector<OpSpec> input_backward;   // B of a zero-bubble split
   std::vector<OpSpec> weight_backward;  // W
   std::vector<OpSpec> recomputed;       // what selective recomputation reruns (the run's modules)
+  /// torchtitan's selective op checkpointing: the forward ops it reruns (all
+  /// but every other GEMM and attention, whose outputs it keeps), and what
+  /// each forward op keeps under it.
+  std::vector<OpSpec> op_rerun;
+  std::vector<std::uint64_t> op_kept;
+  std::uint64_t op_cache_bytes = 0;     // the kept outputs, freed once the rerun has used them
   std::uint64_t dropped_bytes = 0;      // what the forward does not keep under it, made again by the rerun
 };
 
@@ -86,6 +92,12 @@ class LayerBlocks {
   std::uint32_t make_layer_recompute(std::int64_t layer, bool full);
   std::uint32_t backward_part(const std::string& what, const std::vector<OpSpec>& ops, strategy::Pass part);
   strategy::RecomputeModules selective() const { return c_.selective_modules(); }
+
+  // What full (and op) recomputation keeps of a layer: its input, bf16.
+  std::uint64_t checkpoint_bytes() const {
+    return as_bytes(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));
+  }
+  bool op_checkpointing() const { return c_.recompute == strategy::RecomputeKind::Op; }
 
   const model::ModelSpec& m_;
   const strategy::ParallelConfig& c_;

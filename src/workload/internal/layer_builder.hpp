@@ -246,7 +246,16 @@ class LayerBuilder {
       if (eager_)
         backward({memory_op("attn.input_grad.add_k", 6 * N_ * h_), memory_op("attn.input_grad.add_v", 6 * N_ * h_)});
       enter_tp_region("attn.input", true, true);
-      column("attn.qkv", N_, h_, q + 2 * kv, Nsp_ * h_, true, true, true, m_.qkv_bias());
+      if (eager_) {
+        // torchtitan's wq, wk and wv, in that order (selective op
+        // checkpointing counts them); the input kept once, and its gradient
+        // reduced after the last of their backward, wq's.
+        column("attn.wq", N_, h_, q, Nsp_ * h_, true, true, true, m_.qkv_bias());
+        column("attn.wk", N_, h_, kv, 0, false, false, true, m_.qkv_bias());
+        column("attn.wv", N_, h_, kv, 0, false, false, true, m_.qkv_bias());
+      } else {
+        column("attn.qkv", N_, h_, q + 2 * kv, Nsp_ * h_, true, true, true, m_.qkv_bias());
+      }
       if (m_.qk_layernorm) {
         fw_.push_back(
             saving(memory_op("attn.qk_norm", 2 * N_ * (q + kv) / t_ * 2, KernelClass::Norm), 2 * N_ * (q + kv) / t_));
@@ -469,7 +478,13 @@ class LayerBuilder {
     // of their input gradients after their backward.
     if (eager_ && gated > 1) backward({memory_op(prefix + ".input_grad.add", 6 * N_ * h_)});
     enter_tp_region(prefix + ".input", true, norm_fused);
-    column(prefix + ".fc1", N_, h_, gated * width, Nsp_ * h_, true, true, norm_fused, m_.add_bias_linear);
+    if (eager_ && gated > 1) {
+      // torchtitan's w1 (gate) and w3 (up), in the order its FeedForward runs them.
+      column(prefix + ".w1", N_, h_, width, Nsp_ * h_, true, true, norm_fused, m_.add_bias_linear);
+      column(prefix + ".w3", N_, h_, width, 0, false, false, norm_fused, m_.add_bias_linear);
+    } else {
+      column(prefix + ".fc1", N_, h_, gated * width, Nsp_ * h_, true, true, norm_fused, m_.add_bias_linear);
+    }
     activation(prefix, N_, gated * width / t_, width / t_);
     row(prefix + ".fc2", N_, width, h_);
   }
