@@ -168,6 +168,13 @@ const std::vector<StrategyField> kFields = {
      "with --fsdp: free a block's gathered parameters after its forward and gather them again for its backward "
      "(always), keep them to the backward (never), or torchtitan's default: always but for the last block, whose "
      "backward follows at once (never with pipeline parallelism, which ptsim does not model yet)"},
+    {"dp_shard", "data_parallel_shard_degree", "", &S::dp_shard, 1, std::int64_t{1} << 24, {}, "N",
+     "with --fsdp: HSDP, parameters sharded over groups of N data-parallel ranks (times cp) and replicated "
+     "across the groups: all-gathers and reduce-scatters inside a group, the reduced shard all-reduced across "
+     "them (torchtitan's data_parallel_shard_degree; default: every data-parallel rank)"},
+    {"dp_replicate", "data_parallel_replicate_degree", "", &S::dp_replicate, 1, std::int64_t{1} << 24, {}, "N",
+     "with --fsdp: HSDP's number of replicas, dp / data_parallel_shard_degree (torchtitan's "
+     "data_parallel_replicate_degree)"},
     {"precision", "precision", "", &S::precision, 1, 1, {"bf16", "fp8", "nvfp4"}, "DTYPE",
      "the layers' GEMMs: bf16 (default) | fp8 (with casts and amax bookkeeping) | nvfp4 (Transformer Engine's "
      "NVFP4 recipe, the same as --fp4-format e2m1; needs the profile's nvfp4 rate, Blackwell's)"},

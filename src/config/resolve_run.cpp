@@ -137,6 +137,29 @@ void check_fsdp(const Checker& check, strategy::ParallelConfig& c, const Strateg
                     "traffic), or --pp 1");
 }
 
+// HSDP: FSDP2 sharding inside groups of data-parallel ranks, replicated
+// across them (torchtitan's data_parallel_shard_degree and
+// data_parallel_replicate_degree, whose product is the data parallelism).
+void check_hsdp(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c, const StrategyInput& s) {
+  if (!s.dp_shard && !s.dp_replicate) return;
+  const char* field = s.dp_shard ? "dp_shard" : "dp_replicate";
+  if (!c.fsdp2) check.fail_flag(field, "is FSDP's hybrid sharding", "add --fsdp fsdp2 or drop it");
+  if (m.is_moe())
+    check.fail_flag(field, "with experts is not modelled (their gradients have a group of their own)",
+                    "drop it, or use a dense model");
+  const std::int64_t shard = s.dp_shard ? *s.dp_shard : c.dp / *s.dp_replicate;
+  if (s.dp_replicate && c.dp % *s.dp_replicate != 0)
+    check.fail("dp_replicate", *s.dp_replicate, fmt::format("must divide the data parallelism, {}", c.dp),
+               "choose a divisor of dp");
+  if (c.dp % shard != 0)
+    check.fail("dp_shard", shard, fmt::format("must divide the data parallelism, {}", c.dp), "choose a divisor of dp");
+  if (s.dp_shard && s.dp_replicate && *s.dp_shard * *s.dp_replicate != c.dp)
+    check.fail("dp_replicate", *s.dp_replicate,
+               fmt::format("times data_parallel_shard_degree {} must be the data parallelism, {}", *s.dp_shard, c.dp),
+               "give one of the two, or a pair whose product is dp");
+  c.dp_shard = shard == c.dp ? 0 : shard;
+}
+
 void check_memory_options(const Checker& check, strategy::ParallelConfig& c, const StrategyInput& s) {
   const std::string recompute = s.recompute.value_or("none");
   c.recompute = named(recompute,
@@ -423,6 +446,7 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
 
   check_pipeline(check, m, c, s);
   check_memory_options(check, c, s);
+  check_hsdp(check, m, c, s);
   check_recompute_modules(check, m, c, s);
   check_moe_overlap(check, m, c, s);
 

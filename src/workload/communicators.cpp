@@ -114,9 +114,39 @@ void add_communicators(const strategy::ParallelConfig& config, const strategy::R
   const auto tp_group = [&](Rank r) { return dense.group(r, Axis::Tp); };
   b.add_groups(world, slots::kTensorParallel, tp_leader, tp_group);
   if (two_lanes) b.add_groups(world, slots::kTensorParallel1, tp_leader, tp_group);
-  b.add_groups(world, slots::kDataParallel,
-               [&](Rank r) { return mirrored_leader(dense, r, {Axis::Cp, Axis::Dp}); },
-               [&](Rank r) { return with_mirror(group_along(dense, r, {Axis::Cp, Axis::Dp})); });
+  if (config.dp_shard > 0) {
+    // HSDP (torchtitan's mesh: dp_shard inside dp_replicate): the shard group
+    // is the data-parallel ranks of one replica, dp coordinates
+    // [k·shard, (k+1)·shard), with every CP rank; the replicate group the
+    // ranks of one dp coordinate modulo shard across the replicas.
+    const std::int64_t shard = config.dp_shard;
+    const auto members = [&](Rank r, bool replicas) {
+      const std::int64_t d = dense.coordinate(r, Axis::Dp);
+      std::vector<Rank> out;
+      for (const Rank m : group_along(dense, r,
+                                      replicas ? std::initializer_list<Axis>{Axis::Dp}
+                                               : std::initializer_list<Axis>{Axis::Cp, Axis::Dp})) {
+        const std::int64_t e = dense.coordinate(m, Axis::Dp);
+        if (replicas ? e % shard == d % shard : e / shard == d / shard) out.push_back(m);
+      }
+      return out;
+    };
+    b.add_groups(
+        world, slots::kDataParallel, [&](Rank r) { return members(r, false).front(); },
+        [&](Rank r) { return members(r, false); });
+    b.add_groups(
+        world, slots::kDataParallelReplicate, [&](Rank r) { return members(r, true).front(); },
+        [&](Rank r) { return members(r, true); });
+  } else {
+    b.add_groups(
+        world, slots::kDataParallel,
+        [&](Rank r) {
+          return mirrored_leader(dense, r, {Axis::Cp, Axis::Dp});
+        },
+        [&](Rank r) {
+          return with_mirror(group_along(dense, r, {Axis::Cp, Axis::Dp}));
+        });
+  }
   if (config.precision == Dtype::Fp8)
     b.add_groups(world, slots::kAmax, [&](Rank r) { return zeroed(dense, r, {Axis::Tp, Axis::Cp, Axis::Dp}); },
                  [&](Rank r) { return group_along(dense, r, {Axis::Tp, Axis::Cp, Axis::Dp}); });

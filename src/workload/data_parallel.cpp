@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
 
 #include "ptsim/strategy/schedule.hpp"
 
@@ -56,13 +59,16 @@ void DataParallel::fsdp_copy_in(std::int64_t n, std::int32_t mb, std::int32_t la
 
 void DataParallel::layer_gradients(std::int64_t layer, std::int32_t mb, bool final) {
   if (zero3()) {
+    std::vector<std::pair<std::int64_t, std::uint8_t>> hsdp_after;
     for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
       if (c_.fsdp2) fsdp_copy_in(n, mb, static_cast<std::int32_t>(layer));
+      hsdp_after.push_back({n, slot});
       out_.instantiate(collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
                                   static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
                                   zero3_flags()),
                        mb, static_cast<std::int32_t>(layer));
     });
+    for (const auto& [n, slot] : hsdp_after) hsdp_allreduce(n, slot, mb, static_cast<std::int32_t>(layer));
     return;
   }
   if (reduce_now(final)) gradients_ready(layer_parameters_per_rank(m_, c_, layer));
@@ -94,6 +100,18 @@ void DataParallel::zero3_boundary_gradients(std::int64_t n) {
                                 static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
                                 zero3_flags()),
                      -1, -1);
+  hsdp_allreduce(n, slots::kDataParallel, -1, -1);
+}
+
+// HSDP: the reduce-scattered shard is all-reduced across the replicas
+// (FSDP2's foreach_reduce: all_reduce over the replicate group after the
+// reduce-scatter over the shard group), in the reduction type.
+void DataParallel::hsdp_allreduce(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer) {
+  if (c_.dp_replicate() <= 1 || slot != slots::kDataParallel) return;
+  const auto shard = static_cast<double>(n) / static_cast<double>(ctx_.dense_group);
+  out_.instantiate(collective("hsdp.grad_allreduce", slots::kDataParallelReplicate, CollectiveKind::AllReduce,
+                              static_cast<std::uint64_t>(std::ceil(c_.gradient_bytes() * shard)), false),
+                   mb, layer);
 }
 
 void DataParallel::end_of_gradients(bool final) {

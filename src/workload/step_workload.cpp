@@ -83,6 +83,7 @@ constexpr std::array<Label, slots::kCount> kSlots = {{
     {slots::kTensorParallel1, "tp1"},
     {slots::kExpertParallel1, "ep1"},
     {slots::kExpertTensorParallel1, "etp1"},
+    {slots::kDataParallelReplicate, "dp_replicate"},
 }};
 constexpr std::array<Label, categories::kCount> kCategories = {{
     {categories::kForward, "forward"},

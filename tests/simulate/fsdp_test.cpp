@@ -50,6 +50,34 @@ TEST_CASE("FSDP2 keeps 16 bytes a parameter, sharded: fp32 parameter and gradien
   CHECK(static_cast<double>(r.memory.optimizer_bytes) == Approx(12 * shard));
 }
 
+TEST_CASE("HSDP shards inside groups and all-reduces each reduced shard across them: bytes and memory per tier",
+          "[simulate][fsdp]") {
+  // 32 GPUs as 4 replicas of 8-way shard groups (torchtitan's
+  // data_parallel_replicate_degree 4, data_parallel_shard_degree 8).
+  config::StrategyInput st;
+  st.gpus = 32;
+  st.global_batch_size = 64;
+  st.micro_batch_size = 2;
+  st.seq_length = 8192;
+  st.recompute = "full";
+  st.fsdp = "fsdp2";
+  st.dp_shard = 8;
+  const auto m = test::shipped_model("llama3-8b");
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  const auto r = test::simulate(m, hw, st).result;
+  // Inside a shard group as with FSDP over 8 ranks; across the replicas,
+  // each rank all-reduces its fp32 gradient shard, 4·P/8 bytes a step.
+  const double shard_tier = (32 + 31) * 2 * kLayer + 32 * 4 * kLayer + 4 * kBoundary;
+  CHECK(static_cast<double>(r.communication.at("dp").bytes) == Approx(shard_tier + 4 * kParameters / 8));
+  CHECK(static_cast<double>(r.memory.optimizer_bytes) == Approx(12 * std::ceil(kParameters / 8)));
+  // The same split named by its replicas; symmetric mode agrees.
+  st.dp_shard.reset();
+  st.dp_replicate = 4;
+  const auto symmetric = test::simulate(m, hw, st, simulate::Mode::Symmetric).result;
+  CHECK(symmetric.communication.at("dp").bytes == r.communication.at("dp").bytes);
+  CHECK(symmetric.step_time_s == Approx(r.step_time_s).epsilon(1e-9));
+}
+
 TEST_CASE("FSDP2 refuses what it cannot be, and what ptsim does not model", "[config][fsdp]") {
   const auto m = test::shipped_model("llama3-8b");
   config::StrategyInput st;
@@ -63,6 +91,9 @@ TEST_CASE("FSDP2 refuses what it cannot be, and what ptsim does not model", "[co
   CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("does not model yet"));
   st.reshard_after_forward = "always";
   CHECK(config::resolve_run(m, st).parallel.zero_stage == 3);
+  st.dp_shard = 3;  // of dp 8
+  CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("must divide the data parallelism, 8"));
+  st.dp_shard.reset();
   st.fsdp.reset();
   CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("is an FSDP policy"));
 }

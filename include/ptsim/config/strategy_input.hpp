@@ -71,6 +71,8 @@ struct StrategyInput {
   std::optional<std::string> kernel_fusion;      // fused | eager
   std::optional<std::string> fsdp;               // fsdp2: PyTorch's fully_shard as data parallelism
   std::optional<std::string> reshard_after_forward;  // default | always | never (with fsdp)
+  std::optional<std::int64_t> dp_shard;              // HSDP: ranks a parameter is sharded over (torchtitan's name)
+  std::optional<std::int64_t> dp_replicate;          // HSDP: replicas of each shard group
   std::optional<std::string> precision;          // bf16 | fp8 | nvfp4
   std::optional<std::string> fp8_recipe;         // delayed | tensorwise | blockwise | mxfp8 (with precision fp8)
   std::optional<std::string> fp4_format;         // e2m1: FP4 training (precision nvfp4), Megatron-Core's --fp4-format

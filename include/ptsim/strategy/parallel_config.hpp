@@ -251,7 +251,11 @@ struct ParallelConfig {
   /// Ranks of the expert-data-parallel group of an expert's weights.
   std::int64_t expert_dp() const { return tp * cp * dp / (expert_tp * ep); }
   /// Ranks over which dense gradients are reduced: data and context parallel.
-  std::int64_t gradient_group() const { return dp * cp; }
+  std::int64_t gradient_group() const { return (dp_shard > 0 ? dp_shard : dp) * cp; }
+  /// HSDP (FSDP2 sharding inside groups of dp_shard data-parallel ranks,
+  /// replicated across dp / dp_shard of them); 0: shard over all of dp.
+  std::int64_t dp_shard = 0;
+  std::int64_t dp_replicate() const { return dp_shard > 0 ? dp / dp_shard : 1; }
 };
 
 }  // namespace ptsim::strategy

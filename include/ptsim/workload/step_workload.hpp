@@ -67,7 +67,10 @@ inline constexpr std::uint8_t kAmax = 16;  // FP8 amax reduction: the stage's tp
 inline constexpr std::uint8_t kTensorParallel1 = 17;
 inline constexpr std::uint8_t kExpertParallel1 = 18;
 inline constexpr std::uint8_t kExpertTensorParallel1 = 19;
-inline constexpr std::uint8_t kCount = 20;
+/// HSDP: the ranks holding the same shard in each replica (kDataParallel is
+/// then the shard group).
+inline constexpr std::uint8_t kDataParallelReplicate = 20;
+inline constexpr std::uint8_t kCount = 21;
 }  // namespace slots
 
 /// Task categories, for the report's breakdown.

@@ -76,6 +76,7 @@ class DataParallel {
   bool reduce_now(bool final) const;
   void zero3_boundary_gradients(std::int64_t n);
   void fsdp_copy_in(std::int64_t n, std::int32_t mb, std::int32_t layer);
+  void hsdp_allreduce(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer);
   void gradients_ready(const RankParameters& p);
   void add_to_bucket(std::int64_t& bucket, std::int64_t parameters, std::uint8_t slot);
   void flush_buckets();
