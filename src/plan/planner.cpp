@@ -151,7 +151,9 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
               // FSDP is ZeRO-3 (resolve_run's check_fsdp).
               const std::optional<std::int64_t> fixed_zero =
                   r.fixed.fsdp ? std::optional<std::int64_t>(3) : r.fixed.zero;
-              for (const char* recompute : {"none", "selective", "full"}) {
+              for (const char* recompute : {"none", "selective", "full", "op"}) {
+                // torchtitan's op checkpointing runs over eager kernels only.
+                if (std::string(recompute) == "op" && r.fixed.kernel_fusion.value_or("fused") != "eager") continue;
                 // Under fused attention, recomputing core attention alone frees
                 // only the softmax statistics for a rerun attention forward:
                 // left out of the search unless --recompute-modules says what

@@ -238,3 +238,27 @@ TEST_CASE("With --recompute-modules the search tries selective recomputation of 
   // The search simulates them to a ranking.
   CHECK_FALSE(plan::plan(request).best.empty());
 }
+
+TEST_CASE("Over eager kernels the search tries torchtitan's op checkpointing, its bounds below every step",
+          "[plan][eager]") {
+  auto request = small_request(1000);
+  const auto levels = [](const plan::PlanRequest& r) {
+    std::set<std::string> out;
+    for (const auto& s : plan::enumerate(r)) out.insert(s.recompute.value_or("none"));
+    return out;
+  };
+  CHECK(levels(request).count("op") == 0);  // ptsim's fused kernels: not torchtitan's
+  request.fixed.kernel_fusion = "eager";
+  request.fixed.fsdp = "fsdp2";
+  CHECK(levels(request).count("op") == 1);
+  const auto result = plan::plan(request);
+  REQUIRE_FALSE(result.best.empty());
+  bool op = false;
+  for (const auto& c : result.best) {
+    INFO(c.label);
+    CHECK(c.lower_bound_s <= c.result.step_time_s);
+    CHECK(c.strategy.zero == 3);  // FSDP is ZeRO-3
+    op = op || c.strategy.recompute == "op";
+  }
+  CHECK(op);
+}
