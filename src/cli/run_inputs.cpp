@@ -56,7 +56,8 @@ po::options_description input_options(RunInputs& f) {
        "strategy file with the keys of the flags below (flags override it)")
       ("stack", po::value(&f.stack)->value_name("FILE"),
        "software stack: a ptsim-stack/1 file, or a shipped one by name (configs/stacks/: megatron-core, "
-       "megatron-lm-2021, megatron-lm-2022, megatron-lm-2023, deepspeed-zero3-2021, torchtitan-2024-12): what the "
+       "megatron-lm-2021, megatron-lm-2022, megatron-lm-2023, deepspeed-zero3-2021, torchtitan-2024-12, "
+       "composer-2024): what the "
        "framework does, "
        "beneath --strategy and the flags; plan searches only its schedules");
   // clang-format on

@@ -158,16 +158,20 @@ const std::vector<StrategyField> kFields = {
      "RoPE, SwiGLU and cross-entropy kernels) | eager (PyTorch eager, one kernel an op, as torchtitan's Llama code "
      "ran in December 2024: RMSNorm in eight kernels over an fp32 copy, RoPE through complex64, SiLU and the gate "
      "product apart, grouped keys and values expanded to every head, cross-entropy over fp32 logits); bf16 only"},
-    {"fsdp", "fsdp", "", &S::fsdp, 1, 1, {"fsdp2"}, "VERSION",
-     "PyTorch FSDP as the data parallelism: fsdp2 (fully_shard per transformer block, as torchtitan runs it): "
-     "ZeRO-3's sharding with the fp32 shards as the only copy of the parameters (16 bytes a parameter, not 18), "
-     "each block's gathered bf16 parameters copied out of the all-gather buffer, and its gradients copied into "
-     "the reduce-scatter buffer in the reduction type, by kernels on the compute stream (implies --zero 3)"},
+    {"fsdp", "fsdp", "", &S::fsdp, 1, 1, {"fsdp1", "fsdp2"}, "VERSION",
+     "PyTorch FSDP as the data parallelism, ZeRO-3's sharding with the fp32 shards as the only copy of the "
+     "parameters (16 bytes a parameter, not 18; implies --zero 3): fsdp2 (fully_shard per transformer block, as "
+     "torchtitan runs it: each block's gathered bf16 parameters copied out of the all-gather buffer, and its "
+     "gradients copied into the reduce-scatter buffer in the reduction type, by kernels on the compute stream) | "
+     "fsdp1 (FullyShardedDataParallel's flat parameters, as Composer runs them: gathered straight into their "
+     "buffer, cast and divided on side streams; FULL_SHARD is --reshard-after-forward always, its default, "
+     "SHARD_GRAD_OP never)"},
     {"reshard_after_forward", "reshard_after_forward", "", &S::reshard_after_forward, 1, 1,
      {"default", "always", "never"}, "POLICY",
      "with --fsdp: free a block's gathered parameters after its forward and gather them again for its backward "
-     "(always), keep them to the backward (never), or torchtitan's default: always but for the last block, whose "
-     "backward follows at once (never with pipeline parallelism, which ptsim does not model yet)"},
+     "(always: FSDP1's FULL_SHARD, its default), keep them to the backward (never: SHARD_GRAD_OP), or "
+     "torchtitan's default for fsdp2: always but for the last block, whose backward follows at once (never with "
+     "pipeline parallelism, which ptsim does not model yet)"},
     {"dp_shard", "data_parallel_shard_degree", "", &S::dp_shard, 1, std::int64_t{1} << 24, {}, "N",
      "with --fsdp: HSDP, parameters sharded over groups of N data-parallel ranks (times cp) and replicated "
      "across the groups: all-gathers and reduce-scatters inside a group, the reduced shard all-reduced across "

@@ -100,15 +100,15 @@ void check_model_splits(const Checker& check, const model::ModelSpec& m, strateg
 // PyTorch FSDP2 as the data parallelism: ZeRO-3's sharding, and when a
 // block frees its gathered parameters (torchtitan's policies).
 void check_fsdp(const Checker& check, strategy::ParallelConfig& c, const StrategyInput& s) {
-  c.fsdp2 = s.fsdp.has_value();
-  if (c.fsdp2) {
+  c.fsdp_version = !s.fsdp ? 0 : *s.fsdp == "fsdp1" ? 1 : 2;
+  if (c.fsdp()) {
     if (s.distributed_optimizer.value_or(false))
       check.fail_flag("fsdp",
                       "shards parameters, gradients and optimizer states (ZeRO-3), which contradicts "
                       "--use-distributed-optimizer (Megatron's ZeRO-1)",
                       "give one of the two");
     if (s.zero && *s.zero != 3)
-      check.fail("zero", *s.zero, "contradicts --fsdp fsdp2, which shards the parameters (ZeRO stage 3)",
+      check.fail("zero", *s.zero, "contradicts --fsdp, which shards the parameters (ZeRO stage 3)",
                  "give --zero 3 or drop --zero");
     if (s.zero3_blocking.value_or(false))
       check.fail_flag("zero3_blocking", "is DeepSpeed 0.3's ZeRO-3, not PyTorch's FSDP",
@@ -116,11 +116,14 @@ void check_fsdp(const Checker& check, strategy::ParallelConfig& c, const Strateg
     c.zero_stage = 3;
   }
   if (!s.reshard_after_forward) {
-    c.reshard_after_forward =
-        c.pp > 1 ? strategy::ParallelConfig::Reshard::Never : strategy::ParallelConfig::Reshard::AllButLast;
+    // FSDP1's default FULL_SHARD frees every unit; torchtitan's FSDP2 all but
+    // the last block, none under pipeline parallelism.
+    c.reshard_after_forward = c.fsdp_version == 1 ? strategy::ParallelConfig::Reshard::Always
+                              : c.pp > 1          ? strategy::ParallelConfig::Reshard::Never
+                                                  : strategy::ParallelConfig::Reshard::AllButLast;
   } else {
-    if (!c.fsdp2)
-      check.fail_flag("reshard_after_forward", "is an FSDP policy", "add --fsdp fsdp2 or drop --reshard-after-forward");
+    if (!c.fsdp())
+      check.fail_flag("reshard_after_forward", "is an FSDP policy", "add --fsdp or drop --reshard-after-forward");
     const std::string& policy = *s.reshard_after_forward;
     c.reshard_after_forward = policy == "always"  ? strategy::ParallelConfig::Reshard::Always
                               : policy == "never" ? strategy::ParallelConfig::Reshard::Never
@@ -129,7 +132,7 @@ void check_fsdp(const Checker& check, strategy::ParallelConfig& c, const Strateg
   }
   // Kept across micro-batches in flight, a block's gathered parameters serve
   // several forwards before their backward frees them: not modelled.
-  if (c.fsdp2 && c.pp > 1 && c.reshard_after_forward != strategy::ParallelConfig::Reshard::Always)
+  if (c.fsdp() && c.pp > 1 && c.reshard_after_forward != strategy::ParallelConfig::Reshard::Always)
     check.fail_flag(s.reshard_after_forward ? "reshard_after_forward" : "fsdp",
                     "keeps blocks gathered across pipeline micro-batches under pipeline parallelism (torchtitan's "
                     "default there is never), which ptsim does not model yet",
@@ -143,7 +146,7 @@ void check_fsdp(const Checker& check, strategy::ParallelConfig& c, const Strateg
 void check_hsdp(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c, const StrategyInput& s) {
   if (!s.dp_shard && !s.dp_replicate) return;
   const char* field = s.dp_shard ? "dp_shard" : "dp_replicate";
-  if (!c.fsdp2) check.fail_flag(field, "is FSDP's hybrid sharding", "add --fsdp fsdp2 or drop it");
+  if (!c.fsdp()) check.fail_flag(field, "is FSDP's hybrid sharding", "add --fsdp or drop it");
   if (m.is_moe())
     check.fail_flag(field, "with experts is not modelled (their gradients have a group of their own)",
                     "drop it, or use a dense model");

@@ -61,7 +61,7 @@ void DataParallel::layer_gradients(std::int64_t layer, std::int32_t mb, bool fin
   if (zero3()) {
     std::vector<std::pair<std::int64_t, std::uint8_t>> hsdp_after;
     for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
-      if (c_.fsdp2) fsdp_copy_in(n, mb, static_cast<std::int32_t>(layer));
+      if (c_.fsdp_version == 2) fsdp_copy_in(n, mb, static_cast<std::int32_t>(layer));
       hsdp_after.push_back({n, slot});
       out_.instantiate(collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
                                   static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
@@ -94,7 +94,7 @@ void DataParallel::embedding_gradients(bool final) {
 }
 
 void DataParallel::zero3_boundary_gradients(std::int64_t n) {
-  if (ctx_.dense_group > 1 && c_.fsdp2) fsdp_copy_in(n, -1, -1);
+  if (ctx_.dense_group > 1 && c_.fsdp_version == 2) fsdp_copy_in(n, -1, -1);
   if (ctx_.dense_group > 1)
     out_.instantiate(collective("zero3.grad_reducescatter", slots::kDataParallel, CollectiveKind::ReduceScatter,
                                 static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,

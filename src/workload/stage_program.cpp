@@ -318,7 +318,7 @@ class StageBuilder {
         const std::int64_t layer = layer_at(i);
         if (ahead > 0 && i == 0 && gathers(layer)) zero3_gather(layer, mb);
         if (i + ahead < n && gathers(layer_at(i + ahead))) zero3_gather(layer_at(i + ahead), mb);
-        if (zero3() && wait_gathered(gathers_, layer) && c_.fsdp2) fsdp_copy_out(layer, mb, reverse);
+        if (zero3() && wait_gathered(gathers_, layer) && c_.fsdp_version == 2) fsdp_copy_out(layer, mb, reverse);
         wait_gathered(param_gather_, layer);
         run(layer, layer - first);
       });

@@ -132,8 +132,8 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
   const bool quantized_gather = c.fp8_param_gather && q.param_gather_quantized();
   // FSDP2's Adam updates the fp32 shards, the parameters themselves: it
   // reads fp32 gradients and writes no bf16 copy.
-  const OpSpec step = c.fsdp2 ? optimizer_step_op(updated, 4, 0)
-                              : optimizer_step_op(updated, c.gradient_bytes(), quantized_gather ? 0 : 2);
+  const OpSpec step = c.fsdp() ? optimizer_step_op(updated, 4, 0)
+                               : optimizer_step_op(updated, c.gradient_bytes(), quantized_gather ? 0 : 2);
   if (!quantized_gather) {
     step_end_ops(fmt::format("optimizer.{}", updated), {step});
   } else {

@@ -154,9 +154,9 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
   const RankParameters p = stage_parameters(model, c, stage);
   const std::int64_t mirror = strategy::describe(c.schedule).two_directions ? 2 : 1;
   const StaticMemory dense =
-      static_memory(p.dense, c.zero_stage, c.gradient_group() * mirror, c.gradient_bytes(), c.fsdp2);
+      static_memory(p.dense, c.zero_stage, c.gradient_group() * mirror, c.gradient_bytes(), c.fsdp());
   const StaticMemory experts =
-      static_memory(p.expert, c.zero_stage, c.expert_dp() * mirror, c.gradient_bytes(), c.fsdp2);
+      static_memory(p.expert, c.zero_stage, c.expert_dp() * mirror, c.gradient_bytes(), c.fsdp());
   StaticMemory total{dense.parameters + experts.parameters, dense.params_bytes + experts.params_bytes,
                      dense.grads_bytes + experts.grads_bytes, dense.optimizer_bytes + experts.optimizer_bytes};
   // FP8 with bf16 parameters: Transformer Engine keeps every layer weight's

@@ -78,6 +78,33 @@ TEST_CASE("HSDP shards inside groups and all-reduces each reduced shard across t
   CHECK(symmetric.step_time_s == Approx(r.step_time_s).epsilon(1e-9));
 }
 
+TEST_CASE("FSDP1 gathers into its flat buffer and casts on side streams: FSDP2's traffic, none of its copies",
+          "[simulate][fsdp]") {
+  // FULL_SHARD (its default) gathers every unit again for its backward; the
+  // bytes are FSDP2's with every block resharded, and the compute stream
+  // carries no copy-out or copy-in: a step as long as Megatron-style ZeRO-3's.
+  config::StrategyInput st;
+  st.gpus = 8;
+  st.global_batch_size = 16;
+  st.micro_batch_size = 2;
+  st.seq_length = 8192;
+  st.recompute = "full";
+  st.fsdp = "fsdp1";
+  const auto m = test::shipped_model("llama3-8b");
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  const auto fsdp1 = test::simulate(m, hw, st).result;
+  CHECK(static_cast<double>(fsdp1.communication.at("dp").bytes) ==
+        Approx(64 * 2 * kLayer + 32 * 4 * kLayer + 4 * kBoundary));
+  CHECK(fsdp1.memory.params_bytes == 0);
+  st.fsdp.reset();
+  st.zero = 3;
+  const auto zero3 = test::simulate(m, hw, st).result;
+  CHECK(fsdp1.breakdown.compute_s == Approx(zero3.breakdown.compute_s).epsilon(1e-3));
+  st.fsdp = "fsdp2";
+  st.reshard_after_forward = "always";
+  CHECK(test::simulate(m, hw, st).result.breakdown.compute_s > fsdp1.breakdown.compute_s);
+}
+
 TEST_CASE("FSDP2 refuses what it cannot be, and what ptsim does not model", "[config][fsdp]") {
   const auto m = test::shipped_model("llama3-8b");
   config::StrategyInput st;
@@ -85,7 +112,7 @@ TEST_CASE("FSDP2 refuses what it cannot be, and what ptsim does not model", "[co
   st.global_batch_size = 16;
   st.fsdp = "fsdp2";
   st.zero = 1;
-  CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("contradicts --fsdp fsdp2"));
+  CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("contradicts --fsdp, which shards"));
   st.zero.reset();
   st.pp = 2;  // torchtitan keeps blocks gathered under pipeline parallelism
   CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("does not model yet"));

@@ -208,10 +208,13 @@ struct ParallelConfig {
   /// The memory-bound ops as PyTorch eager runs them, one kernel an op
   /// (--kernel-fusion eager; workload/layer_ops.hpp says which).
   bool eager_kernels = false;
-  /// PyTorch FSDP2 (fully_shard per block) as ZeRO-3: fp32 shards are the
-  /// only parameter copy; copy-out and reduce-scatter copy-in kernels run on
-  /// the compute stream.
-  bool fsdp2 = false;
+  /// PyTorch FSDP as ZeRO-3 (0: not FSDP): 1, FullyShardedDataParallel's
+  /// flat parameters, gathered straight into their buffer, the casts on side
+  /// streams; 2, fully_shard per block, whose copy-out and reduce-scatter
+  /// copy-in kernels run on the compute stream. Either way the fp32 shards
+  /// are the only parameter copy.
+  int fsdp_version = 0;
+  bool fsdp() const { return fsdp_version > 0; }
   /// Under FSDP2, whether a block frees its gathered parameters after its
   /// forward (and gathers them again for its backward).
   enum class Reshard { Always, Never, AllButLast };
@@ -219,7 +222,7 @@ struct ParallelConfig {
   /// Whether `layer` (of `num_layers`) frees its gathered parameters after
   /// its forward under ZeRO-3.
   bool reshards_after_forward(std::int64_t layer, std::int64_t num_layers) const {
-    if (!fsdp2) return true;
+    if (!fsdp()) return true;
     switch (reshard_after_forward) {
       case Reshard::Always: return true;
       case Reshard::Never: return false;
