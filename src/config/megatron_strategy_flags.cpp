@@ -191,6 +191,16 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
   strategy["batch_p2p_sync"] = true;
   flags.take("--overlap-p2p-communication");
   flags.take("--no-overlap-p2p-communication");
+  // Megatron-Core's Torch-FSDP2 path (megatron/core/distributed/
+  // torch_fully_sharded_data_parallel.py at d98e8a64dd): fully_shard on each
+  // transformer layer and on the model, reshard_after_forward True unless
+  // --torch-fsdp2-no-reshard-after-forward.
+  if (flags.has("--use-torch-fsdp2")) {
+    strategy["fsdp"] = "fsdp2";
+    strategy["reshard_after_forward"] = flags.has("--torch-fsdp2-no-reshard-after-forward") ? "never" : "always";
+  }
+  flags.take("--use-torch-fsdp2");
+  flags.take("--torch-fsdp2-no-reshard-after-forward");
 
   return strategy;
 }

@@ -132,6 +132,13 @@ TEST_CASE("A Megatron launch line's other flags: listed as ignored, listed as no
   CHECK(overlap.not_modelled.empty());
   CHECK(overlap.strategy.overlap_moe_expert_parallel_comm == std::optional<bool>(true));
   CHECK(overlap.strategy.delay_wgrad_compute == std::optional<bool>(true));
+  // Megatron-Core's Torch-FSDP2: fully_shard per layer, resharded after the forward unless told not to.
+  const auto fsdp = read(kGpt + "--vocab-size 50000 --use-torch-fsdp2 --no-gradient-accumulation-fusion");
+  CHECK(fsdp.not_modelled.empty());
+  CHECK(fsdp.strategy.fsdp == "fsdp2");
+  CHECK(fsdp.strategy.reshard_after_forward == "always");
+  CHECK(read(kGpt + "--vocab-size 50000 --use-torch-fsdp2 --torch-fsdp2-no-reshard-after-forward")
+            .strategy.reshard_after_forward == "never");
   CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --num-layer 24"),
                     Catch::Contains("--num-layer is not a flag of Megatron-LM's pretrain_gpt.py") &&
                         Catch::Contains("did you mean --num-layers?"));
