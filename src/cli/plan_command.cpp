@@ -154,7 +154,8 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
   // Before the search: a bad output path fails now, not after minutes of it.
   check_output_paths({{"--json", json}, {"--csv", csv}}, read);
   plan::PlanRequest request;
-  request.fixed = strategy_input(inputs, read, vm);
+  const std::optional<config::SoftwareStack> stack = stack_input(inputs, read);
+  request.fixed = strategy_input(inputs, read, vm, stack);
   request.model = load_model_input(inputs, read, request.fixed, "ptsim plan", LaunchLayout::Search);
   request.hardware = config::load_hardware(inputs.hw, read);
   if (!request.fixed.gpus) throw ConfigError("ptsim plan: --gpus N is required; see --help");
@@ -171,7 +172,7 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
   if (!shard_text.empty()) request.shard = parse_shard(shard_text);
   if (vm.count("schedules")) request.schedules = parse_schedules(schedules_text);
   // A stack runs only its own schedules: the default search, and a limit on --schedules.
-  if (const auto stack = stack_input(inputs, read); stack && !stack->schedules.empty()) {
+  if (stack && !stack->schedules.empty()) {
     if (request.schedules.empty()) request.schedules = stack->schedules;
     for (const auto& name : request.schedules)
       if (std::find(stack->schedules.begin(), stack->schedules.end(), name) == stack->schedules.end())

@@ -86,7 +86,8 @@ po::options_description strategy_options() {
   return strategy;
 }
 
-config::StrategyInput strategy_input(const RunInputs& inputs, config::InputFiles& read, const po::variables_map& vm) {
+config::StrategyInput strategy_input(const RunInputs& inputs, config::InputFiles& read, const po::variables_map& vm,
+                                     const std::optional<config::SoftwareStack>& stack) {
   config::StrategyInput flags;
   for (const auto& f : config::strategy_fields()) {
     const auto used = given(vm, flag_name(f), f.alias);
@@ -114,8 +115,7 @@ config::StrategyInput strategy_input(const RunInputs& inputs, config::InputFiles
   }
   config::StrategyInput given =
       inputs.strategy.empty() ? flags : config::merge(config::load_strategy(inputs.strategy, read), flags);
-  if (const auto stack = stack_input(inputs, read)) return config::apply_stack(*stack, given);
-  return given;
+  return stack ? config::apply_stack(*stack, given) : given;
 }
 
 std::string stack_path(const std::string& stack) {
@@ -224,7 +224,7 @@ LoadedRun load_run(const RunInputs& inputs, config::InputFiles& read, const po::
                    const std::string& command) {
   require_model_input(inputs, command);  // before --hw, as --help lists them
   if (inputs.hw.empty()) throw ConfigError(fmt::format("{}: --hw FILE is required; see --help", command));
-  config::StrategyInput input = strategy_input(inputs, read, vm);
+  config::StrategyInput input = strategy_input(inputs, read, vm, stack_input(inputs, read));
   LoadedRun run;
   const model::ModelSpec model = load_model_input(inputs, read, input, command);
   run.hardware = config::load_hardware(inputs.hw, read);

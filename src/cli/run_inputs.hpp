@@ -56,10 +56,11 @@ std::string stack_path(const std::string& stack);
 /// The stack of --stack, if given.
 std::optional<config::SoftwareStack> stack_input(const RunInputs& inputs, config::InputFiles& read);
 
-/// The strategy flags given (over the --strategy file's values, over the
-/// --stack's settings), unchecked.
+/// The strategy flags given (over the --strategy file's values, over
+/// `stack`'s settings: stack_input's), unchecked.
 config::StrategyInput strategy_input(const RunInputs& inputs, config::InputFiles& read,
-                                     const boost::program_options::variables_map& vm);
+                                     const boost::program_options::variables_map& vm,
+                                     const std::optional<config::SoftwareStack>& stack);
 
 /// Warns on standard error when the model's sequence length is a Hugging
 /// Face config's max_position_embeddings above 8,192 tokens and no

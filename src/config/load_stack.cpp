@@ -9,6 +9,7 @@
 
 #include "internal/object_reader.hpp"
 #include "ptsim/common/error.hpp"
+#include "ptsim/strategy/schedule.hpp"
 
 namespace ptsim::config {
 
@@ -35,13 +36,6 @@ bool is_layout_key(std::string_view key) {
                                                  "rank_order",
                                                  "memory_headroom_gib"};
   return std::find(std::begin(kLayout), std::end(kLayout), key) != std::end(kLayout);
-}
-
-// The field a settings key (or alias) names.
-const StrategyField* field_named(std::string_view key) {
-  for (const auto& f : strategy_fields())
-    if (key == f.key || key == f.field || (!std::string_view(f.alias).empty() && key == f.alias)) return &f;
-  return nullptr;
 }
 
 std::map<std::string, std::string> text_map(internal::ObjectReader& in, const nlohmann::json& root,
@@ -73,24 +67,20 @@ SoftwareStack load_stack(const std::string& path, InputFiles& inputs) {
   in.skip("settings");
   const nlohmann::json& settings = document.at("settings");
   if (!settings.is_object()) throw ConfigError(fmt::format("{}: /settings must be an object", path));
-  for (const auto& [key, value] : settings.items()) {
-    (void)value;
-    const StrategyField* f = field_named(key);
-    if (f != nullptr && is_layout_key(f->field))
-      throw ConfigError(
-          fmt::format("{}: /settings/{}: a stack holds what the framework does, not the run's layout, "
-                      "batch or schedule; give it as a flag or in --strategy (a stack lists the "
-                      "schedules it can run under \"schedules\")",
-                      path, key));
-  }
   s.settings = parse_strategy(settings, path, "/settings");
+  for (const auto& [field, where] : s.settings.origin)
+    if (is_layout_key(field))
+      throw ConfigError(
+          fmt::format("{}: a stack holds what the framework does, not the run's layout, batch or "
+                      "schedule; give it as a flag or in --strategy (a stack lists the schedules it "
+                      "can run under \"schedules\")",
+                      where));
   if (document.contains("schedules")) {
-    const StrategyField* schedule = field_named("schedule");
+    const std::vector<std::string_view> names = strategy::schedule_names();
     for (const auto& name : in.array("schedules")) {
-      if (!name.is_string() || std::find(schedule->choices.begin(), schedule->choices.end(), name.get<std::string>()) ==
-                                   schedule->choices.end())
+      if (!name.is_string() || std::find(names.begin(), names.end(), name.get<std::string>()) == names.end())
         throw ConfigError(fmt::format("{}: /schedules holds {}, not a schedule; use {}", path, internal::show(name),
-                                      fmt::join(schedule->choices, ", ")));
+                                      fmt::join(names, ", ")));
       s.schedules.push_back(name.get<std::string>());
     }
     if (s.schedules.empty()) in.fail("schedules", "is empty: list the schedules the framework can run, or drop it");

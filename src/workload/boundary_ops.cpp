@@ -146,7 +146,8 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
   auto& fw = ops.forward;
   auto& bw = ops.backward;
   const bool eager_norm = shape.eager_kernels && m.normalization == model::Normalization::RmsNorm;
-  const internal::EagerOps final_norm = internal::eager_rms_norm("final_norm", Nsp * h, Nsp);
+  const internal::EagerOps final_norm =
+      eager_norm ? internal::eager_rms_norm("final_norm", Nsp * h, Nsp) : internal::EagerOps{};
   if (eager_norm) {
     fw.insert(fw.end(), final_norm.forward.begin(), final_norm.forward.end());
   } else {

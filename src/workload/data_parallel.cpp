@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
-#include <vector>
 
 #include "ptsim/strategy/schedule.hpp"
 
@@ -59,16 +57,14 @@ void DataParallel::fsdp_copy_in(std::int64_t n, std::int32_t mb, std::int32_t la
 
 void DataParallel::layer_gradients(std::int64_t layer, std::int32_t mb, bool final) {
   if (zero3()) {
-    std::vector<std::pair<std::int64_t, std::uint8_t>> hsdp_after;
     for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
       if (c_.fsdp_version == 2) fsdp_copy_in(n, mb, static_cast<std::int32_t>(layer));
-      hsdp_after.push_back({n, slot});
       out_.instantiate(collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
                                   static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
                                   zero3_flags()),
                        mb, static_cast<std::int32_t>(layer));
+      hsdp_allreduce(n, slot, mb, static_cast<std::int32_t>(layer));
     });
-    for (const auto& [n, slot] : hsdp_after) hsdp_allreduce(n, slot, mb, static_cast<std::int32_t>(layer));
     return;
   }
   if (reduce_now(final)) gradients_ready(layer_parameters_per_rank(m_, c_, layer));

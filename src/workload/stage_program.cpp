@@ -278,12 +278,10 @@ class StageBuilder {
   void fsdp_copy_out(std::int64_t layer, std::int32_t mb, bool backward) {
     std::int64_t n = 0;
     dp_.for_each_zero3_part(layer, [&](std::int64_t part, std::uint8_t) { n += part; });
-    const auto block = out_.block(fmt::format("fsdp.copy_out.{}.{}", n, backward), [&](BlockRecorder& b) {
-      const OpSpec op = memory_op("fsdp.all_gather_copy_out", 4.0 * static_cast<double>(n));
-      b.begin_list();
-      b.emit(op, b.names_of({op}, "")[0], backward ? categories::kBackward : categories::kForward, 0, 0);
-    });
-    out_.instantiate(block, mb, static_cast<std::int32_t>(layer));
+    const OpSpec op = memory_op("fsdp.all_gather_copy_out", 4.0 * static_cast<double>(n));
+    out_.instantiate(blocks_.boundary_block(fmt::format("fsdp.copy_out.{}.{}", n, backward), {op}, "",
+                                            backward ? categories::kBackward : categories::kForward, true),
+                     mb, static_cast<std::int32_t>(layer));
   }
 
   // A pass as the pieces it is issued in: what comes before its layers, each
