@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "ptsim/config/load_hardware.hpp"
@@ -35,6 +36,13 @@ inline std::string scratch_path(const std::string& name) {
                    ("ptsim-tests-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return (dir / name).string();
+}
+
+/// Writes `text` to the scratch file `name` (scratch_path) and returns its path.
+inline std::string write_scratch(const std::string& name, const std::string& text) {
+  const std::string path = scratch_path(name);
+  std::ofstream(path) << text;
+  return path;
 }
 
 /// What loaders record for a test that does not check it (one per thread;

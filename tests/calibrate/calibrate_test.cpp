@@ -1,6 +1,5 @@
 // Calibration recovers what synthetic measurements were made with, and
 // malformed measurement files are refused.
-#include <fstream>
 
 #include "ptsim/calibrate/check.hpp"
 #include "ptsim/calibrate/fit.hpp"
@@ -67,11 +66,7 @@ TEST_CASE("Calibration recovers the efficiencies synthetic measurements were mad
 }
 
 TEST_CASE("Malformed measurement files are refused with the key and the fix", "[calibrate]") {
-  const auto write = [](const std::string& name, const std::string& text) {
-    const std::string path = test::scratch_path(name);
-    std::ofstream(path) << text;
-    return path;
-  };
+  const auto write = test::write_scratch;
   const std::string head = R"({"schema": "ptsim-measurements/1", "device": {"kind": "gpu", "name": "X"},
                                "date": "2026-11-29", "kernels": [)";
   const std::string good = R"({"op": "copy", "shape": {"bytes": 1e6}, "time_s": 1e-4, "min_s": 1e-4,

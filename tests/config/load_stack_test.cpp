@@ -2,7 +2,6 @@
 // stack loads with evidence for every setting; malformed stacks are refused
 // naming the key; a stack lies beneath the strategy a run gives.
 #include <filesystem>
-#include <fstream>
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_software.hpp"
@@ -12,12 +11,6 @@
 using namespace ptsim;
 
 namespace {
-
-std::string write(const std::string& name, const std::string& text) {
-  const std::string path = test::scratch_path(name);
-  std::ofstream(path) << text;
-  return path;
-}
 
 config::SoftwareStack shipped(const std::string& name) {
   return config::load_stack(test::source_path("configs/stacks/" + name + ".json"), test::unchecked_inputs());
@@ -70,7 +63,7 @@ TEST_CASE("A stack lies beneath the run's strategy, and marks what it gave", "[c
 
 TEST_CASE("Malformed stacks are refused with the key, the rule and the fix", "[config][stack]") {
   const auto load = [](const std::string& name, const std::string& text) {
-    return config::load_stack(write(name, text), test::unchecked_inputs());
+    return config::load_stack(test::write_scratch(name, text), test::unchecked_inputs());
   };
   CHECK_THROWS_WITH(load("no-evidence.json", R"({"schema": "ptsim-stack/1", "name": "x", "framework": "f",
       "settings": {"overlap_grad_reduce": true}, "evidence": {}})"),

@@ -1,8 +1,6 @@
 // Strategy defaults and every inconsistency the checks stop before simulation.
 #include "ptsim/config/resolve_run.hpp"
 
-#include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "ptsim/common/error.hpp"
@@ -25,9 +23,7 @@ config::ResolvedRun resolve(const config::StrategyInput& s) {
 }
 
 std::string write_strategy(const std::string& name, const std::string& text) {
-  const std::string path = test::scratch_path("generated-" + name);
-  std::ofstream(path) << text;
-  return path;
+  return test::write_scratch("generated-" + name, text);
 }
 }  // namespace
 

@@ -13,16 +13,27 @@ constexpr double kLayer = 4096.0 * (4096 + 1024 + 1024 + 4096) + 3.0 * 4096 * 14
 constexpr double kBoundary = 2.0 * 128256 * 4096 + 4096;
 constexpr double kParameters = 32 * kLayer + kBoundary;
 
-report::StepResult run(const char* reshard) {
+// Llama 3 8B under `fsdp` on `gpus` GPUs, micro-batches of 2 × 8192 tokens,
+// one per rank, full recomputation.
+config::StrategyInput llama_fsdp(std::int64_t gpus, const char* fsdp) {
   config::StrategyInput st;
-  st.gpus = 8;
-  st.global_batch_size = 16;
+  st.gpus = gpus;
+  st.global_batch_size = 2 * gpus;
   st.micro_batch_size = 2;
   st.seq_length = 8192;
   st.recompute = "full";
-  st.fsdp = "fsdp2";
+  st.fsdp = fsdp;
+  return st;
+}
+
+report::StepResult run(const config::StrategyInput& st, simulate::Mode mode = simulate::Mode::Explicit) {
+  return test::simulate(test::shipped_model("llama3-8b"), test::shipped_hardware("h100-sxm5-80gb"), st, mode).result;
+}
+
+report::StepResult run(const char* reshard) {
+  config::StrategyInput st = llama_fsdp(8, "fsdp2");
   if (reshard != nullptr) st.reshard_after_forward = reshard;
-  return test::simulate(test::shipped_model("llama3-8b"), test::shipped_hardware("h100-sxm5-80gb"), st).result;
+  return run(st);
 }
 
 }  // namespace
@@ -54,17 +65,9 @@ TEST_CASE("HSDP shards inside groups and all-reduces each reduced shard across t
           "[simulate][fsdp]") {
   // 32 GPUs as 4 replicas of 8-way shard groups (torchtitan's
   // data_parallel_replicate_degree 4, data_parallel_shard_degree 8).
-  config::StrategyInput st;
-  st.gpus = 32;
-  st.global_batch_size = 64;
-  st.micro_batch_size = 2;
-  st.seq_length = 8192;
-  st.recompute = "full";
-  st.fsdp = "fsdp2";
+  config::StrategyInput st = llama_fsdp(32, "fsdp2");
   st.dp_shard = 8;
-  const auto m = test::shipped_model("llama3-8b");
-  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
-  const auto r = test::simulate(m, hw, st).result;
+  const auto r = run(st);
   // Inside a shard group as with FSDP over 8 ranks; across the replicas,
   // each rank all-reduces its fp32 gradient shard, 4·P/8 bytes a step.
   const double shard_tier = (32 + 31) * 2 * kLayer + 32 * 4 * kLayer + 4 * kBoundary;
@@ -73,7 +76,7 @@ TEST_CASE("HSDP shards inside groups and all-reduces each reduced shard across t
   // The same split named by its replicas; symmetric mode agrees.
   st.dp_shard.reset();
   st.dp_replicate = 4;
-  const auto symmetric = test::simulate(m, hw, st, simulate::Mode::Symmetric).result;
+  const auto symmetric = run(st, simulate::Mode::Symmetric);
   CHECK(symmetric.communication.at("dp").bytes == r.communication.at("dp").bytes);
   CHECK(symmetric.step_time_s == Approx(r.step_time_s).epsilon(1e-9));
 }
@@ -83,26 +86,18 @@ TEST_CASE("FSDP1 gathers into its flat buffer and casts on side streams: FSDP2's
   // FULL_SHARD (its default) gathers every unit again for its backward; the
   // bytes are FSDP2's with every block resharded, and the compute stream
   // carries no copy-out or copy-in: a step as long as Megatron-style ZeRO-3's.
-  config::StrategyInput st;
-  st.gpus = 8;
-  st.global_batch_size = 16;
-  st.micro_batch_size = 2;
-  st.seq_length = 8192;
-  st.recompute = "full";
-  st.fsdp = "fsdp1";
-  const auto m = test::shipped_model("llama3-8b");
-  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
-  const auto fsdp1 = test::simulate(m, hw, st).result;
+  config::StrategyInput st = llama_fsdp(8, "fsdp1");
+  const auto fsdp1 = run(st);
   CHECK(static_cast<double>(fsdp1.communication.at("dp").bytes) ==
         Approx(64 * 2 * kLayer + 32 * 4 * kLayer + 4 * kBoundary));
   CHECK(fsdp1.memory.params_bytes == 0);
   st.fsdp.reset();
   st.zero = 3;
-  const auto zero3 = test::simulate(m, hw, st).result;
+  const auto zero3 = run(st);
   CHECK(fsdp1.breakdown.compute_s == Approx(zero3.breakdown.compute_s).epsilon(1e-3));
   st.fsdp = "fsdp2";
   st.reshard_after_forward = "always";
-  CHECK(test::simulate(m, hw, st).result.breakdown.compute_s > fsdp1.breakdown.compute_s);
+  CHECK(run(st).breakdown.compute_s > fsdp1.breakdown.compute_s);
 }
 
 TEST_CASE("FSDP2 refuses what it cannot be, and what ptsim does not model", "[config][fsdp]") {

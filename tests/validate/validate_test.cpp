@@ -1,7 +1,6 @@
 // Published runs, the software profiles of their sources, the choice of
 // unpublished values, and the validation table.
 #include <filesystem>
-#include <fstream>
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_runs.hpp"
@@ -15,12 +14,6 @@
 using namespace ptsim;
 
 namespace {
-
-std::string write(const std::string& name, const std::string& text) {
-  const std::string path = test::scratch_path(name);
-  std::ofstream(path) << text;
-  return path;
-}
 
 const char* kTinyRun = R"({"schema": "ptsim-runs/1", "runs": [
   {"id": "tiny-a", "source": "test", "hardware": "a100-sxm4-80gb", "num_gpus": 8,
@@ -51,27 +44,30 @@ TEST_CASE("A run's precision mxfp8 is FP8 under the MXFP8 recipe, which the soft
           "[validate][fp8]") {
   std::string mx = kTinyRun;
   mx.replace(mx.find("\"bf16\""), 6, "\"mxfp8\"");
-  const auto runs = config::load_runs(write("r-mx.json", mx), test::unchecked_inputs());
+  const auto runs = config::load_runs(test::write_scratch("r-mx.json", mx), test::unchecked_inputs());
   REQUIRE(runs.runs.size() == 1);
   CHECK(*runs.runs[0].strategy.precision == "fp8");
   CHECK(*runs.runs[0].strategy.fp8_recipe == "mxfp8");
   std::string fp4 = kTinyRun;
   fp4.replace(fp4.find("\"bf16\""), 6, "\"nvfp4\"");
-  CHECK(*config::load_runs(write("r-fp4.json", fp4), test::unchecked_inputs()).runs[0].strategy.precision == "nvfp4");
+  CHECK(
+      *config::load_runs(test::write_scratch("r-fp4.json", fp4), test::unchecked_inputs()).runs[0].strategy.precision ==
+      "nvfp4");
   std::string bad = kTinyRun;
   bad.replace(bad.find("\"bf16\""), 6, "\"fp6\"");
-  CHECK_THROWS_WITH(config::load_runs(write("r-fp6.json", bad), test::unchecked_inputs()),
+  CHECK_THROWS_WITH(config::load_runs(test::write_scratch("r-fp6.json", bad), test::unchecked_inputs()),
                     Catch::Contains("precision") && Catch::Contains("mxfp8"));
 }
 
 TEST_CASE("Malformed run and software files are refused with the key", "[validate]") {
-  CHECK_THROWS_WITH(config::load_runs(write("r1.json", R"({"schema": "x", "runs": []})"), test::unchecked_inputs()),
+  CHECK_THROWS_WITH(config::load_runs(test::write_scratch("r1.json", R"({"schema": "x", "runs": []})"),
+                                      test::unchecked_inputs()),
                     Catch::Contains("expected \"ptsim-runs/1\""));
   std::string bad = kTinyRun;
   bad.replace(bad.find("\"precision\""), 11, "\"precisionn\"");
-  CHECK_THROWS_WITH(config::load_runs(write("r2.json", bad), test::unchecked_inputs()),
+  CHECK_THROWS_WITH(config::load_runs(test::write_scratch("r2.json", bad), test::unchecked_inputs()),
                     Catch::Contains("unknown key 'precisionn' in /runs/0"));
-  CHECK_THROWS_WITH(config::load_software(write("s1.json", R"({"schema": "ptsim-software/1", "sources": [
+  CHECK_THROWS_WITH(config::load_software(test::write_scratch("s1.json", R"({"schema": "ptsim-software/1", "sources": [
                       {"runs": "x-", "framework": "f", "settings": {"attention_backend": "fast"}, "evidence": ["e"]}]})"),
                                           test::unchecked_inputs()),
                     Catch::Contains("/sources/0/settings/attention_backend"));
@@ -178,7 +174,7 @@ TEST_CASE("Uneven stages interleave with any depth that leaves a layer per virtu
 
 TEST_CASE("Validation compares the simulated step with the measured one", "[validate]") {
   config::InputFiles read;
-  const std::string runs_path = write("tiny-runs.json", kTinyRun);
+  const std::string runs_path = test::write_scratch("tiny-runs.json", kTinyRun);
   const auto runs = config::load_runs(runs_path, read);
   const auto report = validate::validate_runs(runs, validate::profiles_in(test::source_path("hw_profiles"), read), {});
   // Every file read is recorded for the output writers, the profile the run
@@ -196,7 +192,7 @@ TEST_CASE("Validation compares the simulated step with the measured one", "[vali
   // A missing profile is a failure with the reason, not a crash.
   std::string other = kTinyRun;
   other.replace(other.find("a100-sxm4-80gb"), 14, "no-such-gpu-xx");
-  const auto failed = validate::validate_runs(config::load_runs(write("tiny-runs2.json", other), read),
+  const auto failed = validate::validate_runs(config::load_runs(test::write_scratch("tiny-runs2.json", other), read),
                                               validate::profiles_in(test::source_path("hw_profiles"), read), {});
   CHECK(failed.failures == 1);
   CHECK_THAT(failed.runs[0].failure, Catch::Contains("hardware profile 'no-such-gpu-xx' not found"));

@@ -2,6 +2,7 @@
 // Llama code ran them (December 2024), against hand counts of autograd's
 // reads and writes (workload/internal/eager_ops.hpp gives the sources).
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ptsim/workload/boundary_ops.hpp"
@@ -42,6 +43,21 @@ workload::MicroShape llama_shape(bool eager) {
   return s;
 }
 constexpr double N = 2 * 8192, h = 4096, q = 4096, kv = 1024, f = 14336;
+
+// A Llama 3 8B of `layers` layers on one GPU, one sequence of 1024 tokens,
+// eager kernels under `recompute`.
+std::pair<model::ModelSpec, config::StrategyInput> eager_llama(std::int64_t layers, const char* recompute) {
+  auto m = test::shipped_model("llama3-8b");
+  m.num_layers = layers;
+  config::StrategyInput st;
+  st.gpus = 1;
+  st.global_batch_size = 1;
+  st.micro_batch_size = 1;
+  st.seq_length = 1024;
+  st.kernel_fusion = "eager";
+  st.recompute = recompute;
+  return {m, st};
+}
 
 }  // namespace
 
@@ -117,15 +133,7 @@ TEST_CASE("torchtitan's op checkpointing keeps the input, every other GEMM's out
   // the checkpointed layer input; the rest reruns. Measured as the growth
   // of the activation peak with one more layer.
   const auto peak = [](std::int64_t layers, const char* recompute) {
-    auto m = test::shipped_model("llama3-8b");
-    m.num_layers = layers;
-    config::StrategyInput st;
-    st.gpus = 1;
-    st.global_batch_size = 1;
-    st.micro_batch_size = 1;
-    st.seq_length = 1024;
-    st.kernel_fusion = "eager";
-    st.recompute = recompute;
+    const auto [m, st] = eager_llama(layers, recompute);
     return static_cast<double>(
         test::simulate(m, test::shipped_hardware("h100-sxm5-80gb"), st).result.memory.activations_peak_bytes);
   };
@@ -138,15 +146,7 @@ TEST_CASE("torchtitan's op checkpointing keeps the input, every other GEMM's out
 }
 
 TEST_CASE("torchtitan's op checkpointing reruns wk, wo and w3 and no attention", "[workload][eager]") {
-  auto m = test::shipped_model("llama3-8b");
-  m.num_layers = 2;
-  config::StrategyInput st;
-  st.gpus = 1;
-  st.global_batch_size = 1;
-  st.micro_batch_size = 1;
-  st.seq_length = 1024;
-  st.kernel_fusion = "eager";
-  st.recompute = "op";
+  const auto [m, st] = eager_llama(2, "op");
   const auto run = config::resolve_run(m, st);
   const auto step = workload::build_step_workload(run.model, run.parallel);
   // The recomputed FLOPs: the even-numbered GEMMs, 2·N·(h·kv + q·h + h·f) a layer.
