@@ -91,6 +91,10 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& where,
   std::set<std::int64_t> ranks;
   std::set<std::string> hosts, named;
   bool elided = false;  // "..." in place of rank lines: an excerpt
+  // nccl-tests prints its rank lines in rank order just before the table: an
+  // excerpt whose rank lines run up to the table ends with the last rank.
+  std::optional<std::int64_t> last_rank;
+  bool ranks_reach_table = false, since_rank_line = false;
   std::optional<Columns> columns;
   std::istringstream in(text);
   std::size_t number = 0;
@@ -108,12 +112,15 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& where,
     std::smatch m;
     if (line.find("Rank") != std::string::npos && std::regex_match(line, m, rank_line)) {
       ranks.insert(std::stoll(m[1].str()));
+      last_rank = std::stoll(m[1].str());
+      since_rank_line = false;
       hosts.insert(m[2].str());
       if (log.device.empty()) log.device = m[3].str();
       continue;
     }
     const auto t = tokens(line);
     if (t.empty()) continue;
+    if (!t.front().starts_with("#") && !line.starts_with("NCCL version")) since_rank_line = true;
     if (t.front().starts_with("#")) {
       std::vector<std::string> header(t.begin() + (t.front() == "#" ? 1 : 0), t.end());
       if (t.front() != "#") header.front().erase(0, 1);
@@ -126,6 +133,7 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& where,
                           static_cast<std::size_t>(find("time") - header.begin()),
                           static_cast<std::size_t>(find("algbw") - header.begin()),
                           static_cast<std::size_t>(find("busbw") - header.begin()), number};
+        ranks_reach_table = last_rank && !since_rank_line;
       }
       continue;
     }
@@ -190,6 +198,14 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& where,
       fail(0, fmt::format("lists {} ranks, but its busbw/algbw, {:.4f}, is not what {} over {} ranks gives ({:.4f}); "
                           "is --op right, and the log whole and unedited?",
                           log.ranks, *ratio, log.op, log.ranks, factor(static_cast<double>(log.ranks))));
+    return log;
+  }
+  // An excerpt whose rank lines run up to the table lists the last rank, n − 1
+  // (CoreWeave's published multi-rack runs keep only that line): taken when
+  // the table agrees.
+  if (ranks_reach_table && !ranks.empty() && *last_rank == *ranks.rbegin() &&
+      (!ratio || std::abs(factor(static_cast<double>(*last_rank + 1)) - *ratio) <= *slack)) {
+    log.ranks = *last_rank + 1;  // nodes unknown: the ranks fill the profile's nodes in order
     return log;
   }
   // Otherwise the table must tell the count alone: exactly one n agrees.

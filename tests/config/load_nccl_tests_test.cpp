@@ -59,6 +59,33 @@ TEST_CASE("Logs without rank lines, with launcher prefixes or in the old format"
                     Catch::Contains("lists only some of its '#  Rank' lines"));
 }
 
+TEST_CASE("An excerpt whose rank lines run up to the table ends with the last rank", "[config][nccl]") {
+  // CoreWeave's published GB200 runs keep one rank line each, right above the
+  // table: "#  Rank 1439 … NVIDIA GB200". At 1,440 ranks busbw / algbw cannot
+  // tell the count (150.95 / 75.53 = 1.9986, 2·1439/1440 = 1.99861, and the
+  // counts around it agree as well at two decimals); the last rank can.
+  const auto racks20 = log_of("gb200-nvl72-20rack-allreduce.partial.log", "all_reduce");
+  CHECK(racks20.ranks == 1440);
+  CHECK(racks20.nodes == 0);  // one host listed of 360: the ranks fill the profile's nodes
+  CHECK(racks20.device == "NVIDIA GB200");
+  REQUIRE(racks20.points.size() == 6);  // 512 MiB … 16 GiB
+  CHECK(racks20.points.back().time_s == Approx(84625e-6));
+  CHECK(log_of("gb200-nvl72-1rack-allreduce.partial.log", "all_reduce").ranks == 72);
+  // The two-rack excerpt's one rank line says 143, but its table is of 128
+  // ranks (810.41 / 408.40 = 1.98435 = 2·127/128; 2·143/144 = 1.98611): the
+  // table wins (CoreWeave's 128-GPU multi-rack job, 64 GPUs in each rack).
+  CHECK(log_of("gb200-nvl72-2rack-allreduce.partial.log", "all_reduce").ranks == 128);
+  // A last rank line the table contradicts is not taken: rank 7 of a table
+  // whose busbw / algbw is 2·15/16 says nothing, so the table decides alone.
+  const std::string excerpt =
+      "#  Rank  7 Group  0 Pid  1 on h device  7 [0x18] NVIDIA H100 80GB HBM3\n"
+      "#\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n"
+      "  1073741824  268435456  float  sum  -1  4000.0  268.44  503.32  0  4000.0  268.44  503.32  0\n";
+  CHECK(config::parse_nccl_tests(excerpt, "pasted.log", "all_reduce").ranks == 16);
+}
+
 TEST_CASE("A log that cannot be read says where and why", "[config][nccl]") {
   const auto refused = [](const std::string& text, const std::string& op = "") {
     try {
