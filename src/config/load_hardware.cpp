@@ -184,10 +184,11 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   gpu.kernel_launch_overhead_s = in.number("kernel_launch_overhead_us", 0.0, 1e4) * 1e-6;
   gpu.comm_compute_slowdown = in.number("comm_compute_slowdown", 0.0, 10.0);
   if (in.has("sustained")) gpu.sustained = parse_sustained(in.object("sustained"), gpu);
+  gpu.compute_capability = in.optional_number("compute_capability", 1.0, 99.0);
   in.reject_unknown_keys(
       "accepted keys: name, peak_tflops, memory_GiB, memory_bandwidth_GBps, sm_count, "
       "gemm_efficiency, memory_efficiency, attention_efficiency, kernel_launch_overhead_us, "
-      "comm_compute_slowdown, sustained");
+      "comm_compute_slowdown, sustained, compute_capability");
   return gpu;
 }
 

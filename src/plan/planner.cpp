@@ -228,6 +228,7 @@ PlanResult plan(const PlanRequest& r, const Progress& progress) {
       ++result.invalid;
       continue;
     }
+    run.parallel = simulate::on_hardware(run.parallel, r.hardware);
     const internal::Estimate e = bounds.estimate(run.model, run.parallel);
     if (e.memory_bytes + run.parallel.memory_headroom_bytes > capacity) {
       ++result.pruned_memory;

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "ptsim/cost/compute_cost.hpp"
+#include "ptsim/simulate/simulate_step.hpp"
 #include "ptsim/workload/step_workload.hpp"
 
 namespace ptsim::simulate {
@@ -20,7 +21,7 @@ using Key = std::tuple<taskgraph::KernelClass, Dtype, std::array<std::uint32_t, 
 std::vector<KernelUse> kernel_inventory(const model::ModelSpec& model,
                                         const hardware::HardwareProfile& hardware,
                                         const strategy::ParallelConfig& parallel) {
-  const workload::StepWorkload step = workload::build_step_workload(model, parallel);
+  const workload::StepWorkload step = workload::build_step_workload(model, on_hardware(parallel, hardware));
   std::map<Key, KernelUse> uses;
   for (const auto& program : step.workload.programs) {
     std::vector<std::uint64_t> instances(program.num_blocks(), 0);

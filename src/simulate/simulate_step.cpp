@@ -96,6 +96,11 @@ std::string symmetric_mismatch(const taskgraph::Workload& w, const strategy::Ran
 
 }  // namespace
 
+strategy::ParallelConfig on_hardware(strategy::ParallelConfig parallel, const hardware::HardwareProfile& hardware) {
+  parallel.fp8_any_layout = hardware.gpu.fp8_gemm_any_layout();
+  return parallel;
+}
+
 std::vector<Rank> default_trace_ranks(const strategy::ParallelConfig& parallel) {
   const strategy::RankLayout layout(parallel.tp, parallel.cp, 1, parallel.dp, parallel.pp, parallel.rank_order);
   if (parallel.world_size <= 16) {
@@ -143,16 +148,17 @@ void apply(const std::vector<Degradation>& degradations, hardware::Cluster& clus
 
 Outcome simulate_step(const Request& request) {
   const auto started = std::chrono::steady_clock::now();
+  const strategy::ParallelConfig parallel = on_hardware(request.parallel, request.hardware);
   // Before anything is allocated for the job: the programs and every
   // simulated rank's state must fit (auto mode: as symmetric, until it is
   // known which mode runs).
-  check_memory_fits(request.model, request.parallel, request.mode == Mode::Explicit);
-  workload::StepWorkload step = workload::build_step_workload(request.model, request.parallel);
-  hardware::Cluster cluster(request.hardware, request.parallel.world_size);
+  check_memory_fits(request.model, parallel, request.mode == Mode::Explicit);
+  workload::StepWorkload step = workload::build_step_workload(request.model, parallel);
+  hardware::Cluster cluster(request.hardware, parallel.world_size);
   engine::RunOptions options;
   options.record_ranks = request.record_ranks;
   apply(request.degradations, cluster, options);
-  const cost::CostModel cost(cluster, cost::HostIssue{request.parallel.host_overhead_s});
+  const cost::CostModel cost(cluster, cost::HostIssue{parallel.host_overhead_s});
 
   Mode mode = request.mode;
   if (mode == Mode::Symmetric && !request.degradations.empty())
@@ -165,17 +171,16 @@ Outcome simulate_step(const Request& request) {
     throw ConfigError(fmt::format("--mode symmetric would not be exact: {}; use --mode explicit",
                                   mismatch));
   if (mode == Mode::Auto)
-    mode = request.parallel.world_size > kAutoSymmetricAbove && request.degradations.empty() &&
-                   mismatch.empty()
+    mode = parallel.world_size > kAutoSymmetricAbove && request.degradations.empty() && mismatch.empty()
                ? Mode::Symmetric
                : Mode::Explicit;
-  if (mode == Mode::Explicit && request.mode == Mode::Auto) check_memory_fits(request.model, request.parallel, true);
+  if (mode == Mode::Explicit && request.mode == Mode::Auto) check_memory_fits(request.model, parallel, true);
   if (mode == Mode::Symmetric) {
     options.ranks = representatives(step.layout);
-    options.represents = static_cast<double>(request.parallel.tp * request.parallel.dp);
+    options.represents = static_cast<double>(parallel.tp * parallel.dp);
   }
   engine::RunResult run = engine::Simulator(step.workload, cost).run(options);
-  report::StepResult result = report::summarize(run, step, request.parallel, request.hardware);
+  report::StepResult result = report::summarize(run, step, parallel, request.hardware);
   result.simulation.mode = mode == Mode::Explicit ? "explicit" : "symmetric";
   result.simulation.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -3,7 +3,7 @@
 
 namespace ptsim::strategy {
 
-Quantization quantization_of(Dtype precision, Fp8Recipe recipe) {
+Quantization quantization_of(Dtype precision, Fp8Recipe recipe, bool any_layout) {
   Quantization q;
   if (precision == Dtype::Nvfp4) {
     // NVFP4BlockScaling: inputs and gradients get a Hadamard-transform amax
@@ -47,6 +47,13 @@ Quantization quantization_of(Dtype precision, Fp8Recipe recipe) {
       q.copy_bytes = 1 + 1.0 / 32;
       q.param_gather_bytes = 2;
       break;
+  }
+  // One copy serves both ways: nothing to transpose after a gather, nor of
+  // a gathered weight.
+  if (q.per_tensor && any_layout) {
+    q.one_copy = true;
+    q.after_gather_bytes = 0;
+    q.param_transpose_bytes = 0;
   }
   return q;
 }

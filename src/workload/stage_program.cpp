@@ -215,10 +215,11 @@ class StageBuilder {
     // blockwise's 128×128 weight blocks: read 1, write 1 bytes a weight,
     // _create_columnwise; NVFP4's 16×16 blocks: half that,
     // _nvfp4_2d_multi_tensor_transpose); MXFP8 gathers bf16 and casts as
-    // without it.
-    if (shape_.quantization.active) {
+    // without it. Per tensor on a GPU whose FP8 GEMMs take any layout, the
+    // gathered copy serves both ways: nothing to make.
+    const bool transpose = quantized_param_gather();
+    if (shape_.quantization.active && !(transpose && shape_.quantization.param_transpose_bytes == 0)) {
       const double weights = static_cast<double>(ctx_.layer_parameters.total());
-      const bool transpose = quantized_param_gather();
       const std::string name = fmt::format("{}.weight_{}", shape_.quantization.tag, transpose ? "transpose" : "cast");
       const double bytes_per_weight =
           transpose ? shape_.quantization.param_transpose_bytes : shape_.quantization.cast_bytes();

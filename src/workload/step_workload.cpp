@@ -160,17 +160,18 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
   StaticMemory total{dense.parameters + experts.parameters, dense.params_bytes + experts.params_bytes,
                      dense.grads_bytes + experts.grads_bytes, dense.optimizer_bytes + experts.optimizer_bytes};
   // FP8 with bf16 parameters: Transformer Engine keeps every layer weight's
-  // fp8 copy and its transpose (block-scaled: both copies with their scales)
+  // fp8 copy and its transpose (block-scaled: both copies with their scales;
+  // per tensor on a GPU whose FP8 GEMMs take any layout, the copy alone)
   // from the first micro-batch to the last (the is_first_microbatch weight
   // cache, which Megatron-Core uses), about two bytes a weight beside the
   // bf16 one. With --fp8-param-gather those two bytes are the parameter
   // itself, already counted (under MXFP8 the bf16 view lives in the
   // gradient buffer, and the two copies are the parameter). (Under ZeRO-3
   // the cache would follow the gathered layers; not modelled.)
-  const strategy::Quantization q = strategy::quantization_of(c.precision, c.fp8_recipe);
+  const strategy::Quantization q = strategy::quantization_of(c.precision, c.fp8_recipe, c.fp8_any_layout);
   if (q.active && !c.fp8_param_gather && c.zero_stage < 3)
     total.params_bytes += static_cast<std::uint64_t>(
-        2 * q.copy_bytes * static_cast<double>(stage_layer_parameters(model, c, stage).total()));
+        q.copies() * q.copy_bytes * static_cast<double>(stage_layer_parameters(model, c, stage).total()));
   return total;
 }
 

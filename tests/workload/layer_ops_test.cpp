@@ -42,7 +42,7 @@ void check_ring_sends(const std::vector<workload::OpSpec>& ops, int expected_for
 
 // One sequence of 4096 tokens at TP 4 (experts too) in FP8 under `recipe`,
 // with or without SP.
-workload::MicroShape fp8_tp4(bool sp, strategy::Fp8Recipe recipe) {
+workload::MicroShape fp8_tp4(bool sp, strategy::Fp8Recipe recipe, bool any_layout = false) {
   workload::MicroShape s;
   s.seq_length = 4096;
   s.tp = 4;
@@ -52,7 +52,7 @@ workload::MicroShape fp8_tp4(bool sp, strategy::Fp8Recipe recipe) {
   c.precision = Dtype::Fp8;
   c.fp8_recipe = recipe;
   s.gemm_dtype = c.gemm_dtype();
-  s.quantization = strategy::quantization_of(c.precision, c.fp8_recipe);
+  s.quantization = strategy::quantization_of(c.precision, c.fp8_recipe, any_layout);
   return s;
 }
 // One sequence of 4096 tokens at TP 4 under NVFP4, with or without SP.
@@ -441,6 +441,43 @@ TEST_CASE("FP8 casts, gathers and amax passes follow Transformer Engine's two pe
     if (op.name == "attn.input.allgather") CHECK(static_cast<double>(op.bytes) == Approx(2 * N * h));
     if (op.name == "ln1") CHECK(static_cast<double>(op.bytes) == Approx(N / t * h * 4));
   }
+}
+
+TEST_CASE("Where FP8 GEMMs take any layout, a per-tensor copy serves both ways: casts write one, nothing is transposed",
+          "[workload][fp8]") {
+  // The Llama 3 8B layer above at TP 4 on a Blackwell GPU (Transformer
+  // Engine's is_non_tn_fp8_gemm_supported): each cast reads 2 (after a
+  // 2-byte amax pass under current scaling) and writes 1; delayed scaling's
+  // norm writes the fp8 copy and no transpose follows; under SP neither the
+  // regathered input nor the gathered output gradient is transposed.
+  const auto m = test::shipped_model("llama3-8b");
+  const double h = 4096, t = 4, N = 4096, proj_in = 4096, ffn = 14336;
+  for (const bool sp : {false, true})
+    for (const bool current : {false, true}) {
+      INFO("sequence parallel " << sp << ", current scaling " << current);
+      const auto recipe = current ? strategy::Fp8Recipe::Tensorwise : strategy::Fp8Recipe::Delayed;
+      const auto ops = workload::transformer_layer_ops(m, fp8_tp4(sp, recipe, true), 0);
+      std::map<std::string, double> fw, bw;
+      for (const auto& op : ops.forward) fw[op.name] += static_cast<double>(op.bytes);
+      for (const auto& op : ops.backward) bw[op.name] += static_cast<double>(op.bytes);
+      const double cast = current ? 5 : 3;
+      CHECK(fw.at("attn.proj.fp8_cast") == Approx(N * proj_in / t * cast));
+      CHECK(fw.at("mlp.fc2.fp8_cast") == Approx(N * ffn / t * cast));
+      for (const auto& [name, bytes] : fw) CHECK(name.find("transpose") == std::string::npos);
+      for (const auto& [name, bytes] : bw) CHECK(name.find("transpose") == std::string::npos);
+      if (!sp) {
+        CHECK(fw.count("attn.qkv.fp8_cast") == (current ? 1u : 0u));
+        if (current) CHECK(fw.at("attn.qkv.fp8_cast") == Approx(N * h * 3));  // the norm gave the amax
+      } else {
+        CHECK(bw.at("attn.qkv.input_allgather") == Approx(N * h));
+        CHECK(bw.at("attn.proj.grad_allgather") == Approx(N * h));
+      }
+    }
+  // Block-scaled copies differ by direction: MXFP8 casts both on any GPU.
+  const auto tn = workload::transformer_layer_ops(m, fp8_tp4(false, strategy::Fp8Recipe::Mxfp8, false), 0);
+  const auto any = workload::transformer_layer_ops(m, fp8_tp4(false, strategy::Fp8Recipe::Mxfp8, true), 0);
+  REQUIRE(tn.forward.size() == any.forward.size());
+  for (std::size_t i = 0; i < tn.forward.size(); ++i) CHECK(tn.forward[i].bytes == any.forward[i].bytes);
 }
 
 TEST_CASE("Block-scaled FP8 quantizes each tensor both ways and gathers the copies the GEMMs need", "[workload][fp8]") {

@@ -76,6 +76,17 @@ struct GpuSpec {
   double comm_compute_slowdown = 0;
   /// Rates under sustained load; absent, a step runs at the burst rates.
   std::optional<SustainedRates> sustained;
+  /// CUDA compute capability (9.0 Hopper, 10.0 B200, 10.3 B300), where the
+  /// software's choices depend on it; absent for a GPU that has none.
+  std::optional<double> compute_capability;
+  /// FP8 GEMMs take their operands in any layout, so a per-tensor FP8 copy
+  /// serves a GEMM both ways and needs no transpose: Transformer Engine's
+  /// is_non_tn_fp8_gemm_supported (utils.py at d0067d0da6), compute
+  /// capability 10.x or 13 and later. Hopper's FP8 GEMMs are TN only.
+  bool fp8_gemm_any_layout() const {
+    return compute_capability &&
+           ((*compute_capability >= 10.0 && *compute_capability < 12.0) || *compute_capability >= 13.0);
+  }
 
   double peak_flops(Dtype d) const;  // throws ConfigError when the GPU lacks it
   double gemm_efficiency_for(Dtype d) const;

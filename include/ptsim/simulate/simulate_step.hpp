@@ -55,6 +55,12 @@ struct Outcome {
 /// cannot complete.
 Outcome simulate_step(const Request& request);
 
+/// `parallel` with what the software does differently on `hardware`'s GPU
+/// filled in (ParallelConfig::fp8_any_layout); simulate_step applies it to
+/// its request, and whatever prices a strategy without it (the planner's
+/// bounds, kernel listings) applies it first.
+strategy::ParallelConfig on_hardware(strategy::ParallelConfig parallel, const hardware::HardwareProfile& hardware);
+
 /// Ranks worth tracing by default: all when there are at most 16, otherwise
 /// the first rank of each pipeline stage.
 std::vector<Rank> default_trace_ranks(const strategy::ParallelConfig& parallel);

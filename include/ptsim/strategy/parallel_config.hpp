@@ -120,6 +120,10 @@ struct ParallelConfig {
   /// and gathered quantized (Megatron-Core's --fp8-param-gather and
   /// --fp4-param-gather; strategy::Quantization says in what).
   bool fp8_param_gather = false;
+  /// Not a user's choice: the GPU's FP8 GEMMs take any operand layout
+  /// (hardware::GpuSpec::fp8_gemm_any_layout), filled in from the hardware
+  /// profile by whatever simulates the step (simulate_step, the planner).
+  bool fp8_any_layout = false;
   /// Gradients kept and reduced in bf16 (Megatron's --grad-reduce-in-bf16;
   /// DeepSpeed's fp16 ZeRO). By default Megatron-LM accumulates and reduces
   /// them in fp32 under bf16 training (megatron/training/arguments.py:

@@ -24,6 +24,11 @@ struct Quantization {
   bool active = false;      // the linears' GEMMs run in a low-precision format
   const char* tag = "fp8";  // names the recipe's kernels: "fp8" or "fp4"
   bool per_tensor = false;  // one scale per tensor: the column-wise copy is a transpose
+  /// Per tensor on a GPU whose FP8 GEMMs take any layout (Blackwell): the
+  /// row-wise copy serves both ways, and no transpose is made or kept
+  /// (Transformer Engine's quantizers at d0067d0da6, csrc/quantizer.cpp:
+  /// "with_transpose = columnwise_usage && !is_non_tn_fp8_gemm_supported").
+  bool one_copy = false;
   bool delayed = false;     // scales from amax histories: a norm before a linear writes its quantized copy
   /// Bytes per element of one quantized copy with its scales: 1 per tensor;
   /// 1 + 1/32 for MXFP8 (a 1-byte scale per 32) and blockwise (a 4-byte
@@ -71,12 +76,17 @@ struct Quantization {
   /// (_cast_master_weights_to_fp8_blockwise_scaling, _cast_master_weights_to_nvfp4_2d).
   double param_amax_block = 0;
 
+  /// Quantized copies a tensor needed both ways has: its row-wise and its
+  /// column-wise one, or the one that serves both.
+  double copies() const { return one_copy ? 1 : 2; }
+  /// A per-tensor copy's transpose is made (a TN-only GPU).
+  bool transposes() const { return per_tensor && !one_copy; }
   /// A tensor cast for a GEMM and its transposed partner: read 2 (after an
-  /// amax pass where the recipe reads one), write both copies.
-  double cast_bytes() const { return 2 + amax_bytes + 2 * copy_bytes; }
+  /// amax pass where the recipe reads one), write its copies.
+  double cast_bytes() const { return 2 + amax_bytes + copies() * copy_bytes; }
   /// The same for a fused norm's output: its amax came with it where the
   /// norm gives one (delayed scaling only transposes, see the layer builder).
-  double norm_output_cast_bytes() const { return norm_gives_amax ? 2 + 2 * copy_bytes : cast_bytes(); }
+  double norm_output_cast_bytes() const { return norm_gives_amax ? 2 + copies() * copy_bytes : cast_bytes(); }
   /// A shard quantized before its all-gather: the row-wise copy alone per
   /// tensor (its transpose follows the gather); both copies when block-scaled.
   double shard_cast_bytes() const { return 2 + (per_tensor ? 1 : 2) * copy_bytes; }
@@ -88,7 +98,8 @@ struct Quantization {
   bool param_gather_quantized() const { return param_gather_bytes < 2; }
 };
 
-/// The quantization of a run's precision and recipe (none under bf16).
-Quantization quantization_of(Dtype precision, Fp8Recipe recipe);
+/// The quantization of a run's precision and recipe (none under bf16), on a
+/// GPU whose FP8 GEMMs take any layout or not.
+Quantization quantization_of(Dtype precision, Fp8Recipe recipe, bool any_layout = false);
 
 }  // namespace ptsim::strategy

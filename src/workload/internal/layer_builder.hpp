@@ -157,11 +157,13 @@ class LayerBuilder {
     if (!fp8_input) {
       cast(name, rows, in);
     } else if (!sp_) {
-      // From the fused norm: delayed scaling transposes the fp8 it wrote;
-      // the others quantize its bf16 output both ways (current scaling with
-      // the amax the norm computed).
-      fw_.push_back(q_.delayed ? memory_op(name + q(".", "transpose"), rows * in * 2 * q_.copy_bytes)
-                               : memory_op(name + q(".", "cast"), rows * in * q_.norm_output_cast_bytes()));
+      // From the fused norm: delayed scaling transposes the fp8 it wrote
+      // (where the GPU needs a transpose); the others quantize its bf16
+      // output both ways (current scaling with the amax the norm computed).
+      if (!q_.delayed)
+        fw_.push_back(memory_op(name + q(".", "cast"), rows * in * q_.norm_output_cast_bytes()));
+      else if (q_.transposes())
+        fw_.push_back(memory_op(name + q(".", "transpose"), rows * in * 2 * q_.copy_bytes));
     }
     fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), saved_bytes));
     std::vector<OpSpec> bw;
