@@ -19,6 +19,7 @@
 #include "ptsim/config/load_model.hpp"
 #include "ptsim/config/strategy_input.hpp"
 #include "ptsim/plan/planner.hpp"
+#include "ptsim/strategy/schedule.hpp"
 #include "run_inputs.hpp"
 #include "search_progress.hpp"
 
@@ -98,14 +99,11 @@ plan::Shard parse_shard(const std::string& text) {
 
 // --schedules: names the strategy reader accepts for --schedule, each once.
 std::vector<std::string> parse_schedules(const std::string& text) {
-  const auto fields = config::strategy_fields();
-  const auto field = std::find_if(fields.begin(), fields.end(),
-                                  [](const config::StrategyField& f) { return std::string_view(f.field) == "schedule"; });
-  PTSIM_ASSERT(field != fields.end(), "the strategy table has a schedule field");
+  const std::vector<std::string_view> names = strategy::schedule_names();
   std::vector<std::string> out;
   for (const auto& name : comma_list(text)) {
-    if (std::find(field->choices.begin(), field->choices.end(), name) == field->choices.end())
-      throw ConfigError(fmt::format("--schedules: '{}' is not a schedule; use {}", name, fmt::join(field->choices, ", ")));
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      throw ConfigError(fmt::format("--schedules: '{}' is not a schedule; use {}", name, fmt::join(names, ", ")));
     if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
   }
   if (out.empty()) throw ConfigError("--schedules: give at least one schedule, e.g. --schedules 1f1b,interleaved");

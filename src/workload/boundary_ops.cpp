@@ -145,7 +145,7 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
   BlockOps ops;
   auto& fw = ops.forward;
   auto& bw = ops.backward;
-  const bool eager_norm = shape.eager_kernels && m.normalization == model::Normalization::RmsNorm;
+  const bool eager_norm = internal::splits_norm(m, shape.eager_kernels);
   const internal::EagerOps final_norm =
       eager_norm ? internal::eager_rms_norm("final_norm", Nsp * h, Nsp) : internal::EagerOps{};
   if (eager_norm) {

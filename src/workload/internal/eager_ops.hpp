@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ptsim/model/model_spec.hpp"
 #include "ptsim/workload/op_spec.hpp"
 
 namespace ptsim::workload::internal {
@@ -18,6 +19,12 @@ struct EagerOps {
   std::vector<OpSpec> forward;
   std::vector<OpSpec> backward;  // in issue order
 };
+
+// Eager kernels split a norm only when it is RMSNorm: PyTorch's LayerNorm
+// is one ATen kernel each way, as fused as Transformer Engine's.
+inline bool splits_norm(const model::ModelSpec& m, bool eager_kernels) {
+  return eager_kernels && m.normalization == model::Normalization::RmsNorm;
+}
 
 // torchtitan's RMSNorm class (torchtitan/models/norms.py at 9dec370, the
 // default norm_type): self._norm(x.float()).type_as(x) * self.weight with

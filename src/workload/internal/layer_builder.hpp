@@ -90,8 +90,7 @@ class LayerBuilder {
   // `width`: the normalized tensor's width (default: the hidden size).
   void norm(const std::string& name, bool into_fp8_linear = false, double width = 0) {
     const double w = width > 0 ? width : h_;
-    // PyTorch eager's LayerNorm is one ATen kernel each way, as fused as TE's.
-    if (eager_ && m_.normalization == model::Normalization::RmsNorm) {
+    if (splits_norm(m_, eager_)) {
       add(eager_rms_norm(name, Nsp_ * w, Nsp_));
       return;
     }
