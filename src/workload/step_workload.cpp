@@ -164,14 +164,20 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
   // per tensor on a GPU whose FP8 GEMMs take any layout, the copy alone)
   // from the first micro-batch to the last (the is_first_microbatch weight
   // cache, which Megatron-Core uses), about two bytes a weight beside the
-  // bf16 one. With --fp8-param-gather those two bytes are the parameter
-  // itself, already counted (under MXFP8 the bf16 view lives in the
-  // gradient buffer, and the two copies are the parameter). (Under ZeRO-3
-  // the cache would follow the gathered layers; not modelled.)
+  // bf16 one. With --fp8-param-gather (--fp4-param-gather) the quantized
+  // copies are the parameter itself, held in place of the bf16 one: its
+  // gathered row-wise data and, where the GEMMs need one, the column-wise
+  // copy made from it (fp8: 1 + 1 bytes a weight, or 1 where one copy serves
+  // both ways; NVFP4: 1/2 + 1/2; block scales left out, as the gather leaves
+  // them out). Under MXFP8 the bf16 view lives in the gradient buffer, and
+  // the two copies are the parameter. (Under ZeRO-3 the cache would follow
+  // the gathered layers; not modelled.)
   const strategy::Quantization q = strategy::quantization_of(c.precision, c.fp8_recipe, c.fp8_any_layout);
+  const double layer_weights = static_cast<double>(stage_layer_parameters(model, c, stage).total());
   if (q.active && !c.fp8_param_gather && c.zero_stage < 3)
-    total.params_bytes += static_cast<std::uint64_t>(
-        q.copies() * q.copy_bytes * static_cast<double>(stage_layer_parameters(model, c, stage).total()));
+    total.params_bytes += static_cast<std::uint64_t>(q.copies() * q.copy_bytes * layer_weights);
+  if (q.active && c.fp8_param_gather && q.param_gather_quantized() && c.zero_stage < 3)
+    total.params_bytes -= static_cast<std::uint64_t>((2 - q.copies() * q.param_gather_bytes) * layer_weights);
   return total;
 }
 
