@@ -63,6 +63,33 @@ TEST_CASE("Shipped profiles load with their figures in SI units", "[config]") {
   CHECK_FALSE(superpod.fabric.nccl_collnet_enable);
 }
 
+TEST_CASE("A GPU's FP8 GEMMs take any layout at compute capability 10.x and from 13, as Transformer Engine reads it",
+          "[config]") {
+  // transformer_engine/pytorch/utils.py is_non_tn_fp8_gemm_supported at
+  // d0067d0da6: (10, 0) <= cc < (12, 0) or cc >= (13, 0). Hopper (9.0) and
+  // the consumer Blackwell parts (12.x) are TN-only.
+  hardware::GpuSpec gpu;
+  CHECK_FALSE(gpu.fp8_gemm_any_layout());  // no compute capability: taken to be TN-only
+  for (const double cc : {8.0, 8.9, 9.0, 12.0, 12.1}) {
+    gpu.compute_capability = cc;
+    CHECK_FALSE(gpu.fp8_gemm_any_layout());
+  }
+  for (const double cc : {10.0, 10.3, 11.0, 13.0}) {
+    gpu.compute_capability = cc;
+    CHECK(gpu.fp8_gemm_any_layout());
+  }
+  CHECK(test::shipped_hardware("b200-sxm-180gb").gpu.fp8_gemm_any_layout());
+  CHECK(test::shipped_hardware("gb300-nvl72").gpu.compute_capability == 10.3);
+  CHECK_FALSE(test::shipped_hardware("h100-sxm5-80gb").gpu.fp8_gemm_any_layout());
+  // Read with a source like every figure, within 1 … 99.
+  json j = read("h100-sxm5-80gb");
+  j["gpu"]["compute_capability"] = 0.5;
+  CHECK_THROWS_WITH(config::parse_hardware(j, "h100.json"), Catch::Contains("compute_capability"));
+  j = read("h100-sxm5-80gb");
+  j["sources"].erase("/gpu/compute_capability");
+  CHECK_THROWS_WITH(config::parse_hardware(j, "h100.json"), Catch::Contains("/gpu/compute_capability has no source"));
+}
+
 TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong", "[config]") {
   json j = read("a100-sxm4-80gb");
   SECTION("figure without a source") {
