@@ -111,8 +111,8 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& where,
         named.insert(canonical_op((*it)[1].str()));
     std::smatch m;
     if (line.find("Rank") != std::string::npos && std::regex_match(line, m, rank_line)) {
-      ranks.insert(std::stoll(m[1].str()));
       last_rank = std::stoll(m[1].str());
+      ranks.insert(*last_rank);
       since_rank_line = false;
       hosts.insert(m[2].str());
       if (log.device.empty()) log.device = m[3].str();
@@ -203,7 +203,7 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& where,
   // An excerpt whose rank lines run up to the table lists the last rank, n − 1
   // (CoreWeave's published multi-rack runs keep only that line): taken when
   // the table agrees.
-  if (ranks_reach_table && !ranks.empty() && *last_rank == *ranks.rbegin() &&
+  if (ranks_reach_table && *last_rank == *ranks.rbegin() &&
       (!ratio || std::abs(factor(static_cast<double>(*last_rank + 1)) - *ratio) <= *slack)) {
     log.ranks = *last_rank + 1;  // nodes unknown: the ranks fill the profile's nodes in order
     return log;

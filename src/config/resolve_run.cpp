@@ -437,7 +437,7 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   if (s.tp_comm_overlap.value_or(false) && !c.sequence_parallel)
     check.fail_flag("tp_comm_overlap", "needs --sequence-parallel (its all-gathers and reduce-scatters are what it overlaps)",
                     "add --sequence-parallel or drop --tp-comm-overlap");
-  if (s.tp_comm_overlap.value_or(false) && !strategy::quantization_of(c.precision, c.fp8_recipe).userbuffers)
+  if (s.tp_comm_overlap.value_or(false) && !strategy::quantization_of(c).userbuffers)
     check.fail_flag("tp_comm_overlap",
                     fmt::format("cannot carry {}-scaled tensors: Transformer Engine's userbuffers take bf16, "
                                 "per-tensor FP8 and MXFP8 only (\"Unsupported quantizer for Userbuffers\")",

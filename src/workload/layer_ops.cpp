@@ -75,7 +75,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.cudnn_attention = c.attention == strategy::AttentionBackend::Cudnn;
   s.eager_kernels = c.eager_kernels;
   s.gemm_dtype = c.gemm_dtype();
-  s.quantization = strategy::quantization_of(c.precision, c.fp8_recipe, c.fp8_any_layout);
+  s.quantization = strategy::quantization_of(c);
   s.ep = c.ep;
   s.expert_tp = c.expert_tp;
   s.capacity_factor = c.moe_capacity_factor;

@@ -128,7 +128,7 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
   // 16×16 block and writes half a byte a parameter
   // (_cast_master_weights_to_nvfp4_2d). MXFP8's gather moves bf16
   // (strategy::Quantization): the optimizer writes it as without fp8.
-  const strategy::Quantization q = strategy::quantization_of(c.precision, c.fp8_recipe, c.fp8_any_layout);
+  const strategy::Quantization q = strategy::quantization_of(c);
   const bool quantized_gather = c.fp8_param_gather && q.param_gather_quantized();
   // FSDP2's Adam updates the fp32 shards, the parameters themselves: it
   // reads fp32 gradients and writes no bf16 copy.

@@ -172,11 +172,12 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
   // them out). Under MXFP8 the bf16 view lives in the gradient buffer, and
   // the two copies are the parameter. (Under ZeRO-3 the cache would follow
   // the gathered layers; not modelled.)
-  const strategy::Quantization q = strategy::quantization_of(c.precision, c.fp8_recipe, c.fp8_any_layout);
+  const strategy::Quantization q = strategy::quantization_of(c);
+  if (!q.active || c.zero_stage >= 3) return total;
   const double layer_weights = static_cast<double>(stage_layer_parameters(model, c, stage).total());
-  if (q.active && !c.fp8_param_gather && c.zero_stage < 3)
+  if (!c.fp8_param_gather)
     total.params_bytes += static_cast<std::uint64_t>(q.copies() * q.copy_bytes * layer_weights);
-  if (q.active && c.fp8_param_gather && q.param_gather_quantized() && c.zero_stage < 3)
+  else if (q.param_gather_quantized())
     total.params_bytes -= static_cast<std::uint64_t>((2 - q.copies() * q.param_gather_bytes) * layer_weights);
   return total;
 }

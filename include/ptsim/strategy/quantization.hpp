@@ -101,5 +101,10 @@ struct Quantization {
 /// The quantization of a run's precision and recipe (none under bf16), on a
 /// GPU whose FP8 GEMMs take any layout or not.
 Quantization quantization_of(Dtype precision, Fp8Recipe recipe, bool any_layout = false);
+/// The same for a strategy: its precision and recipe on its GPU
+/// (ParallelConfig::fp8_any_layout), what the workload builder reads.
+inline Quantization quantization_of(const ParallelConfig& c) {
+  return quantization_of(c.precision, c.fp8_recipe, c.fp8_any_layout);
+}
 
 }  // namespace ptsim::strategy
