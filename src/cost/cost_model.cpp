@@ -30,6 +30,11 @@ TransferPlan CostModel::communication_plan(const taskgraph::Task& task,
     return expert_dispatch_plan(task.bytes, static_cast<int>(task.shape[0]), static_cast<int>(task.shape[1]),
                                 communicator.members, *cluster_, latency_);
   TransferPlan plan = choose_plan(task.collective, task.bytes, communicator.members, *cluster_, latency_);
+  // A folded channel's bytes end on its stand-in's in-links; its time and
+  // latency are the real pair's.
+  if (communicator.receiver_stand_in)
+    for (PhaseSpec& phase : plan.phases)
+      for (FlowSpec& f : phase.flows) f.path = cluster_->folded_path(f.src, f.dst, *communicator.receiver_stand_in);
   const bool gather = task.collective == taskgraph::CollectiveKind::AllGather;
   if ((task.flags & taskgraph::kTensorList) && communicator.members.size() > 1 &&
       (gather || task.collective == taskgraph::CollectiveKind::ReduceScatter)) {

@@ -79,6 +79,17 @@ Path Cluster::path(Rank src, Rank dst) const {
   return p;
 }
 
+Path Cluster::folded_path(Rank src, Rank dst, Rank stand_in) const {
+  Path p = path(src, dst);
+  for (std::uint8_t i = 0; i < p.num_links; ++i) {
+    LinkId& l = p.links[i];
+    if (l == gpu_link(dst, LinkKind::NvlinkIn)) l = gpu_link(stand_in, LinkKind::NvlinkIn);
+    if (l == gpu_link(dst, LinkKind::NicIn)) l = gpu_link(stand_in, LinkKind::NicIn);
+    if (num_pods_ > 1 && l == pod_downlink(pod_of(dst))) l = pod_downlink(pod_of(stand_in));
+  }
+  return p;
+}
+
 void Cluster::slow_down(const LinkSlowdown& slowdown) {
   PTSIM_ASSERT(slowdown.link < capacity_.size(), "slowed link exists");
   PTSIM_ASSERT(slowdown.factor >= 1, "a slowdown factor is at least 1");

@@ -13,6 +13,7 @@
 #include "ptsim/hardware/cluster.hpp"
 #include "ptsim/report/summarize.hpp"
 #include "ptsim/simulate/simulation_memory.hpp"
+#include "ptsim/workload/step_workload.hpp"
 
 namespace ptsim::simulate {
 
@@ -21,12 +22,13 @@ namespace {
 using strategy::Axis;
 
 // The ranks symmetric mode simulates: TP and DP coordinates zero, every
-// pipeline stage and every CP coordinate (ring attention pairs the CP ranks
-// of a stage, so all of them run).
-std::vector<Rank> representatives(const strategy::RankLayout& layout) {
+// pipeline stage, and CP coordinates 0 … period − 1 (ring attention pairs
+// the CP ranks of a stage; where they repeat with a shorter period than
+// the ring's, the ring is folded onto one period, fold_context_ring).
+std::vector<Rank> representatives(const strategy::RankLayout& layout, std::int64_t period) {
   std::vector<Rank> reps;
   for (std::int64_t s = 0; s < layout.size(Axis::Pp); ++s)
-    for (std::int64_t c = 0; c < layout.size(Axis::Cp); ++c)
+    for (std::int64_t c = 0; c < period; ++c)
       reps.push_back(layout.with_coordinate(layout.with_coordinate(0, Axis::Pp, s), Axis::Cp, c));
   std::sort(reps.begin(), reps.end());
   return reps;
@@ -68,10 +70,12 @@ GroupShape shape_of(const std::vector<Rank>& members, const hardware::Cluster& c
 }
 
 // Symmetric mode is exact when every rank of a stage reaches each of its
-// communicators with the same shape as the stage's representative. Returns
-// the first rank for which this fails, as a message, or "".
+// communicators with the same shape as its representative: the rank with
+// TP and DP coordinates zero and the CP coordinate taken modulo `period`
+// (the ring's size: every CP rank is simulated). Returns the first rank for
+// which this fails, as a message, or "".
 std::string symmetric_mismatch(const taskgraph::Workload& w, const strategy::RankLayout& layout,
-                               const hardware::Cluster& cluster) {
+                               const hardware::Cluster& cluster, std::int64_t period) {
   const auto slots = static_cast<std::uint8_t>(w.comm_slot_names.size());
   std::vector<std::optional<GroupShape>> shapes(w.communicators.size());
   const auto shape = [&](taskgraph::CommunicatorId id) -> const GroupShape& {
@@ -79,7 +83,8 @@ std::string symmetric_mismatch(const taskgraph::Workload& w, const strategy::Ran
     return *shapes[id];
   };
   for (Rank r = 0; r < w.world_size; ++r) {
-    const Rank rep = layout.with_coordinate(layout.with_coordinate(r, Axis::Tp, 0), Axis::Dp, 0);
+    Rank rep = layout.with_coordinate(layout.with_coordinate(r, Axis::Tp, 0), Axis::Dp, 0);
+    rep = layout.with_coordinate(rep, Axis::Cp, layout.coordinate(r, Axis::Cp) % period);
     for (std::uint8_t s = 0; s < slots; ++s) {
       const auto mine = w.communicator(r, s);
       const auto theirs = w.communicator(rep, s);
@@ -92,6 +97,36 @@ std::string symmetric_mismatch(const taskgraph::Workload& w, const strategy::Ran
     }
   }
   return "";
+}
+
+// The shortest period, a proper divisor of the CP size, with which a
+// stage's CP ranks repeat (symmetric_mismatch finds nothing), else the CP size.
+std::int64_t ring_period(const taskgraph::Workload& w, const strategy::RankLayout& layout,
+                         const hardware::Cluster& cluster) {
+  const std::int64_t cp = layout.size(Axis::Cp);
+  for (std::int64_t g = 1; g < cp; ++g)
+    if (cp % g == 0 && symmetric_mismatch(w, layout, cluster, g).empty()) return g;
+  return cp;
+}
+
+// Folds each stage's CP ring onto its first `period` CP ranks: the last of
+// them sends to a rank not simulated, whose receive the first posts instead
+// (taskgraph::Communicator::receiver_stand_in). Exact when the ranks repeat
+// with that period (ring_period): the first's predecessor then sends each
+// block when the last does. Dense models only: an expert group may hold
+// some of a stage's CP ranks and not others, and the weight its flows carry
+// on pod links counts the simulated members.
+void fold_context_ring(taskgraph::Workload& w, const strategy::RankLayout& layout, std::int64_t period) {
+  if (period == layout.size(Axis::Cp)) return;
+  const std::size_t slots = w.comm_slot_names.size();
+  for (std::int64_t s = 0; s < layout.size(Axis::Pp); ++s) {
+    const Rank first = layout.with_coordinate(layout.with_coordinate(0, Axis::Pp, s), Axis::Cp, 0);
+    const Rank last = layout.with_coordinate(first, Axis::Cp, period - 1);
+    const taskgraph::CommunicatorId send =
+        w.communicator_of[static_cast<std::size_t>(last) * slots + workload::slots::kContextSend];
+    w.communicators[send].receiver_stand_in = first;
+    w.communicator_of[static_cast<std::size_t>(first) * slots + workload::slots::kContextRecv] = send;
+  }
 }
 
 }  // namespace
@@ -108,7 +143,7 @@ std::vector<Rank> default_trace_ranks(const strategy::ParallelConfig& parallel) 
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<Rank>(i);
     return all;
   }
-  return representatives(layout);
+  return representatives(layout, layout.size(Axis::Cp));
 }
 
 namespace {
@@ -164,9 +199,15 @@ Outcome simulate_step(const Request& request) {
   if (mode == Mode::Symmetric && !request.degradations.empty())
     throw ConfigError("--mode symmetric cannot study stragglers or degraded links, which make one "
                       "rank unlike its peers; use --mode explicit (or auto)");
-  const std::string mismatch = mode == Mode::Explicit || !request.degradations.empty()
-                                   ? ""
-                                   : symmetric_mismatch(step.workload, step.layout, cluster);
+  // A CP ring whose ranks repeat with a shorter period (every hop over the
+  // network, or every g-th) is folded onto one period: period/cp of the
+  // ranks to simulate.
+  std::string mismatch;
+  std::int64_t period = parallel.cp;
+  if (mode != Mode::Explicit && request.degradations.empty()) {
+    if (!request.model.is_moe()) period = ring_period(step.workload, step.layout, cluster);
+    if (period == parallel.cp) mismatch = symmetric_mismatch(step.workload, step.layout, cluster, period);
+  }
   if (mode == Mode::Symmetric && !mismatch.empty())
     throw ConfigError(fmt::format("--mode symmetric would not be exact: {}; use --mode explicit",
                                   mismatch));
@@ -176,8 +217,9 @@ Outcome simulate_step(const Request& request) {
                : Mode::Explicit;
   if (mode == Mode::Explicit && request.mode == Mode::Auto) check_memory_fits(request.model, parallel, true);
   if (mode == Mode::Symmetric) {
-    options.ranks = representatives(step.layout);
-    options.represents = static_cast<double>(parallel.tp * parallel.dp);
+    options.ranks = representatives(step.layout, period);
+    options.represents = static_cast<double>(parallel.tp * parallel.dp * (parallel.cp / period));
+    fold_context_ring(step.workload, step.layout, period);
   }
   engine::RunResult run = engine::Simulator(step.workload, cost).run(options);
   report::StepResult result = report::summarize(run, step, parallel, request.hardware);

@@ -19,7 +19,7 @@ class Builder {
   explicit Builder(taskgraph::Workload& w) : w_(w) {}
 
   CommunicatorId add(std::vector<Rank> members) {
-    w_.communicators.push_back({std::move(members)});
+    w_.communicators.push_back({std::move(members), std::nullopt});
     return static_cast<CommunicatorId>(w_.communicators.size() - 1);
   }
 

@@ -269,7 +269,7 @@ TEST_CASE("A collective over a tensor list adds one copy kernel per member", "[c
   hw.gpu.kernel_launch_overhead_s = 2.5e-6;
   const hardware::Cluster c(hw, 32);
   const cost::CostModel model(c);
-  taskgraph::Communicator group{ranks(0, 32)};
+  taskgraph::Communicator group{ranks(0, 32), std::nullopt};
   const double S = 64e6;
   for (const auto kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
     taskgraph::Task t;

@@ -62,7 +62,7 @@ engine::RunResult run(const hardware::HardwareProfile& hw, std::int64_t world,
     graphs[static_cast<std::size_t>(t.from)].add_task(task);
     task.kind = TaskKind::Recv;
     graphs[static_cast<std::size_t>(t.to)].add_task(task);
-    w.communicators.push_back({{t.from, t.to}});
+    w.communicators.push_back({{t.from, t.to}, std::nullopt});
     const auto id = static_cast<taskgraph::CommunicatorId>(w.communicators.size() - 1);
     w.communicator_of[static_cast<std::size_t>(t.from) * slots + i] = id;
     w.communicator_of[static_cast<std::size_t>(t.to) * slots + i] = id;

@@ -65,7 +65,7 @@ taskgraph::Workload make_workload(std::vector<taskgraph::TaskGraph> programs, st
   }
   w.communicator_of.assign(w.programs.size() * 2, taskgraph::kNoCommunicator);
   for (const auto& c : comms) {
-    w.communicators.push_back({c.members});
+    w.communicators.push_back({c.members, std::nullopt});
     for (const Rank r : c.members)
       w.communicator_of[static_cast<std::size_t>(r) * 2 + c.slot] =
           static_cast<taskgraph::CommunicatorId>(w.communicators.size() - 1);

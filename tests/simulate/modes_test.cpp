@@ -177,3 +177,36 @@ TEST_CASE("Explicit mode refuses a job this machine cannot hold before allocatin
   CHECK_THROWS_WITH(test::simulate(tiny, test::shipped_hardware("a100-sxm4-80gb"), huge, simulate::Mode::Explicit),
                     Catch::Contains("explicit mode would need about"));
 }
+
+TEST_CASE("Symmetric mode folds a CP ring onto the period its ranks repeat with, as explicit runs it",
+          "[simulate][modes]") {
+  // Llama 3 8B over 128 H100s, 8 to a node. CP ranks sit tp apart, so a node
+  // holds 8/tp of a ring's ranks: at tp 8 every hop crosses the network and
+  // one rank stands for the ring (period 1); at tp 4, two to a node, the
+  // hops alternate NVLink and network (period 2); at tp 2, four to a node,
+  // three NVLink hops and one network hop (period 4 of a ring of 8); at
+  // tp 1 the ring of 8 fills a node, every hop over NVLink (period 1).
+  const auto hw = test::shipped_hardware("dgx-h100-superpod");
+  const auto llama = test::shipped_model("llama3-8b");
+  struct Case {
+    std::int64_t tp, cp, period;
+  };
+  for (const Case k : {Case{8, 4, 1}, Case{4, 4, 2}, Case{2, 8, 4}, Case{1, 8, 1}}) {
+    INFO("tp " << k.tp << " cp " << k.cp);
+    config::StrategyInput s;
+    s.gpus = 128;
+    s.tp = k.tp;
+    s.cp = k.cp;
+    s.pp = 2;
+    s.sequence_parallel = k.tp > 1;
+    s.global_batch_size = 2 * 128 / (k.tp * k.cp * 2);  // two micro-batches a pipeline
+    s.seq_length = 8192;
+    const auto e = test::simulate(llama, hw, s, simulate::Mode::Explicit);
+    const auto y = test::simulate(llama, hw, s, simulate::Mode::Symmetric);
+    CHECK(y.result.simulation.ranks_simulated == 2 * k.period);
+    CHECK(y.result.step_time_s == Approx(e.result.step_time_s).epsilon(1e-6));
+    CHECK(y.result.communication.at("cp").time_s == Approx(e.result.communication.at("cp").time_s).epsilon(1e-6));
+    CHECK(static_cast<double>(y.result.memory.peak_bytes) ==
+          Approx(static_cast<double>(e.result.memory.peak_bytes)).epsilon(1e-6));
+  }
+}

@@ -78,6 +78,10 @@ class Cluster {
 
   /// The links a transfer from `src` to `dst` (src ≠ dst) crosses.
   Path path(Rank src, Rank dst) const;
+  /// path(src, dst) with the receiver's links into it (NVLink in, NIC in,
+  /// its pod's downlink) replaced by those of `stand_in`, a rank that runs
+  /// as the receiver does (taskgraph::Communicator::receiver_stand_in).
+  Path folded_path(Rank src, Rank dst, Rank stand_in) const;
 
   /// Divides a link's capacity by `factor` (a degraded NIC, a slow uplink).
   void slow_down(const LinkSlowdown& slowdown);

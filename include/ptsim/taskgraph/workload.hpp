@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,14 @@ inline constexpr CommunicatorId kNoCommunicator = std::numeric_limits<Communicat
 
 struct Communicator {
   std::vector<Rank> members;  // in the group's rank order; p2p: {sender, receiver}
+  /// A channel folded onto a stand-in for its receiver (symmetric runs of a
+  /// ring whose ranks repeat with a period shorter than the ring): the
+  /// receiver is not simulated, and the stand-in — a simulated rank that
+  /// runs as the receiver does, the sender itself when every rank of the
+  /// ring runs alike — posts the receive here. The transfer is priced from
+  /// sender to receiver and ends on the stand-in's in-links, which carry
+  /// what the receiver's carry.
+  std::optional<Rank> receiver_stand_in;
 };
 
 struct Workload {

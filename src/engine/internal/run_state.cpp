@@ -99,15 +99,18 @@ RunState::RunState(const taskgraph::Workload& w, const cost::CostModel& cost,
       r.samples = &samples;
       samples.push_back({rank, Time{}, r.allocated});
     }
-    // Count the simulated members each communicator waits for; one rank may
-    // reach a communicator through one slot only, or its operations could
-    // interleave and NCCL's ordering rule would not hold.
+    // Count the arrivals each communicator waits for: one per simulated
+    // member, and a rank may reach a communicator through one slot only, or
+    // its operations could interleave and NCCL's ordering rule would not
+    // hold — except a channel folded onto its sender, whose one rank sends
+    // through one slot and receives through another (each stream posts its
+    // operations in order).
     const std::size_t slots = w.comm_slot_names.size();
     for (std::size_t s = 0; s < slots; ++s) {
       const auto id = w.communicator(rank, static_cast<std::uint8_t>(s));
       if (id == taskgraph::kNoCommunicator || !r.program->uses_slot[s]) continue;
       for (std::size_t s2 = 0; s2 < s; ++s2)
-        PTSIM_ASSERT(w.communicator(rank, static_cast<std::uint8_t>(s2)) != id,
+        PTSIM_ASSERT(w.communicator(rank, static_cast<std::uint8_t>(s2)) != id || w.communicators[id].receiver_stand_in,
                      "a rank reaches each communicator through one slot");
       ++comms[id].expected;
     }

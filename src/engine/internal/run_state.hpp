@@ -157,7 +157,8 @@ struct Arrival {
 };
 
 struct CommState {
-  std::uint32_t expected = 0;           // simulated members
+  std::uint32_t expected =
+      0;  // arrivals an operation waits for: simulated members (a channel folded onto its sender: its send and receive)
   const taskgraph::Task* first = nullptr;  // first arrival's task, to check the others against
   std::vector<Arrival> arrivals;
 };
