@@ -217,7 +217,7 @@ PlanResult plan(const PlanRequest& r, const Progress& progress) {
   result.searched = space.size();
 
   // Resolve and bound every candidate; drop what cannot fit.
-  internal::Bounds bounds(r.hardware);
+  internal::Bounds bounds(r.hardware, r.gpus);
   std::vector<PlannedStrategy> todo;
   const double capacity = r.hardware.gpu.memory_bytes;
   for (std::size_t i = 0; i < space.size(); ++i) {

@@ -5,6 +5,8 @@
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/resolve_run.hpp"
+#include "plan/internal/bounds.hpp"
+#include "ptsim/cost/cost_model.hpp"
 #include "ptsim/plan/planner.hpp"
 #include "test_support.hpp"
 
@@ -122,6 +124,74 @@ TEST_CASE("The pipeline bounds, interleaved chunks included, never exceed a simu
   }
   CHECK(interleaved > 0);
   CHECK(piped > interleaved);
+}
+
+TEST_CASE("A CP ring's last block comes cp - 1 hops, the longest hop of the ring left out", "[plan]") {
+  // Ring attention forwards each block as it arrives, so a rank's last step
+  // waits for cp − 1 transfers in a row: the ring's hops but one. Each hop
+  // takes at least its transfer alone (its plan's time), less 1 ns of
+  // rounding. On DGX H100 nodes of 8 GPUs the CP ranks sit tp apart.
+  const auto hw = test::shipped_hardware("dgx-h100-superpod");
+  const std::uint64_t bytes = 1 << 20;
+  const auto hop = [&](std::int64_t gpus, Rank from, Rank to) {
+    const hardware::Cluster cluster(hw, gpus);
+    const cost::CostModel cost(cluster);
+    taskgraph::Task t;
+    t.kind = taskgraph::TaskKind::Send;
+    t.collective = taskgraph::CollectiveKind::PointToPoint;
+    t.bytes = bytes;
+    return cost.communication_plan(t, taskgraph::Communicator{{from, to}, std::nullopt}).estimated_s - 1e-9;
+  };
+  const auto config = [](std::int64_t tp, std::int64_t cp) {
+    strategy::ParallelConfig c;
+    c.tp = tp;
+    c.cp = cp;
+    c.dp = 1;
+    c.pp = 1;
+    return c;
+  };
+  // TP 8, CP 4 over 4 nodes: every hop crosses the network; three in a row.
+  const double network = hop(32, 0, 8);
+  const double nvlink = hop(32, 0, 2);
+  REQUIRE(network > 2 * nvlink);
+  plan::internal::Bounds across(hw, 32);
+  CHECK(across.ring_chain_seconds(config(8, 4), bytes) == Approx(3 * network).epsilon(1e-12));
+  // TP 2, CP 8 over 2 nodes: ranks 0, 2, 4, 6 on one node and 8 … 14 on the
+  // other; six NVLink hops and two network hops, of which a window of seven
+  // leaves one out.
+  plan::internal::Bounds two_nodes(hw, 16);
+  CHECK(two_nodes.ring_chain_seconds(config(2, 8), bytes) == Approx(6 * hop(16, 0, 2) + hop(16, 6, 8)).epsilon(1e-12));
+  // TP 1, CP 8 in one node: seven NVLink hops.
+  plan::internal::Bounds one_node(hw, 8);
+  CHECK(one_node.ring_chain_seconds(config(1, 8), bytes) == Approx(7 * hop(8, 0, 1)).epsilon(1e-12));
+}
+
+TEST_CASE("Context-parallel bounds, their rings' transfers and calls included, never exceed a simulated step",
+          "[plan]") {
+  // Llama 3 8B over two DGX H100 nodes at 16k tokens: CP 2 to 8 with TP 1
+  // to 8, so rings run inside a node, across both, and half and half; their
+  // steps are short beside a transfer's latency, which is where the wait
+  // for the blocks counts. With and without host time (the host issues each
+  // send and receive as it issues kernels).
+  const double host_us = GENERATE(0.0, 65.0);
+  INFO("host " << host_us << " us");
+  plan::PlanRequest r;
+  r.model = test::shipped_model("llama3-8b");
+  r.hardware = test::shipped_hardware("dgx-h100-superpod");
+  r.gpus = 16;
+  r.global_batch_size = 8;
+  r.seq_length = 16384;
+  r.fixed.pp = 2;
+  r.fixed.host_overhead_us = host_us;
+  r.top = 1000;
+  const auto result = plan::plan(r);
+  std::size_t rings = 0;
+  for (const auto& c : result.best) {
+    INFO(c.label);
+    CHECK(c.lower_bound_s <= c.result.step_time_s);
+    if (c.parallel.cp > 1) ++rings;
+  }
+  CHECK(rings > 100);
 }
 
 TEST_CASE("Sharded searches merge into the unsharded ranking, at any thread count", "[plan]") {

@@ -1,8 +1,12 @@
 // Cheap bounds on a strategy, for pruning before simulation. Private to plan/.
 //   time    ≥ the busiest stage's kernels over all micro-batches (priced by
-//             the cost model, without the slowdown communication adds) and
-//             the TP collectives its compute stream waits for (at the NVLink
-//             line rate), plus the pipeline fill 1F1B-like schedules cannot avoid;
+//             the cost model, without the slowdown communication adds), the
+//             TP collectives its compute stream waits for (at the NVLink
+//             line rate) and the wait for ring attention's blocks (the chain
+//             of transfers its last step needs, each at least its time
+//             alone), plus the pipeline fill 1F1B-like schedules cannot
+//             avoid; and ≥ its host's time to issue every kernel and
+//             communication call of the stage;
 //   memory  ≥ the static memory of a stage plus the activations its schedule
 //             must hold at once (1F1B: p − s micro-batches on stage s).
 // Both are true lower bounds: pruning on them never drops a candidate that
@@ -15,6 +19,8 @@
 #include <tuple>
 #include <vector>
 
+#include "ptsim/cost/cost_model.hpp"
+#include "ptsim/hardware/cluster.hpp"
 #include "ptsim/hardware/hardware_profile.hpp"
 #include "ptsim/model/model_spec.hpp"
 #include "ptsim/strategy/parallel_config.hpp"
@@ -29,19 +35,36 @@ struct Estimate {
 
 class Bounds {
  public:
-  explicit Bounds(const hardware::HardwareProfile& hw) : hw_(hw) {}
+  /// For strategies of `world_size` ranks on `hw`.
+  Bounds(const hardware::HardwareProfile& hw, std::int64_t world_size)
+      : hw_(hw), cluster_(hw, world_size), cost_(cluster_) {}
 
   /// `model` as resolved for the run (sequence length applied, vocabulary unpadded).
   Estimate estimate(const model::ModelSpec& model, const strategy::ParallelConfig& c);
 
+  /// The least time in which the blocks of a CP ring reach any rank's last
+  /// step: cp − 1 consecutive transfers of `bytes` around its ring, each at
+  /// least its time alone on its links (less a nanosecond of rounding).
+  double ring_chain_seconds(const strategy::ParallelConfig& c, std::uint64_t bytes);
+
  private:
   struct LayerCost {
     double forward_s = 0, backward_s = 0;
-    double forward_kernels = 0, backward_kernels = 0;  // each one the host must issue
+    double forward_tasks = 0, backward_tasks = 0;  // kernels and communication calls, each issued by the host
     double saved = 0, saved_checkpoint = 0, saved_selective = 0;
     double blocking_comm_s = 0;  // TP collectives the compute stream waits for, at least (forward and backward)
+    // Ring attention in the forward (run again when recomputed) and the
+    // backward: its transfers' size and its steps' kernel times.
+    struct Ring {
+      std::uint64_t bytes = 0;  // 0: no ring
+      double steps_s = 0, last_step_s = 0;
+    } forward_ring, backward_ring;
   };
   const LayerCost& layer(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t index);
+  /// The ring attention of `ops`, if it has one of cp blocks.
+  LayerCost::Ring ring_of(const std::vector<workload::OpSpec>& ops, std::int64_t cp) const;
+  /// What `ring` holds the compute stream beyond its steps' kernels, at least.
+  double ring_wait_seconds(const LayerCost::Ring& ring, const strategy::ParallelConfig& c);
   const LayerCost& boundary(const model::ModelSpec& m, const strategy::ParallelConfig& c, bool output);
   /// Adds the kernels of `ops`' backward to `cost`: their time and count.
   void count_backward(const workload::BlockOps& ops, LayerCost& cost) const;
@@ -50,8 +73,12 @@ class Bounds {
   const std::vector<std::int64_t>& in_flight(const strategy::ParallelConfig& c);
 
   const hardware::HardwareProfile& hw_;
+  hardware::Cluster cluster_;
+  cost::CostModel cost_;
   std::mutex mutex_;  // the memo is shared by the planner's threads
   std::map<std::string, LayerCost> memo_;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string, std::uint64_t>, double>
+      ring_chain_;  // by (tp, cp, dp, pp, rank order, bytes)
   std::map<std::tuple<strategy::ScheduleKind, std::int64_t, std::int64_t, std::int64_t, bool>,
            std::vector<std::int64_t>>
       in_flight_;  // by (schedule, pp, micro-batches, chunks, combined 1F1B)
