@@ -3,6 +3,7 @@
 #include <fmt/ostream.h>
 
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <optional>
 #include <sstream>
 
@@ -190,6 +191,19 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out) {
 
   simulate::Outcome outcome = simulate::simulate_step(request);
   if (!f.timing) outcome.result.simulation.wall_s.reset();
+  if (!f.trace_ranks.empty()) {
+    // Asked-for ranks a symmetric run does not simulate have nothing to
+    // trace: say so rather than leave them out silently.
+    std::vector<Rank> simulated, missing;
+    for (const engine::RankStats& s : outcome.run.ranks) simulated.push_back(s.rank);
+    for (const Rank r : request.record_ranks)
+      if (!std::binary_search(simulated.begin(), simulated.end(), r)) missing.push_back(r);
+    if (!missing.empty())
+      fmt::print(stderr,
+                 "ptsim simulate: --trace-ranks: rank(s) {} not in the trace: {} mode simulates ranks {} and "
+                 "no other (--mode explicit simulates and traces every rank)\n",
+                 fmt::join(missing, ", "), outcome.result.simulation.mode, fmt::join(simulated, ", "));
+  }
   report::print_console(outcome.result, out);
   std::vector<OutputFile> outputs;
   if (!f.json.empty())

@@ -234,6 +234,20 @@ TEST_CASE("ptsim rejects bad input with exit code 2 and one clear line", "[cli]"
   }
 }
 
+TEST_CASE("ptsim simulate says which asked-for trace ranks a symmetric run does not simulate", "[cli]") {
+  // 128 GPUs, TP 8, PP 2: symmetric mode simulates the first rank of each
+  // stage, 0 and 64; rank 8 (a data-parallel peer of rank 0) is not traced.
+  const std::string trace = ptsim::test::scratch_path("symmetric.trace.json");
+  const auto r = run(tiny_run() + " --gpus 128 --tp 8 --pp 2 --global-batch-size 32 --mode symmetric --trace " + trace +
+                     " --trace-ranks 0,8");
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.err, Catch::Contains("rank(s) 8 not in the trace: symmetric mode simulates ranks 0, 64"));
+  const auto t = nlohmann::json::parse(slurp(trace));
+  std::set<int> pids;
+  for (const auto& e : t.at("traceEvents")) pids.insert(e.at("pid").get<int>());
+  CHECK(pids == std::set<int>{0});
+}
+
 TEST_CASE("ptsim simulate exits 3 when the strategy does not fit, its JSON still whole", "[cli]") {
   // GPT-3 175B on one node: Adam's 16 bytes a parameter alone are 175e9·16/8 = 350 GB a GPU.
   const std::string json = ptsim::test::scratch_path("oom.json");
