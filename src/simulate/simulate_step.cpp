@@ -100,10 +100,19 @@ std::string symmetric_mismatch(const taskgraph::Workload& w, const strategy::Ran
 }
 
 // The shortest period, a proper divisor of the CP size, with which a
-// stage's CP ranks repeat (symmetric_mismatch finds nothing), else the CP size.
+// stage's CP ranks repeat (symmetric_mismatch finds nothing), else the CP
+// size. A ring that leaves its pod is not folded: its folded flows would
+// carry the whole ring's weight on the stand-in's pod links, where each
+// pod's links carry only their own ranks' hops.
 std::int64_t ring_period(const taskgraph::Workload& w, const strategy::RankLayout& layout,
                          const hardware::Cluster& cluster) {
   const std::int64_t cp = layout.size(Axis::Cp);
+  if (cluster.num_pods() > 1)
+    for (std::int64_t s = 0; s < layout.size(Axis::Pp); ++s)
+      for (std::int64_t c = 0; c < cp; ++c) {
+        const Rank r = layout.with_coordinate(layout.with_coordinate(0, Axis::Pp, s), Axis::Cp, c);
+        if (cluster.pod_of(r) != cluster.pod_of(layout.with_coordinate(r, Axis::Cp, (c + 1) % cp))) return cp;
+      }
   for (std::int64_t g = 1; g < cp; ++g)
     if (cp % g == 0 && symmetric_mismatch(w, layout, cluster, g).empty()) return g;
   return cp;
