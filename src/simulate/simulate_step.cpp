@@ -122,9 +122,9 @@ std::int64_t ring_period(const taskgraph::Workload& w, const strategy::RankLayou
 // them sends to a rank not simulated, whose receive the first posts instead
 // (taskgraph::Communicator::receiver_stand_in). Exact when the ranks repeat
 // with that period (ring_period): the first's predecessor then sends each
-// block when the last does. Dense models only: an expert group may hold
-// some of a stage's CP ranks and not others, and the weight its flows carry
-// on pod links counts the simulated members.
+// block when the last does. MoE models only on one pod: an expert group may
+// hold some of a stage's CP ranks and not others, and the weight its flows
+// carry on pod links counts the simulated members (no other link is shared).
 void fold_context_ring(taskgraph::Workload& w, const strategy::RankLayout& layout, std::int64_t period) {
   if (period == layout.size(Axis::Cp)) return;
   const std::size_t slots = w.comm_slot_names.size();
@@ -214,7 +214,7 @@ Outcome simulate_step(const Request& request) {
   std::string mismatch;
   std::int64_t period = parallel.cp;
   if (mode != Mode::Explicit && request.degradations.empty()) {
-    if (!request.model.is_moe()) period = ring_period(step.workload, step.layout, cluster);
+    if (!request.model.is_moe() || cluster.num_pods() == 1) period = ring_period(step.workload, step.layout, cluster);
     if (period == parallel.cp) mismatch = symmetric_mismatch(step.workload, step.layout, cluster, period);
   }
   if (mode == Mode::Symmetric && !mismatch.empty())

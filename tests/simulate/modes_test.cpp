@@ -211,6 +211,29 @@ TEST_CASE("Symmetric mode folds a CP ring onto the period its ranks repeat with,
   }
 }
 
+TEST_CASE("Symmetric mode folds the CP ring of an MoE model on one pod, as explicit runs it", "[simulate][modes]") {
+  // Mixtral 8x7B over 128 H100s with TP 4, CP 4, EP 8, PP 2: two CP ranks to
+  // a node (period 2), and expert groups across CP ranks; one pod, so no
+  // link is shared between groups and the fold is exact.
+  const auto hw = test::shipped_hardware("dgx-h100-superpod");
+  config::StrategyInput s;
+  s.gpus = 128;
+  s.tp = 4;
+  s.cp = 4;
+  s.ep = 8;
+  s.pp = 2;
+  s.sequence_parallel = true;
+  s.global_batch_size = 8;
+  s.seq_length = 8192;
+  const auto mixtral = test::shipped_model("mixtral-8x7b");
+  const auto e = test::simulate(mixtral, hw, s, simulate::Mode::Explicit);
+  const auto y = test::simulate(mixtral, hw, s, simulate::Mode::Symmetric);
+  CHECK(y.result.simulation.ranks_simulated == 2 * 2);
+  CHECK(y.result.step_time_s == Approx(e.result.step_time_s).epsilon(1e-6));
+  CHECK(y.result.communication.at("cp").time_s == Approx(e.result.communication.at("cp").time_s).epsilon(1e-6));
+  CHECK(y.result.communication.at("ep").time_s == Approx(e.result.communication.at("ep").time_s).epsilon(1e-6));
+}
+
 TEST_CASE("Symmetric mode keeps every CP rank of a ring that leaves its pod", "[simulate][modes]") {
   // Pods of one node: every hop of a TP 8 ring crosses pod links, which
   // carry only their own pod's hops; folded onto one rank, its flow would
