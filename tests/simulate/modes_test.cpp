@@ -16,6 +16,20 @@ config::StrategyInput gpt3_1024(std::int64_t global_batch) {
   s.recompute = "full";
   return s;
 }
+
+// 128 GPUs with context parallelism at 8k tokens, two pipeline stages (the
+// CP folding cases below).
+config::StrategyInput cp_128(std::int64_t tp, std::int64_t cp, std::int64_t global_batch) {
+  config::StrategyInput s;
+  s.gpus = 128;
+  s.tp = tp;
+  s.cp = cp;
+  s.pp = 2;
+  s.sequence_parallel = tp > 1;
+  s.global_batch_size = global_batch;
+  s.seq_length = 8192;
+  return s;
+}
 }  // namespace
 
 TEST_CASE("Explicit and symmetric agree within 1% on GPT-3 175B over 1024 GPUs", "[simulate][modes]") {
@@ -193,14 +207,7 @@ TEST_CASE("Symmetric mode folds a CP ring onto the period its ranks repeat with,
   };
   for (const Case k : {Case{8, 4, 1}, Case{4, 4, 2}, Case{2, 8, 4}, Case{1, 8, 1}}) {
     INFO("tp " << k.tp << " cp " << k.cp);
-    config::StrategyInput s;
-    s.gpus = 128;
-    s.tp = k.tp;
-    s.cp = k.cp;
-    s.pp = 2;
-    s.sequence_parallel = k.tp > 1;
-    s.global_batch_size = 2 * 128 / (k.tp * k.cp * 2);  // two micro-batches a pipeline
-    s.seq_length = 8192;
+    const auto s = cp_128(k.tp, k.cp, 2 * 128 / (k.tp * k.cp * 2));  // two micro-batches a pipeline
     const auto e = test::simulate(llama, hw, s, simulate::Mode::Explicit);
     const auto y = test::simulate(llama, hw, s, simulate::Mode::Symmetric);
     CHECK(y.result.simulation.ranks_simulated == 2 * k.period);
@@ -216,15 +223,8 @@ TEST_CASE("Symmetric mode folds the CP ring of an MoE model on one pod, as expli
   // a node (period 2), and expert groups across CP ranks; one pod, so no
   // link is shared between groups and the fold is exact.
   const auto hw = test::shipped_hardware("dgx-h100-superpod");
-  config::StrategyInput s;
-  s.gpus = 128;
-  s.tp = 4;
-  s.cp = 4;
+  auto s = cp_128(4, 4, 8);
   s.ep = 8;
-  s.pp = 2;
-  s.sequence_parallel = true;
-  s.global_batch_size = 8;
-  s.seq_length = 8192;
   const auto mixtral = test::shipped_model("mixtral-8x7b");
   const auto e = test::simulate(mixtral, hw, s, simulate::Mode::Explicit);
   const auto y = test::simulate(mixtral, hw, s, simulate::Mode::Symmetric);
@@ -243,14 +243,7 @@ TEST_CASE("Symmetric mode keeps every CP rank of a ring that leaves its pod", "[
   auto hw = test::shipped_hardware("dgx-h100-superpod");
   hw.fabric.pod_gpus = 8;
   hw.fabric.in_network_reduction = false;
-  config::StrategyInput s;
-  s.gpus = 128;
-  s.tp = 8;
-  s.cp = 4;
-  s.pp = 2;
-  s.sequence_parallel = true;
-  s.global_batch_size = 4;
-  s.seq_length = 8192;
+  const auto s = cp_128(8, 4, 4);
   const auto llama = test::shipped_model("llama3-8b");
   const auto e = test::simulate(llama, hw, s, simulate::Mode::Explicit);
   const auto y = test::simulate(llama, hw, s, simulate::Mode::Symmetric);
