@@ -1,8 +1,6 @@
 // Lower bounds on step time and peak memory (see internal/bounds.hpp).
 #include "internal/bounds.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <vector>
 
@@ -29,12 +27,10 @@ bool is_comm(const workload::OpSpec& op) {
          op.kind == workload::OpKind::Recv;
 }
 
-std::string shape_key(const workload::MicroShape& s) {
-  return fmt::format("b{} s{} t{} c{} sp{} o{} f{} cu{} d{} e{} et{} cf{} a{} ga{} g{} ce{} ek{}", s.micro_batch,
-                     s.seq_length, s.tp, s.cp, s.sequence_parallel, s.tp_comm_overlap, s.flash_attention,
-                     s.cudnn_attention, static_cast<int>(s.gemm_dtype), s.ep, s.expert_tp,
-                     s.capacity_factor.value_or(0), s.async_tp_allreduce, s.gradient_accumulation_fusion,
-                     s.main_grad_bytes, s.cross_entropy_fusion, s.eager_kernels);
+// The kinds of layer whose costs differ (workload::layer_kind_key): MoE or
+// dense, sliding-window attention or full.
+std::size_t kind_index(const model::ModelSpec& m, std::int64_t layer) {
+  return (m.is_moe_layer(layer) ? 2u : 0u) + (m.is_sliding_window_layer(layer) ? 1u : 0u);
 }
 
 // TP collectives that hold the compute stream: each waits for the kernel
@@ -59,14 +55,29 @@ double blocking_tp_seconds(const std::vector<workload::OpSpec>& ops, std::int64_
 
 }  // namespace
 
-const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy::ParallelConfig& c,
-                                       std::int64_t index) {
-  const auto shape = workload::micro_shape(m, c);
-  const std::string key =
-      fmt::format("layer {} {} r{}", workload::layer_kind_key(m, index), shape_key(shape), c.recompute_modules);
+std::size_t Bounds::ShapeKeyHash::operator()(const ShapeKey& k) const {
+  // The fields that vary between a search's candidates; equal keys agree on them.
+  std::size_t h = std::hash<std::int64_t>{}(k.shape.micro_batch);
+  for (const std::int64_t v :
+       {k.shape.seq_length, k.shape.tp, k.shape.cp, k.shape.ep, static_cast<std::int64_t>(k.shape.sequence_parallel),
+        static_cast<std::int64_t>(k.modules)})
+    h = h * 1000003u ^ std::hash<std::int64_t>{}(v);
+  return h;
+}
+
+Bounds::ShapeCosts& Bounds::costs_of(const workload::MicroShape& shape, strategy::RecomputeModules modules) {
+  const std::lock_guard lock(mutex_);
+  auto& slot = memo_[ShapeKey{shape, modules}];
+  if (!slot) slot = std::make_unique<ShapeCosts>();
+  return *slot;
+}
+
+const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy::ParallelConfig& c, ShapeCosts& costs,
+                                       const workload::MicroShape& shape, std::int64_t index) {
+  std::optional<LayerCost>& memo = costs.layers[kind_index(m, index)];
   {
     const std::lock_guard lock(mutex_);
-    if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
+    if (memo) return *memo;
   }
   const workload::BlockOps ops = workload::transformer_layer_ops(m, shape, index);
   LayerCost cost;
@@ -87,7 +98,8 @@ const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy
   cost.forward_ring = ring_of(ops.forward, c.cp);
   cost.backward_ring = ring_of(ops.backward, c.cp);
   const std::lock_guard lock(mutex_);
-  return memo_.emplace(key, cost).first->second;
+  if (!memo) memo = cost;
+  return *memo;
 }
 
 void Bounds::count_backward(const workload::BlockOps& ops, LayerCost& cost) const {
@@ -155,12 +167,12 @@ double Bounds::ring_wait_seconds(const LayerCost::Ring& ring, const strategy::Pa
   return std::max(0.0, ring_chain_seconds(c, ring.bytes) + ring.last_step_s - ring.steps_s);
 }
 
-const Bounds::LayerCost& Bounds::boundary(const model::ModelSpec& m, const strategy::ParallelConfig& c, bool output) {
-  const auto shape = workload::micro_shape(m, c);
-  const std::string key = fmt::format("{} v{} {}", output ? "output" : "embedding", m.vocab_size, shape_key(shape));
+const Bounds::LayerCost& Bounds::boundary(const model::ModelSpec& m, ShapeCosts& costs,
+                                          const workload::MicroShape& shape, bool output) {
+  std::optional<LayerCost>& memo = output ? costs.output : costs.embedding;
   {
     const std::lock_guard lock(mutex_);
-    if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
+    if (memo) return *memo;
   }
   const workload::BlockOps ops = output ? workload::output_ops(m, shape) : workload::embedding_ops(m, shape);
   LayerCost cost;
@@ -172,7 +184,8 @@ const Bounds::LayerCost& Bounds::boundary(const model::ModelSpec& m, const strat
   count_backward(ops, cost);
   cost.saved_checkpoint = cost.saved_selective = cost.saved;
   const std::lock_guard lock(mutex_);
-  return memo_.emplace(key, cost).first->second;
+  if (!memo) memo = cost;
+  return *memo;
 }
 
 const std::vector<std::int64_t>& Bounds::in_flight(const strategy::ParallelConfig& c) {
@@ -207,6 +220,8 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
   // holds at once, at least: the forwards its schedule runs before its
   // first backward.
   const std::vector<std::int64_t>& held = in_flight(c);
+  const workload::MicroShape shape = workload::micro_shape(m, c);
+  ShapeCosts& costs = costs_of(shape, c.recompute_modules);
   // One compute stream: what holds it holds the stage (two lanes, DualPipe's
   // or the combined 1F1B's, may compute beside a blocked one).
   const bool one_lane = !schedule.two_directions && !c.overlap_moe_expert_parallel_comm;
@@ -227,7 +242,7 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
     for (std::size_t k = 0; k < ranges.size(); ++k) {
       for (std::int64_t l = 0; l < ranges[k].count; ++l) {
         const std::int64_t index = ranges[k].first + l;
-        const LayerCost& lc = layer(m, c, index);
+        const LayerCost& lc = layer(m, c, costs, shape, index);
         const bool recomputed = full && (c.recompute_num_layers == 0 || l < c.recompute_num_layers);
         const double ring_wait = one_lane ? ring_wait_seconds(lc.forward_ring, c) * (recomputed ? 2 : 1) +
                                                 ring_wait_seconds(lc.backward_ring, c)
@@ -239,13 +254,13 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
       }
       const std::int64_t v = strategy::virtual_stage(c.schedule, stage, c.pp, static_cast<std::int64_t>(k));
       if (v == 0) {
-        const LayerCost& e = boundary(m, c, false);
+        const LayerCost& e = boundary(m, costs, shape, false);
         work += e.forward_s + e.backward_s;
         tasks += e.forward_tasks + e.backward_tasks;
         saved += e.saved;
       }
       if (v == total_virtual - 1) {
-        const LayerCost& o = boundary(m, c, true);
+        const LayerCost& o = boundary(m, costs, shape, true);
         work += o.forward_s + o.backward_s;
         tasks += o.forward_tasks + o.backward_tasks;
         saved += o.saved;

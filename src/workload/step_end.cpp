@@ -137,7 +137,7 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
   if (!quantized_gather) {
     step_end_ops(fmt::format("optimizer.{}", updated), {step});
   } else {
-    const std::string tag = q.tag;
+    const std::string tag(q.tag);
     const OpSpec cast = memory_op(tag + ".param_shard_cast", (4 + q.param_gather_bytes) * static_cast<double>(updated),
                                   taskgraph::KernelClass::Optimizer);
     const auto reduce_amaxes = [&] {

@@ -15,6 +15,8 @@
 // independently").
 #pragma once
 
+#include <string_view>
+
 #include "ptsim/common/dtype.hpp"
 #include "ptsim/strategy/parallel_config.hpp"
 
@@ -22,7 +24,7 @@ namespace ptsim::strategy {
 
 struct Quantization {
   bool active = false;      // the linears' GEMMs run in a low-precision format
-  const char* tag = "fp8";  // names the recipe's kernels: "fp8" or "fp4"
+  std::string_view tag = "fp8";  // names the recipe's kernels: "fp8" or "fp4"
   bool per_tensor = false;  // one scale per tensor: the column-wise copy is a transpose
   /// Per tensor on a GPU whose FP8 GEMMs take any layout (Blackwell): the
   /// row-wise copy serves both ways, and no transpose is made or kept
@@ -96,6 +98,8 @@ struct Quantization {
   double grad_gather_copies() const { return per_tensor ? 1 : 2; }
   /// The gather moves the quantized data, not bf16.
   bool param_gather_quantized() const { return param_gather_bytes < 2; }
+
+  friend bool operator==(const Quantization&, const Quantization&) = default;
 };
 
 /// The quantization of a run's precision and recipe (none under bf16), on a

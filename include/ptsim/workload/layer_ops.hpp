@@ -56,6 +56,8 @@ struct MicroShape {
   double tokens() const { return static_cast<double>(micro_batch * seq_length) / static_cast<double>(cp); }
   /// Tokens in the sequence-parallel regions (norms, dropout, residual): tokens()/t under SP.
   double sp_tokens() const { return sequence_parallel ? tokens() / static_cast<double>(tp) : tokens(); }
+
+  friend bool operator==(const MicroShape&, const MicroShape&) = default;
 };
 
 /// The shape of one micro-batch on a rank of `config` (what the layer ops of

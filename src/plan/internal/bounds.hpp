@@ -13,10 +13,14 @@
 // exhaustive simulation would have ranked.
 #pragma once
 
+#include <array>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "ptsim/cost/cost_model.hpp"
@@ -35,7 +39,8 @@ struct Estimate {
 
 class Bounds {
  public:
-  /// For strategies of `world_size` ranks on `hw`.
+  /// For strategies of one model (its layer costs are kept between calls)
+  /// on `world_size` ranks of `hw`.
   Bounds(const hardware::HardwareProfile& hw, std::int64_t world_size)
       : hw_(hw), cluster_(hw, world_size), cost_(cluster_) {}
 
@@ -60,12 +65,33 @@ class Bounds {
       double steps_s = 0, last_step_s = 0;
     } forward_ring, backward_ring;
   };
-  const LayerCost& layer(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t index);
+  // What a layer's costs depend on besides the model and the hardware, both
+  // fixed for a Bounds: the micro-batch's shape on a rank and the modules
+  // selective recomputation reruns. Candidates of one search share few of
+  // them (micro-batch size, TP, CP, SP), so each is built once per search.
+  struct ShapeKey {
+    workload::MicroShape shape;
+    strategy::RecomputeModules modules = 0;
+    friend bool operator==(const ShapeKey&, const ShapeKey&) = default;
+  };
+  struct ShapeKeyHash {
+    std::size_t operator()(const ShapeKey& k) const;
+  };
+  // The costs of one shape: each kind of layer (dense or MoE, full or
+  // sliding-window attention) and the two boundary blocks, on first use.
+  struct ShapeCosts {
+    std::array<std::optional<LayerCost>, 4> layers;
+    std::optional<LayerCost> embedding, output;
+  };
+  ShapeCosts& costs_of(const workload::MicroShape& shape, strategy::RecomputeModules modules);
+  const LayerCost& layer(const model::ModelSpec& m, const strategy::ParallelConfig& c, ShapeCosts& costs,
+                         const workload::MicroShape& shape, std::int64_t index);
   /// The ring attention of `ops`, if it has one of cp blocks.
   LayerCost::Ring ring_of(const std::vector<workload::OpSpec>& ops, std::int64_t cp) const;
   /// What `ring` holds the compute stream beyond its steps' kernels, at least.
   double ring_wait_seconds(const LayerCost::Ring& ring, const strategy::ParallelConfig& c);
-  const LayerCost& boundary(const model::ModelSpec& m, const strategy::ParallelConfig& c, bool output);
+  const LayerCost& boundary(const model::ModelSpec& m, ShapeCosts& costs, const workload::MicroShape& shape,
+                            bool output);
   /// Adds the kernels of `ops`' backward to `cost`: their time and count.
   void count_backward(const workload::BlockOps& ops, LayerCost& cost) const;
   /// Per stage, the forwards its schedule runs before its first backward (the
@@ -76,7 +102,7 @@ class Bounds {
   hardware::Cluster cluster_;
   cost::CostModel cost_;
   std::mutex mutex_;  // the memo is shared by the planner's threads
-  std::map<std::string, LayerCost> memo_;
+  std::unordered_map<ShapeKey, std::unique_ptr<ShapeCosts>, ShapeKeyHash> memo_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string, std::uint64_t>, double>
       ring_chain_;  // by (tp, cp, dp, pp, rank order, bytes)
   std::map<std::tuple<strategy::ScheduleKind, std::int64_t, std::int64_t, std::int64_t, bool>,
