@@ -10,9 +10,30 @@
 
 namespace ptsim::cli {
 
+SharedSpaces::SharedSpaces(const std::vector<std::pair<std::int64_t, std::int64_t>>& points) {
+  for (const auto& p : points) ++kept_[p].uses_left;
+}
+
+std::shared_ptr<const plan::CandidateSpace> SharedSpaces::take(const plan::PlanRequest& request) {
+  const auto it = kept_.find({request.gpus, request.hardware.nvlink.domain_gpus});
+  if (it == kept_.end() || it->second.uses_left == 0)  // not announced: a space of its own
+    return std::make_shared<const plan::CandidateSpace>(plan::candidate_space(request));
+  Kept& k = it->second;
+  std::shared_ptr<const plan::CandidateSpace> space = k.space;
+  if (!space) space = std::make_shared<const plan::CandidateSpace>(plan::candidate_space(request));
+  if (--k.uses_left == 0) {
+    if (k.space) kept_candidates_ -= k.space->strategies.size();
+    k.space.reset();  // its last point: the caller's pointer keeps it while it plans
+  } else if (!k.space && kept_candidates_ + space->strategies.size() <= kKeptCandidates) {
+    k.space = space;
+    kept_candidates_ += space->strategies.size();
+  }
+  return space;
+}
+
 Point plan_point(const model::ModelSpec& model, const hardware::HardwareProfile& hw, std::int64_t gpus,
                  std::int64_t batch, std::optional<std::int64_t> seq, const config::StrategyInput& fixed,
-                 unsigned threads, bool quiet) {
+                 unsigned threads, bool quiet, SharedSpaces& spaces) {
   Point p;
   p.hardware_name = hw.name;
   p.gpu = hw.gpu.name;
@@ -27,7 +48,7 @@ Point plan_point(const model::ModelSpec& model, const hardware::HardwareProfile&
   r.top = 1;
   r.threads = threads;
   SearchProgressReporter progress(fmt::format("{} × {}", gpus, hw.name), !quiet);
-  const plan::PlanResult result = plan::plan(r, progress.callback());
+  const plan::PlanResult result = plan::plan(r, *spaces.take(r), progress.callback());
   p.searched = result.searched;
   p.simulated = result.simulated;
   if (result.best.empty()) {

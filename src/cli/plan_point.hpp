@@ -4,9 +4,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ptsim/config/strategy_input.hpp"
@@ -25,9 +28,33 @@ struct Point {
   std::size_t searched = 0, simulated = 0;
 };
 
+/// The candidate spaces of one command's points (one model, batch,
+/// sequence length and set of fixed choices), by GPU count and NVLink
+/// domain size: the hardware variants of a sweep or a report share them.
+/// A space is kept from its first point to its last, and only while the
+/// spaces kept hold at most kKeptCandidates candidates (about 2 KiB each):
+/// beyond that a point builds its own, so a sweep's memory stays bounded.
+class SharedSpaces {
+ public:
+  static constexpr std::size_t kKeptCandidates = 200'000;
+
+  /// The points to come, in order, as (GPUs, NVLink domain size).
+  explicit SharedSpaces(const std::vector<std::pair<std::int64_t, std::int64_t>>& points);
+  /// The space of the next point, `request`'s.
+  std::shared_ptr<const plan::CandidateSpace> take(const plan::PlanRequest& request);
+
+ private:
+  struct Kept {
+    std::size_t uses_left = 0;
+    std::shared_ptr<const plan::CandidateSpace> space;
+  };
+  std::map<std::pair<std::int64_t, std::int64_t>, Kept> kept_;
+  std::size_t kept_candidates_ = 0;
+};
+
 Point plan_point(const model::ModelSpec& model, const hardware::HardwareProfile& hw, std::int64_t gpus,
                  std::int64_t batch, std::optional<std::int64_t> seq, const config::StrategyInput& fixed,
-                 unsigned threads, bool quiet);
+                 unsigned threads, bool quiet, SharedSpaces& spaces);
 
 /// The keys ptsim report's and ptsim sweep's rows share, in their order:
 /// the best strategy and its step (label, strategy, step_time_s, mfu,

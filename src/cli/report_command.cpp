@@ -236,12 +236,16 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   const bool quiet = vm.count("quiet") > 0;
 
   std::vector<Point> points;
+  std::vector<std::pair<std::int64_t, std::int64_t>> order;
+  for (const auto& hw : profiles)
+    for (const std::int64_t g : gpu_counts) order.emplace_back(g, hw.nvlink.domain_gpus);
+  SharedSpaces spaces(order);
   std::size_t n = 0;
   for (const auto& hw : profiles)
     for (const std::int64_t g : gpu_counts) {
       if (!quiet) fmt::print(stderr, "[{}/{}] {} × {}: searching strategies\n", ++n, profiles.size() * gpu_counts.size(), g, hw.name);
-      points.push_back(plan_point(model, hw, g, batch, seq > 0 ? std::optional(seq) : std::nullopt, {}, threads,
-                                  quiet));
+      points.push_back(
+          plan_point(model, hw, g, batch, seq > 0 ? std::optional(seq) : std::nullopt, {}, threads, quiet, spaces));
     }
 
   plan::TrainingRun run;

@@ -90,11 +90,15 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
              gpus.size());
   fmt::print(out, "{:<28} {:>6} {:>9} {:>6} {:>12} {:>10}  {}\n", "hardware", "GPUs", "step", "MFU", "tokens/s",
              "memory", "best strategy");
+  std::vector<std::pair<std::int64_t, std::int64_t>> order;
+  for (const auto& e : entries)
+    for (const std::int64_t g : gpus) order.emplace_back(g, e.profile.nvlink.domain_gpus);
+  SharedSpaces spaces(order);
   std::size_t n = 0;
   for (const auto& e : entries)
     for (const std::int64_t g : gpus) {
       if (!quiet) fmt::print(stderr, "[{}/{}] {} × {}\n", ++n, entries.size() * gpus.size(), g, e.name);
-      const Point p = plan_point(model, e.profile, g, batch, seq, {}, threads, quiet);
+      const Point p = plan_point(model, e.profile, g, batch, seq, {}, threads, quiet, spaces);
       if (!p.best) {
         points.push_back({{"hardware", e.name}, {"gpus", g}, {"fits", false}, {"reason", p.reason}});
         csv_text += fmt::format("\"{}\",{},false,,,,,\n", e.name, g);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <stdexcept>
 #include <mutex>
 #include <thread>
 
@@ -204,42 +205,69 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
   return out;
 }
 
-PlanResult plan(const PlanRequest& r, const Progress& progress) {
+CandidateSpace candidate_space(const PlanRequest& r) {
   if (r.shard.count < 1 || r.shard.index < 0 || r.shard.index >= r.shard.count)
     throw ConfigError(fmt::format("shard {}/{} does not exist; give --shard I/N with 0 ≤ I < N", r.shard.index,
                                   r.shard.count));
+  CandidateSpace space;
+  space.gpus = r.gpus;
+  space.domain_gpus = r.hardware.nvlink.domain_gpus;
+  space.global_batch_size = r.global_batch_size;
+  space.seq_length = r.seq_length;
+  space.shard = r.shard;
+  space.strategies = enumerate(r);
+  space.runs.reserve(space.strategies.size());
+  for (const config::StrategyInput& s : space.strategies) {
+    try {
+      space.runs.emplace_back(config::resolve_run(r.model, s));
+    } catch (const ConfigError&) {
+      space.runs.emplace_back(std::nullopt);
+    }
+  }
+  return space;
+}
+
+PlanResult plan(const PlanRequest& r, const Progress& progress) { return plan(r, candidate_space(r), progress); }
+
+PlanResult plan(const PlanRequest& r, const CandidateSpace& space, const Progress& progress) {
+  if (space.gpus != r.gpus || space.domain_gpus != r.hardware.nvlink.domain_gpus ||
+      space.global_batch_size != r.global_batch_size || space.seq_length != r.seq_length ||
+      space.shard.index != r.shard.index || space.shard.count != r.shard.count)
+    throw std::logic_error("plan: a candidate space is shared only by requests that differ in the hardware's rates");
   const auto started = std::chrono::steady_clock::now();
   const auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   };
   PlanResult result;
-  const auto space = enumerate(r);
-  result.searched = space.size();
+  result.searched = space.strategies.size();
+  // A candidate's place in the space, from its index in the whole enumeration.
+  const auto place = [&](const PlannedStrategy& c) {
+    return (c.index - static_cast<std::size_t>(r.shard.index)) / static_cast<std::size_t>(r.shard.count);
+  };
 
-  // Resolve and bound every candidate; drop what cannot fit.
+  // Bound every resolved candidate; drop what cannot fit.
   internal::Bounds bounds(r.hardware, r.gpus);
   std::vector<PlannedStrategy> todo;
+  todo.reserve(space.strategies.size());
   const double capacity = r.hardware.gpu.memory_bytes;
-  for (std::size_t i = 0; i < space.size(); ++i) {
-    config::ResolvedRun run;
-    try {
-      run = config::resolve_run(r.model, space[i]);
-    } catch (const ConfigError&) {
+  for (std::size_t i = 0; i < space.strategies.size(); ++i) {
+    if (!space.runs[i]) {
       ++result.invalid;
       continue;
     }
-    run.parallel = simulate::on_hardware(run.parallel, r.hardware);
-    const internal::Estimate e = bounds.estimate(run.model, run.parallel);
-    if (e.memory_bytes + run.parallel.memory_headroom_bytes > capacity) {
+    const config::ResolvedRun& run = *space.runs[i];
+    const strategy::ParallelConfig parallel = simulate::on_hardware(run.parallel, r.hardware);
+    const internal::Estimate e = bounds.estimate(run.model, parallel);
+    if (e.memory_bytes + parallel.memory_headroom_bytes > capacity) {
       ++result.pruned_memory;
       continue;
     }
+    // The strategy is copied in only for those that reach the best (fold),
+    // and labelled once at the end.
     PlannedStrategy c;
-    c.strategy = space[i];
-    c.label = describe(space[i]);
     c.index = i * static_cast<std::size_t>(r.shard.count) + static_cast<std::size_t>(r.shard.index);
     c.lower_bound_s = e.time_s;
-    c.parallel = run.parallel;
+    c.parallel = parallel;
     todo.push_back(std::move(c));
   }
   std::stable_sort(todo.begin(), todo.end(),
@@ -300,6 +328,7 @@ PlanResult plan(const PlanRequest& r, const Progress& progress) {
                                                                              const PlannedStrategy& b) {
             return better(a, b, r.objective);
           });
+          c.strategy = space.strategies[place(c)];
           best.insert(at, std::move(c));
           if (best.size() > r.top) best.pop_back();
         }
@@ -325,8 +354,8 @@ PlanResult plan(const PlanRequest& r, const Progress& progress) {
       }
       try {
         PlannedStrategy& c = todo[i];
-        simulate::Request request{r.model, r.hardware, c.parallel, simulate::Mode::Auto, {}, {}};
-        request.model = config::resolve_run(r.model, c.strategy).model;
+        const simulate::Request request{space.runs[place(c)]->model, r.hardware, c.parallel,
+                                        simulate::Mode::Auto,        {},         {}};
         c.result = simulate::simulate_step(request).result;
         c.result.simulation.wall_s.reset();  // a candidate's outputs carry no wall time
         c.cost = c.result.step_time_s * gpus * r.price_per_gpu_hour / 3600;
@@ -351,6 +380,7 @@ PlanResult plan(const PlanRequest& r, const Progress& progress) {
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
 
+  for (PlannedStrategy& c : best) c.label = describe(c.strategy);
   result.best = std::move(best);
   result.simulated = simulated;
   result.pruned_bound = pruned;

@@ -671,3 +671,50 @@ TEST_CASE("ptsim plan's CSV ends with each candidate's host-issue time, its part
   }
   CHECK(rows == 3);
 }
+
+TEST_CASE("A sweep's points, sharing their candidates, equal each point planned alone", "[cli][plan]") {
+  // Three variants of one profile: two share the NVLink domain size (and so
+  // the candidates of each GPU count), the third's domain differs.
+  const std::string model = ptsim::test::source_path("configs/models/tiny.json");
+  const auto original = nlohmann::json::parse(slurp(ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json")));
+  const std::vector<std::pair<std::string, nlohmann::json>> variants = {{"base", nlohmann::json::object()},
+                                                                        {"slow NIC",
+                                                                         {{"/network/nic/bandwidth_GBps", 6.25}}},
+                                                                        {"domain 16",
+                                                                         {{"/network/nvlink/domain_gpus", 16}}}};
+  nlohmann::json spec = {{"model", model}, {"global_batch_size", 32}, {"gpus", {8, 16}}};
+  for (const auto& [name, overrides] : variants)
+    spec["hardware"].push_back({{"name", name},
+                                {"profile", ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json")},
+                                {"overrides", overrides}});
+  const std::string spec_path = ptsim::test::scratch_path("shared-sweep.json");
+  const std::string out = ptsim::test::scratch_path("shared-sweep-out.json");
+  std::ofstream(spec_path) << spec.dump();
+  const auto sweep = run("sweep " + spec_path + " -q --threads 2 --json " + out);
+  REQUIRE(sweep.code == 0);
+  const auto points = nlohmann::json::parse(slurp(out)).at("points");
+  REQUIRE(points.size() == 6);
+  std::size_t i = 0;
+  for (const auto& [name, overrides] : variants) {
+    nlohmann::json hw = original;
+    for (const auto& [pointer, value] : overrides.items()) hw[nlohmann::json::json_pointer(pointer)] = value;
+    const std::string hw_path = ptsim::test::scratch_path("shared-sweep-hw.json");
+    std::ofstream(hw_path) << hw.dump();
+    for (const int gpus : {8, 16}) {
+      INFO(name << " × " << gpus);
+      const std::string plan_out = ptsim::test::scratch_path("shared-sweep-plan.json");
+      const auto plan =
+          run(fmt::format("plan --model {} --hw {} --gpus {} --global-batch-size 32 --top 1 -q "
+                          "--threads 1 --json {}",
+                          model, hw_path, gpus, plan_out));
+      REQUIRE(plan.code == 0);
+      const auto alone = nlohmann::json::parse(slurp(plan_out));
+      const auto& point = points.at(i++);
+      CHECK(point.at("gpus") == gpus);
+      CHECK(point.at("label") == alone.at("candidates").at(0).at("label"));
+      CHECK(point.at("step_time_s") == alone.at("candidates").at(0).at("step_time_s"));
+      CHECK(point.at("searched") == alone.at("searched"));
+      CHECK(point.at("simulated") == alone.at("simulated"));
+    }
+  }
+}

@@ -2,6 +2,7 @@
 // and against Megatron-LM's published choice for GPT-3 175B.
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/resolve_run.hpp"
@@ -331,4 +332,47 @@ TEST_CASE("Over eager kernels the search tries torchtitan's op checkpointing, it
     op = op || c.strategy.recompute == "op";
   }
   CHECK(op);
+}
+
+TEST_CASE("Hardware variants that share a candidate space each get the search of their own", "[plan]") {
+  auto base = small_request(5);
+  base.shard = {1, 2};
+  // Other rates, the same NVLink domain: HBM 30% slower, NVLink at half its
+  // rate, 12 GiB of memory (so the memory pruning differs too).
+  auto variant = base;
+  variant.hardware.gpu.memory_bandwidth_bytes_per_s *= 0.7;
+  variant.hardware.nvlink.bandwidth_bytes_per_s *= 0.5;
+  variant.hardware.gpu.memory_bytes = 12.0 * (1ull << 30);
+  const plan::CandidateSpace space = plan::candidate_space(base);
+  const plan::PlanResult alone = plan::plan(variant);
+  const plan::PlanResult shared = plan::plan(variant, space);
+  REQUIRE(!alone.best.empty());
+  CHECK(shared.searched == alone.searched);
+  CHECK(shared.invalid == alone.invalid);
+  CHECK(shared.pruned_memory == alone.pruned_memory);
+  CHECK(shared.pruned_bound == alone.pruned_bound);
+  CHECK(shared.simulated == alone.simulated);
+  REQUIRE(shared.best.size() == alone.best.size());
+  for (std::size_t i = 0; i < alone.best.size(); ++i) {
+    INFO(i);
+    CHECK(shared.best[i].label == alone.best[i].label);
+    CHECK(shared.best[i].index == alone.best[i].index);
+    CHECK(shared.best[i].result.step_time_s == alone.best[i].result.step_time_s);  // the same simulation, bit for bit
+    CHECK(shared.best[i].result.memory.peak_bytes == alone.best[i].result.memory.peak_bytes);
+  }
+  // The space serves its own request too, and the variant's rates, not the
+  // base's, priced the variant's steps.
+  const plan::PlanResult own = plan::plan(base, space);
+  CHECK(own.best.front().result.step_time_s == plan::plan(base).best.front().result.step_time_s);
+  CHECK(own.best.front().result.step_time_s != alone.best.front().result.step_time_s);
+  // A space of another GPU count, domain or shard is refused.
+  auto other = variant;
+  other.gpus = 16;
+  CHECK_THROWS_AS(plan::plan(other, space), std::logic_error);
+  other = variant;
+  other.hardware.nvlink.domain_gpus = 4;
+  CHECK_THROWS_AS(plan::plan(other, space), std::logic_error);
+  other = variant;
+  other.shard = {0, 2};
+  CHECK_THROWS_AS(plan::plan(other, space), std::logic_error);
 }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ptsim/config/resolve_run.hpp"
 #include "ptsim/config/strategy_input.hpp"
 #include "ptsim/hardware/hardware_profile.hpp"
 #include "ptsim/model/model_spec.hpp"
@@ -100,7 +101,28 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& request);
 /// "tp=8 pp=8 ..." for a strategy.
 std::string describe(const config::StrategyInput& s);
 
+/// What a search knows of its candidates before it reads the hardware's
+/// rates: the enumeration (which reads only the NVLink domain's size) and
+/// each candidate's resolution (which reads no hardware). Requests that
+/// differ only in the hardware, with domains of one size, share one: ptsim
+/// sweep and report build it once per GPU count and domain size.
+struct CandidateSpace {
+  std::int64_t gpus = 0, domain_gpus = 0, global_batch_size = 0;
+  std::optional<std::int64_t> seq_length;
+  Shard shard;
+  std::vector<config::StrategyInput> strategies;         // enumerate(request)
+  std::vector<std::optional<config::ResolvedRun>> runs;  // each resolved; empty where the checks refuse it
+};
+
+/// The candidate space of `request` (ConfigError for a shard that does not exist).
+CandidateSpace candidate_space(const PlanRequest& request);
+
 PlanResult plan(const PlanRequest& request, const Progress& progress = {});
+
+/// The same search over `space`, built for a request with the same model,
+/// fixed choices, batch, GPU count, domain size and shard (std::logic_error
+/// where what it records differs): the result equals plan(request).
+PlanResult plan(const PlanRequest& request, const CandidateSpace& space, const Progress& progress = {});
 
 /// Merges shard results: the best `top` of their union, in the order an
 /// unsharded search gives.
