@@ -155,7 +155,7 @@ int run_plan(const std::vector<std::string>& args, std::ostream& out) {
   const std::optional<config::SoftwareStack> stack = stack_input(inputs, read);
   request.fixed = strategy_input(inputs, read, vm, stack);
   request.model = load_model_input(inputs, read, request.fixed, "ptsim plan", LaunchLayout::Search);
-  request.hardware = config::load_hardware(inputs.hw, read);
+  request.hardware = load_hardware_input(inputs, read);
   if (!request.fixed.gpus) throw ConfigError("ptsim plan: --gpus N is required; see --help");
   if (!request.fixed.global_batch_size) throw ConfigError("ptsim plan: --global-batch-size B is required; see --help");
   request.gpus = *request.fixed.gpus;

@@ -11,6 +11,7 @@
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
+#include "ptsim/hardware/power_limit.hpp"
 #include "ptsim/config/load_model.hpp"
 #include "ptsim/config/load_stack.hpp"
 #include "ptsim/config/megatron_args.hpp"
@@ -59,7 +60,11 @@ po::options_description input_options(RunInputs& f) {
        "megatron-lm-2021, megatron-lm-2022, megatron-lm-2023, deepspeed-zero3-2021, torchtitan-2024-12, "
        "composer-2024): what the "
        "framework does, "
-       "beneath --strategy and the flags; plan searches only its schedules");
+       "beneath --strategy and the flags; plan searches only its schedules")
+      ("power-limit-w", po::value<double>()->value_name("W")->notifier([&f](double w) { f.power_limit_w = w; }),
+       "what-if: the GPUs under this board power limit, in W; the tensor cores keep the share of "
+       "training throughput measured on an H100 at that fraction of its maximum (arXiv:2603.16164), "
+       "e.g. 500 on a 700 W part: 0.915");
   // clang-format on
   return inputs;
 }
@@ -227,11 +232,23 @@ LoadedRun load_run(const RunInputs& inputs, config::InputFiles& read, const po::
   config::StrategyInput input = strategy_input(inputs, read, vm, stack_input(inputs, read));
   LoadedRun run;
   const model::ModelSpec model = load_model_input(inputs, read, input, command);
-  run.hardware = config::load_hardware(inputs.hw, read);
+  run.hardware = load_hardware_input(inputs, read);
   const config::ResolvedRun resolved = config::resolve_run(model, input);
   run.model = resolved.model;
   run.parallel = resolved.parallel;
   return run;
+}
+
+hardware::HardwareProfile load_hardware_input(const RunInputs& inputs, config::InputFiles& read) {
+  hardware::HardwareProfile hw = config::load_hardware(inputs.hw, read);
+  if (inputs.power_limit_w) {
+    try {
+      hw = hardware::under_power_limit(std::move(hw), *inputs.power_limit_w);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("--power-limit-w {}: {}", *inputs.power_limit_w, e.what()));
+    }
+  }
+  return hw;
 }
 
 void record_files(const RunInputs& inputs, config::InputFiles& read) {

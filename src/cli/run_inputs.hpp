@@ -20,6 +20,8 @@ struct RunInputs {
   std::string hw;
   std::string strategy;
   std::string stack;  // --stack: a stack file, or a shipped stack's name
+  /// --power-limit-w: the profile under that board power limit (hardware::under_power_limit).
+  std::optional<double> power_limit_w;
   /// A Megatron-LM launch line: what follows "--" on ptsim's command line,
   /// the arguments pretrain_gpt.py receives (in place of --model).
   std::vector<std::string> megatron;
@@ -40,7 +42,10 @@ enum class LaunchLayout { Keep, Search };
 model::ModelSpec load_model_input(const RunInputs& inputs, config::InputFiles& read, config::StrategyInput& strategy,
                                   const std::string& command, LaunchLayout layout = LaunchLayout::Keep);
 
-/// --model, --hw, --strategy.
+/// The profile at --hw, under --power-limit-w where given.
+hardware::HardwareProfile load_hardware_input(const RunInputs& inputs, config::InputFiles& read);
+
+/// --model, --hw, --strategy, --stack, --power-limit-w.
 boost::program_options::options_description input_options(RunInputs& inputs);
 /// --gpus, --tp/--tensor-model-parallel-size, …, --precision.
 boost::program_options::options_description strategy_options();

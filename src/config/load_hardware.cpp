@@ -135,13 +135,17 @@ hardware::SustainedRates parse_sustained(ObjectReader in, const hardware::GpuSpe
   r.tensor = dtype_fractions(in.object("tensor"), gpu, kMinSustained, "sustained fraction");
   r.memory = in.number("memory", kMinSustained, 1.0);
   r.board_power_w = in.optional_number("board_power_W", 1.0, 1e5);
+  r.max_power_w = in.optional_number("max_power_W", 1.0, 1e5);
+  if (r.max_power_w && (!r.board_power_w || *r.max_power_w < *r.board_power_w))
+    in.fail("max_power_W", "needs board_power_W at most its value: the part's highest limit, above the one it runs at");
   r.boost_clock_mhz = in.optional_number("boost_clock_MHz", 1.0, 1e5);
   r.sustained_clock_mhz = in.optional_number("sustained_clock_MHz", 1.0, 1e5);
   if (r.boost_clock_mhz && r.sustained_clock_mhz && *r.sustained_clock_mhz > *r.boost_clock_mhz)
     in.fail("sustained_clock_MHz", fmt::format("= {} exceeds boost_clock_MHz = {}; a clock under sustained load "
                                                "is at most the boost clock",
                                                *r.sustained_clock_mhz, *r.boost_clock_mhz));
-  in.reject_unknown_keys("accepted keys: tensor, memory, board_power_W, boost_clock_MHz, sustained_clock_MHz");
+  in.reject_unknown_keys(
+      "accepted keys: tensor, memory, board_power_W, max_power_W, boost_clock_MHz, sustained_clock_MHz");
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include "internal/object_reader.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
+#include "ptsim/hardware/power_limit.hpp"
 
 namespace ptsim::config {
 
@@ -49,9 +50,18 @@ SweepHardware hardware_entry(const nlohmann::json& object, const std::string& sp
         profile["sources"][pointer] = fmt::format("what-if override from {}", spec_path);
     }
   }
-  h.reject_unknown_keys("accepted keys: name, profile, overrides");
+  const std::optional<double> power_limit = h.optional_number("power_limit_W", 1.0, 1e5);
+  h.reject_unknown_keys("accepted keys: name, profile, overrides, power_limit_W");
   profile["name"] = entry.name;
   entry.profile = parse_hardware(profile, fmt::format("{} ({}: {})", profile_path, spec_path, at));
+  if (power_limit) {
+    try {
+      entry.profile = hardware::under_power_limit(std::move(entry.profile), *power_limit);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: {}/power_limit_W: {}", spec_path, at, e.what()));
+    }
+    entry.profile.name = entry.name;  // the sweep's name for it
+  }
   return entry;
 }
 

@@ -718,3 +718,51 @@ TEST_CASE("A sweep's points, sharing their candidates, equal each point planned 
     }
   }
 }
+
+TEST_CASE("ptsim simulate --power-limit-w slows the tensor cores by the measured throughput at that limit",
+          "[cli][power]") {
+  const std::string base = "simulate --model " + ptsim::test::source_path("configs/models/llama3-8b.json") + " --hw " +
+                           ptsim::test::source_path("hw_profiles/h100-sxm5-80gb.json") +
+                           " --gpus 8 --tp 2 --global-batch-size 8 --micro-batch-size 1 --seq-length 2048 --json ";
+  const std::string full = ptsim::test::scratch_path("power-700.json");
+  const std::string capped = ptsim::test::scratch_path("power-500.json");
+  REQUIRE(run(base + full).code == 0);
+  const auto r = run(base + capped + " --power-limit-w 500");
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("on 8 × H100-SXM5-80GB at 500 W (1 node)"));
+  const double at_700 = nlohmann::json::parse(slurp(full)).at("step_time_s").get<double>();
+  const double at_500 = nlohmann::json::parse(slurp(capped)).at("step_time_s").get<double>();
+  // Tensor-core kernels take 30271.0 / 27705.3 as long (arXiv:2603.16164,
+  // Table 4); nothing else slows, so the step grows by at most that.
+  CHECK(at_500 > at_700 * 1.02);
+  CHECK(at_500 <= at_700 * 30271.0 / 27705.3 * (1 + 1e-9));
+  const auto bad = run(base + capped + " --power-limit-w 900");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--power-limit-w 900") && Catch::Contains("outside 200 … 700 W"));
+}
+
+TEST_CASE("A sweep entry's power_limit_W runs its GPUs under that limit, and a limit out of range names the entry",
+          "[cli][power]") {
+  const std::string model = ptsim::test::source_path("configs/models/llama3-8b.json");
+  const std::string profile = ptsim::test::source_path("hw_profiles/h100-sxm5-80gb.json");
+  const auto spec_with = [&](const nlohmann::json& limit) {
+    nlohmann::json spec = {{"model", model}, {"global_batch_size", 16}, {"seq_length", 2048}, {"gpus", {8}}};
+    spec["hardware"].push_back({{"name", "700 W"}, {"profile", profile}});
+    spec["hardware"].push_back({{"name", "capped"}, {"profile", profile}, {"power_limit_W", limit}});
+    const std::string path = ptsim::test::scratch_path("power-sweep.json");
+    std::ofstream(path) << spec.dump();
+    return path;
+  };
+  const std::string out = ptsim::test::scratch_path("power-sweep-out.json");
+  REQUIRE(run("sweep " + spec_with(400) + " -q --json " + out).code == 0);
+  const auto points = nlohmann::json::parse(slurp(out)).at("points");
+  REQUIRE(points.size() == 2);
+  CHECK(points[1].at("hardware") == "capped");
+  // 400 W of 700: 24,853.4 of 30,271.0 tokens/s (arXiv:2603.16164, Table 4).
+  CHECK(points[1].at("step_time_s").get<double>() > points[0].at("step_time_s").get<double>());
+  CHECK(points[1].at("step_time_s").get<double>() <=
+        points[0].at("step_time_s").get<double>() * 30271.0 / 24853.4 * (1 + 1e-9));
+  const auto bad = run("sweep " + spec_with(100) + " -q");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("/hardware/1/power_limit_W") && Catch::Contains("outside 200 … 700 W"));
+}

@@ -43,6 +43,9 @@ struct SustainedRates {
   /// The physics that sets them, as documented by the profile's sources;
   /// informative, not used in the arithmetic.
   std::optional<double> board_power_w;
+  /// The part's highest board limit (its default, TDP), where the profile
+  /// runs below it; absent: board_power_w. What --power-limit-w scales from.
+  std::optional<double> max_power_w;
   std::optional<double> boost_clock_mhz;
   std::optional<double> sustained_clock_mhz;
 
