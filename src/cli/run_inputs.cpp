@@ -11,12 +11,12 @@
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_hardware.hpp"
-#include "ptsim/hardware/power_limit.hpp"
 #include "ptsim/config/load_model.hpp"
 #include "ptsim/config/load_stack.hpp"
 #include "ptsim/config/megatron_args.hpp"
 #include "ptsim/config/resolve_run.hpp"
 #include "ptsim/config/strategy_input.hpp"
+#include "ptsim/hardware/power_limit.hpp"
 #include "shipped_files.hpp"
 
 namespace ptsim::cli {

@@ -24,6 +24,8 @@ namespace {
 // the authors' RRZE-HPC/hpc-ai-perf-bench at 197fd84d (llm/training).
 constexpr std::array<double, 6> kCapW = {200, 300, 400, 500, 600, 700};
 constexpr std::array<double, 6> kTokensPerS = {9699.3, 17982.3, 24853.4, 27705.3, 29250.0, 30271.0};
+// The lowest limit measured, as a fraction of the maximum.
+constexpr double kLowestMeasuredFraction = kCapW.front() / kCapW.back();
 
 }  // namespace
 

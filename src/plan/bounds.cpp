@@ -27,12 +27,6 @@ bool is_comm(const workload::OpSpec& op) {
          op.kind == workload::OpKind::Recv;
 }
 
-// The kinds of layer whose costs differ (workload::layer_kind_key): MoE or
-// dense, sliding-window attention or full.
-std::size_t kind_index(const model::ModelSpec& m, std::int64_t layer) {
-  return (m.is_moe_layer(layer) ? 2u : 0u) + (m.is_sliding_window_layer(layer) ? 1u : 0u);
-}
-
 // TP collectives that hold the compute stream: each waits for the kernel
 // before it (no `after`) and the kernel after it waits for it (neither
 // async nor detached), so on the in-order stream nothing of the rank
@@ -74,7 +68,7 @@ Bounds::ShapeCosts& Bounds::costs_of(const workload::MicroShape& shape, strategy
 
 const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy::ParallelConfig& c, ShapeCosts& costs,
                                        const workload::MicroShape& shape, std::int64_t index) {
-  std::optional<LayerCost>& memo = costs.layers[kind_index(m, index)];
+  std::optional<LayerCost>& memo = costs.layers[workload::layer_kind(m, index)];
   {
     const std::lock_guard lock(mutex_);
     if (memo) return *memo;

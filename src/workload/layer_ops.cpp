@@ -42,14 +42,20 @@
 #include "internal/layer_builder.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace ptsim::workload {
 
 using internal::LayerBuilder;
 
+std::size_t layer_kind(const model::ModelSpec& m, std::int64_t layer) {
+  return (m.is_moe_layer(layer) ? 2u : 0u) + (m.is_sliding_window_layer(layer) ? 1u : 0u);
+}
+
 std::string layer_kind_key(const model::ModelSpec& m, std::int64_t layer) {
-  return std::string(m.is_moe_layer(layer) ? "moe" : "dense") + (m.is_sliding_window_layer(layer) ? ".swa" : "");
+  static constexpr std::array<const char*, kLayerKinds> kNames = {"dense", "dense.swa", "moe", "moe.swa"};
+  return kNames[layer_kind(m, layer)];
 }
 
 int fp8_gemms_per_layer(const model::ModelSpec& m, std::int64_t layer) {

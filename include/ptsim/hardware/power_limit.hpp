@@ -10,11 +10,8 @@ namespace ptsim::hardware {
 
 /// Training throughput at a board power limit of `fraction` of the part's
 /// maximum, relative to the throughput at that maximum (piecewise linear
-/// between the measured caps; `fraction` within [kLowestMeasuredFraction, 1]).
+/// between the measured caps; `fraction` within [2/7, 1], the caps measured).
 double training_throughput_at(double fraction);
-
-/// The lowest limit, as a fraction of the maximum, the measurement covers.
-inline constexpr double kLowestMeasuredFraction = 200.0 / 700.0;
 
 /// `hw` under a board power limit of `watts`: every sustained tensor-core
 /// fraction scaled by training_throughput_at(watts / max) over

@@ -8,6 +8,7 @@
 // divides every token count by cp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -70,7 +71,10 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
 /// instead of everything else.
 BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer);
 
-/// Layers with the same key have the same ops (dense/MoE MLP, sliding/full attention).
+/// Layers of the same kind have the same ops: dense or MoE MLP, sliding or
+/// full attention. An index below kLayerKinds, and its name.
+inline constexpr std::size_t kLayerKinds = 4;
+std::size_t layer_kind(const model::ModelSpec& m, std::int64_t layer);
 std::string layer_kind_key(const model::ModelSpec& m, std::int64_t layer);
 
 /// FP8 GEMMs in a layer's forward (each casts its input, weight and output

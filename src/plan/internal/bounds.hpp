@@ -80,7 +80,7 @@ class Bounds {
   // The costs of one shape: each kind of layer (dense or MoE, full or
   // sliding-window attention) and the two boundary blocks, on first use.
   struct ShapeCosts {
-    std::array<std::optional<LayerCost>, 4> layers;
+    std::array<std::optional<LayerCost>, workload::kLayerKinds> layers;  // by workload::layer_kind
     std::optional<LayerCost> embedding, output;
   };
   ShapeCosts& costs_of(const workload::MicroShape& shape, strategy::RecomputeModules modules);
