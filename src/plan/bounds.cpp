@@ -7,6 +7,7 @@
 #include "ptsim/cost/compute_cost.hpp"
 #include "ptsim/strategy/rank_layout.hpp"
 #include "ptsim/strategy/pipeline_schedule.hpp"
+#include "ptsim/strategy/quantization.hpp"
 #include "ptsim/strategy/schedule.hpp"
 #include "ptsim/strategy/stage_partition.hpp"
 #include "ptsim/workload/boundary_ops.hpp"
@@ -103,11 +104,11 @@ void Bounds::count_backward(const workload::BlockOps& ops, LayerCost& cost) cons
   }
 }
 
-double Bounds::ring_chain_seconds(const strategy::ParallelConfig& c, std::uint64_t bytes) {
-  const auto key = std::make_tuple(c.tp, c.cp, c.dp, c.pp, c.rank_order, bytes);
+const std::vector<double>& Bounds::ring_hops(const strategy::ParallelConfig& c, std::uint64_t bytes) {
+  const RingKey key{c.tp, c.cp, c.dp, c.pp, c.rank_order, bytes};
   {
     const std::lock_guard lock(mutex_);
-    if (const auto it = ring_chain_.find(key); it != ring_chain_.end()) return it->second;
+    if (const auto it = ring_hops_.find(key); it != ring_hops_.end()) return it->second;
   }
   // Every CP ring repeats rank 0's up to the tiers of its hops. A hop lasts
   // at least its plan's time alone on its links (the engine's flows share
@@ -118,26 +119,127 @@ double Bounds::ring_chain_seconds(const strategy::ParallelConfig& c, std::uint64
   transfer.kind = taskgraph::TaskKind::Send;
   transfer.collective = taskgraph::CollectiveKind::PointToPoint;
   transfer.bytes = bytes;
-  double cycle = 0, longest = 0;
+  std::vector<double> hops(ring.size());
   for (std::size_t i = 0; i < ring.size(); ++i) {
-    const taskgraph::Communicator pair{{ring[i], ring[(i + 1) % ring.size()]}, std::nullopt};
-    const double hop = std::max(0.0, cost_.communication_plan(transfer, pair).estimated_s - 1e-9);
-    cycle += hop;
-    longest = std::max(longest, hop);
+    const taskgraph::Communicator pair{{ring[(i + ring.size() - 1) % ring.size()], ring[i]}, std::nullopt};
+    hops[i] = std::max(0.0, cost_.communication_plan(transfer, pair).estimated_s - 1e-9);
   }
-  // The last step's block has come cp − 1 hops: a window of the cycle that
-  // leaves out one hop, at best the longest.
-  const double chain = cycle - longest;
   const std::lock_guard lock(mutex_);
-  return ring_chain_.emplace(key, chain).first->second;
+  return ring_hops_.emplace(key, std::move(hops)).first->second;
 }
 
-// Ring attention (workload's ring_attention): step j's kernel waits for
-// the block received at step j − 1, and a rank forwards a block only once
-// it has it, so the last step cannot start before the first sends were
-// issued plus cp − 1 transfers in a row. Taking the CP rank of a stage that
-// starts its ring first, the ring holds the stage's compute stream at least
-// max(Σ steps, chain + last step): beyond its kernels, the difference.
+// Ring attention (workload's ring_attention) on rank r of a ring of n:
+// step j's kernel waits for the block its receive j − 1 brings; receive j
+// is posted once receive j − 1 is done (one receive stream, in order); its
+// transfer starts once the sender posts the matching send, which forwards
+// the block the sender's receive j − 1 brought (its first send: its own
+// block, after the kernel before the ring) and follows its send j − 1 (one
+// send stream, whose transfer is receive j − 1 of r). With 0 the earliest
+// time any rank of the ring issued its first send, receive j into r ends at
+//   F(r, j) ≥ max(F(r, j − 1), F(r − 1, j − 1)) + h(r),  F(r, 0) ≥ h(r),
+// h(r) the hop into r alone, and r's ring ends at max_j F(r, j − 1) + the
+// steps from j on (F(r, −1) = 0: its first step starts after its own first
+// send may go). The earliest rank's next ring starts no sooner than the
+// least of these over r after this ring started.
+double Bounds::ring_hold_seconds(const strategy::ParallelConfig& c, std::uint64_t bytes,
+                                 const std::vector<double>& steps) {
+  const std::vector<double>& hops = ring_hops(c, bytes);
+  auto key = std::make_pair(RingKey{c.tp, c.cp, c.dp, c.pp, c.rank_order, bytes}, steps);
+  {
+    const std::lock_guard lock(mutex_);
+    if (const auto it = ring_hold_.find(key); it != ring_hold_.end()) return it->second;
+  }
+  const std::size_t n = hops.size();
+  // after[j]: the steps j … n − 1, the time a rank's ring needs once step j may start.
+  std::vector<double> after(steps.size() + 1, 0.0);
+  for (std::size_t j = steps.size(); j-- > 0;) after[j] = after[j + 1] + steps[j];
+  std::vector<double> arrived(n, 0.0), next(n);  // F(·, j − 1), then F(·, j)
+  std::vector<double> ends(n, after[0]);
+  for (std::size_t j = 1; j < steps.size(); ++j) {
+    for (std::size_t r = 0; r < n; ++r)
+      next[r] = (j == 1 ? 0.0 : std::max(arrived[r], arrived[(r + n - 1) % n])) + hops[r];
+    arrived.swap(next);
+    for (std::size_t r = 0; r < n; ++r) ends[r] = std::max(ends[r], arrived[r] + after[j]);
+  }
+  const double hold = *std::min_element(ends.begin(), ends.end());
+  const std::lock_guard lock(mutex_);
+  return ring_hold_.emplace(std::move(key), hold).first->second;
+}
+
+double Bounds::buckets_seconds(const strategy::ParallelConfig& c, taskgraph::CollectiveKind kind,
+                               std::int64_t parameters, std::int64_t bucket, double bytes_per_parameter) {
+  // One collective of `n` parameters over rank 0's group: the ranks of its
+  // TP and PP coordinates (every group repeats its tiers), in rank order as
+  // the workload's communicators list them, at least its time alone.
+  const auto alone = [&](std::int64_t n) {
+    const auto bytes = static_cast<std::uint64_t>(bytes_per_parameter * static_cast<double>(n));
+    const auto key = std::make_tuple(RingKey{c.tp, c.cp, c.dp, c.pp, c.rank_order, bytes}, kind);
+    {
+      const std::lock_guard lock(mutex_);
+      if (const auto it = collective_alone_.find(key); it != collective_alone_.end()) return it->second;
+    }
+    const strategy::RankLayout layout(c.tp, c.cp, 1, c.dp, c.pp, c.rank_order);
+    std::vector<Rank> members;
+    for (const Rank r : layout.group(0, strategy::Axis::Cp))
+      for (const Rank m : layout.group(r, strategy::Axis::Dp)) members.push_back(m);
+    std::sort(members.begin(), members.end());
+    taskgraph::Task task;
+    task.kind = taskgraph::TaskKind::Collective;
+    task.collective = kind;
+    task.bytes = bytes;
+    const double t =
+        std::max(0.0,
+                 cost_.communication_plan(task, taskgraph::Communicator{members, std::nullopt}).estimated_s - 1e-9);
+    const std::lock_guard lock(mutex_);
+    return collective_alone_.emplace(key, t).first->second;
+  };
+  if (parameters <= 0) return 0;
+  const std::int64_t full = parameters / bucket;
+  return static_cast<double>(full) * alone(bucket) + (parameters % bucket > 0 ? alone(parameters % bucket) : 0.0);
+}
+
+// Megatron-LM's DDP reduces a stage's gradients in buckets on its DP
+// stream, one after another (workload's data_parallel): without
+// --overlap-grad-reduce (and below ZeRO-2) all of them after its last
+// backward; otherwise each as it fills during the last micro-batch's
+// backward, the last one after that backward, holding at least the word
+// embedding's gradients, which stage 0's backward makes last. Without
+// --overlap-param-gather a ZeRO-1/2 rank then gathers the updated
+// parameters after the optimizer, on the same stream (step_end). Stage 0's
+// last kernel is the last micro-batch's backward through its first chunk,
+// which ends no sooner than the chain of a chained schedule: these follow
+// it. Expert parameters (their own group) and the optimizer are left out,
+// as are HSDP and FSDP.
+double Bounds::data_parallel_tail_seconds(const model::ModelSpec& m, const strategy::ParallelConfig& c) {
+  if (c.fsdp() || c.zero_stage >= 3 || c.dp_shard > 0 || c.gradient_group() <= 1) return 0;
+  const workload::RankParameters stage = workload::stage_parameters(m, c, 0);
+  const std::int64_t bucket = workload::bucket_parameters(c);
+  const taskgraph::CollectiveKind reduce =
+      c.zero_stage >= 1 ? taskgraph::CollectiveKind::ReduceScatter : taskgraph::CollectiveKind::AllReduce;
+  double tail = 0;
+  if (c.zero_stage <= 1 && !c.overlap_grad_reduce) {
+    tail += buckets_seconds(c, reduce, stage.dense, bucket, c.gradient_bytes());
+  } else {
+    // A bucket at least the embedding's, alone: no bucket splits it (one
+    // flushes once it holds the bucket size or more), and a collective of
+    // more bytes takes no less time.
+    const std::int64_t embedding = workload::embedding_parameters_per_rank(m, c.tp);
+    tail += buckets_seconds(c, reduce, embedding, std::max<std::int64_t>(embedding, 1), c.gradient_bytes());
+  }
+  if (c.zero_stage >= 1 && !c.overlap_param_gather) {
+    // Under fp8 parameter gathering the layers' parameters are gathered in
+    // their own buffer at the format's bytes, the rest in bf16.
+    const strategy::Quantization q = strategy::quantization_of(c);
+    const std::int64_t quantized =
+        c.fp8_param_gather && q.param_gather_quantized() ? workload::stage_layer_parameters(m, c, 0).dense : 0;
+    tail += buckets_seconds(c, taskgraph::CollectiveKind::AllGather, quantized, bucket, q.param_gather_bytes) +
+            buckets_seconds(c, taskgraph::CollectiveKind::AllGather, stage.dense - quantized, bucket, 2.0);
+  }
+  return tail;
+}
+
+// The ring attention of `ops`, if it has one of cp blocks: its steps are the
+// attention kernels from its first send on.
 Bounds::LayerCost::Ring Bounds::ring_of(const std::vector<workload::OpSpec>& ops, std::int64_t cp) const {
   LayerCost::Ring ring;
   if (cp < 2) return ring;
@@ -147,18 +249,18 @@ Bounds::LayerCost::Ring Bounds::ring_of(const std::vector<workload::OpSpec>& ops
       ring.bytes = op.bytes;
       ++sends;
     }
-    if (op.kind == workload::OpKind::Attention && sends > 0) {
-      ring.last_step_s = cost::compute_seconds(hw_, workload::kernel_task(op), cost::Load::Sustained);
-      ring.steps_s += ring.last_step_s;
-    }
+    if (op.kind == workload::OpKind::Attention && sends > 0)
+      ring.steps.push_back(cost::compute_seconds(hw_, workload::kernel_task(op), cost::Load::Sustained));
   }
-  if (sends + 1 != cp) return {};  // not one ring of cp blocks
+  if (sends + 1 != cp || ring.steps.size() != static_cast<std::size_t>(cp)) return {};  // not one ring of cp blocks
   return ring;
 }
 
 double Bounds::ring_wait_seconds(const LayerCost::Ring& ring, const strategy::ParallelConfig& c) {
   if (ring.bytes == 0) return 0;
-  return std::max(0.0, ring_chain_seconds(c, ring.bytes) + ring.last_step_s - ring.steps_s);
+  double steps = 0;
+  for (const double s : ring.steps) steps += s;
+  return std::max(0.0, ring_hold_seconds(c, ring.bytes, ring.steps) - steps);
 }
 
 const Bounds::LayerCost& Bounds::boundary(const model::ModelSpec& m, ShapeCosts& costs,
@@ -216,6 +318,18 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
   const std::vector<std::int64_t>& held = in_flight(c);
   const workload::MicroShape shape = workload::micro_shape(m, c);
   ShapeCosts& costs = costs_of(shape, c.recompute_modules);
+  // The rings' waits of each kind of layer, once per candidate.
+  struct RingWaits {
+    const LayerCost* layer = nullptr;
+    double forward = 0, backward = 0;
+  };
+  std::vector<RingWaits> waits_by_layer;
+  const auto ring_waits = [&](const LayerCost& lc) -> RingWaits {
+    for (const RingWaits& w : waits_by_layer)
+      if (w.layer == &lc) return w;
+    return waits_by_layer.emplace_back(
+        RingWaits{&lc, ring_wait_seconds(lc.forward_ring, c), ring_wait_seconds(lc.backward_ring, c)});
+  };
   // One compute stream: what holds it holds the stage (two lanes, DualPipe's
   // or the combined 1F1B's, may compute beside a blocked one).
   const bool one_lane = !schedule.two_directions && !c.overlap_moe_expert_parallel_comm;
@@ -238,9 +352,8 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
         const std::int64_t index = ranges[k].first + l;
         const LayerCost& lc = layer(m, c, costs, shape, index);
         const bool recomputed = full && (c.recompute_num_layers == 0 || l < c.recompute_num_layers);
-        const double ring_wait = one_lane ? ring_wait_seconds(lc.forward_ring, c) * (recomputed ? 2 : 1) +
-                                                ring_wait_seconds(lc.backward_ring, c)
-                                          : 0;
+        const RingWaits waits = ring_waits(lc);
+        const double ring_wait = one_lane ? waits.forward * (recomputed ? 2 : 1) + waits.backward : 0;
         work += lc.forward_s + lc.backward_s + (recomputed ? lc.forward_s : 0) + (one_lane ? lc.blocking_comm_s : 0) +
                 ring_wait;
         tasks += lc.forward_tasks + lc.backward_tasks + (recomputed ? lc.forward_tasks : 0);
@@ -281,6 +394,7 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
     time = std::max(time, runs * per_micro[stage] + (chain ? before : 0.0));
     before += first_chunk[stage];
   }
+  if (chain && one_lane) time += data_parallel_tail_seconds(m, c);
   for (const double k : tasks_per_micro) time = std::max(time, runs * k * c.host_overhead_s);
   return {time, memory};
 }

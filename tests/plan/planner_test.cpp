@@ -28,6 +28,19 @@ plan::PlanRequest small_request(std::size_t top) {
   return r;
 }
 
+// A search of a shipped model and hardware that keeps, and so simulates,
+// every candidate that fits.
+plan::PlanRequest every_candidate(const std::string& model, const std::string& hardware, std::int64_t gpus,
+                                  std::int64_t global_batch_size) {
+  plan::PlanRequest r;
+  r.model = test::shipped_model(model);
+  r.hardware = test::shipped_hardware(hardware);
+  r.gpus = gpus;
+  r.global_batch_size = global_batch_size;
+  r.top = 1000;
+  return r;
+}
+
 std::vector<std::string> labels(const plan::PlanResult& r) {
   std::vector<std::string> out;
   for (const auto& c : r.best) out.push_back(c.label);
@@ -85,13 +98,7 @@ TEST_CASE("The lower bounds, the host's included, never exceed a simulated step"
   // The tiny model's kernels are far shorter than the default 65 µs a host
   // spends issuing each: most of these steps are host-bound, and only a
   // bound that counts the host's issues comes near them.
-  plan::PlanRequest r;
-  r.model = test::shipped_model("tiny");
-  r.hardware = test::shipped_hardware("a100-sxm4-80gb");
-  r.gpus = 8;
-  r.global_batch_size = 64;
-  r.top = 1000;
-  const auto result = plan::plan(r);
+  const auto result = plan::plan(every_candidate("tiny", "a100-sxm4-80gb", 8, 64));
   REQUIRE(result.best.size() > 10);
   std::size_t host_bound = 0;
   for (const auto& c : result.best) {
@@ -127,11 +134,13 @@ TEST_CASE("The pipeline bounds, interleaved chunks included, never exceed a simu
   CHECK(piped > interleaved);
 }
 
-TEST_CASE("A CP ring's last block comes cp - 1 hops, the longest hop of the ring left out", "[plan]") {
-  // Ring attention forwards each block as it arrives, so a rank's last step
-  // waits for cp − 1 transfers in a row: the ring's hops but one. Each hop
-  // takes at least its transfer alone (its plan's time), less 1 ns of
-  // rounding. On DGX H100 nodes of 8 GPUs the CP ranks sit tp apart.
+TEST_CASE("A CP ring holds its earliest rank for its slowest hop's pace, then the hops after it", "[plan]") {
+  // Ring attention forwards each block as it arrives, and each rank takes
+  // its blocks one after another, so a rank's last step waits for cp − 1
+  // transfers in a row, each the time of some hop on the way and at least
+  // its time alone (its plan's time, less 1 ns of rounding): the slow hop
+  // into a rank paces every rank after it. On DGX H100 nodes of 8 GPUs the
+  // CP ranks sit tp apart.
   const auto hw = test::shipped_hardware("dgx-h100-superpod");
   const std::uint64_t bytes = 1 << 20;
   const auto hop = [&](std::int64_t gpus, Rank from, Rank to) {
@@ -156,15 +165,26 @@ TEST_CASE("A CP ring's last block comes cp - 1 hops, the longest hop of the ring
   const double nvlink = hop(32, 0, 2);
   REQUIRE(network > 2 * nvlink);
   plan::internal::Bounds across(hw, 32);
-  CHECK(across.ring_chain_seconds(config(8, 4), bytes) == Approx(3 * network).epsilon(1e-12));
+  const std::vector<double> instant(4, 0.0);
+  CHECK(across.ring_hold_seconds(config(8, 4), bytes, instant) == Approx(3 * network).epsilon(1e-12));
+  // Steps of half a hop: each waits for its block, the last ends half a hop
+  // after the third transfer; steps of two hops never wait.
+  const double half = network / 2;
+  CHECK(across.ring_hold_seconds(config(8, 4), bytes, {1e-6, half, half, half}) ==
+        Approx(3 * network + half).epsilon(1e-12));
+  CHECK(across.ring_hold_seconds(config(8, 4), bytes, std::vector<double>(4, 2 * network)) ==
+        Approx(8 * network).epsilon(1e-12));
   // TP 2, CP 8 over 2 nodes: ranks 0, 2, 4, 6 on one node and 8 … 14 on the
-  // other; six NVLink hops and two network hops, of which a window of seven
-  // leaves one out.
+  // other, the hops into 0 and into 8 across the network. Rank 6 (and 14)
+  // is the rank farthest after a slow hop: its last block waits four network
+  // hops at rank 0's pace, then three NVLink hops.
   plan::internal::Bounds two_nodes(hw, 16);
-  CHECK(two_nodes.ring_chain_seconds(config(2, 8), bytes) == Approx(6 * hop(16, 0, 2) + hop(16, 6, 8)).epsilon(1e-12));
+  CHECK(two_nodes.ring_hold_seconds(config(2, 8), bytes, std::vector<double>(8, 0.0)) ==
+        Approx(4 * hop(16, 6, 8) + 3 * hop(16, 0, 2)).epsilon(1e-12));
   // TP 1, CP 8 in one node: seven NVLink hops.
   plan::internal::Bounds one_node(hw, 8);
-  CHECK(one_node.ring_chain_seconds(config(1, 8), bytes) == Approx(7 * hop(8, 0, 1)).epsilon(1e-12));
+  CHECK(one_node.ring_hold_seconds(config(1, 8), bytes, std::vector<double>(8, 0.0)) ==
+        Approx(7 * hop(8, 0, 1)).epsilon(1e-12));
 }
 
 TEST_CASE("Context-parallel bounds, their rings' transfers and calls included, never exceed a simulated step",
@@ -176,15 +196,10 @@ TEST_CASE("Context-parallel bounds, their rings' transfers and calls included, n
   // send and receive as it issues kernels).
   const double host_us = GENERATE(0.0, 65.0);
   INFO("host " << host_us << " us");
-  plan::PlanRequest r;
-  r.model = test::shipped_model("llama3-8b");
-  r.hardware = test::shipped_hardware("dgx-h100-superpod");
-  r.gpus = 16;
-  r.global_batch_size = 8;
+  plan::PlanRequest r = every_candidate("llama3-8b", "dgx-h100-superpod", 16, 8);
   r.seq_length = 16384;
   r.fixed.pp = 2;
   r.fixed.host_overhead_us = host_us;
-  r.top = 1000;
   const auto result = plan::plan(r);
   std::size_t rings = 0;
   for (const auto& c : result.best) {
@@ -193,6 +208,37 @@ TEST_CASE("Context-parallel bounds, their rings' transfers and calls included, n
     if (c.parallel.cp > 1) ++rings;
   }
   CHECK(rings > 100);
+}
+
+TEST_CASE("Data-parallel bounds count what stage 0 reduces and gathers after its last kernel, below every step",
+          "[plan]") {
+  // Llama 3 8B over four DGX H100 nodes with a small batch: its gradients
+  // (fp32, 32 GB a replica) cross the network, and without Megatron-LM's
+  // overlaps every bucket is reduced after the last backward and, under
+  // ZeRO-1, every parameter gathered after the optimizer. With the overlaps
+  // on, the embedding's bucket is still reduced after it.
+  const bool overlap = GENERATE(false, true);
+  INFO((overlap ? "overlapped" : "not overlapped"));
+  plan::PlanRequest r = every_candidate("llama3-8b", "dgx-h100-superpod", 32, 32);
+  r.seq_length = 2048;
+  r.fixed.overlap_grad_reduce = overlap;
+  r.fixed.overlap_param_gather = overlap;
+  const auto result = plan::plan(r);
+  REQUIRE(result.best.size() > 50);
+  std::size_t dp_bound = 0;
+  for (const auto& c : result.best) {
+    INFO(c.label);
+    CHECK(c.lower_bound_s <= c.result.step_time_s);
+    // Where the reduction is near half of the step, only a bound that
+    // counts it comes near: the kernels alone are some 60 % of the step.
+    const auto found = c.result.communication.find("dp");
+    const double dp = found == c.result.communication.end() ? 0.0 : found->second.exposed_s;
+    if (!overlap && c.parallel.pp == 1 && dp > 0.4 * c.result.step_time_s) {
+      ++dp_bound;
+      CHECK(c.lower_bound_s > 0.85 * c.result.step_time_s);
+    }
+  }
+  if (!overlap) CHECK(dp_bound > 0);
 }
 
 TEST_CASE("Sharded searches merge into the unsharded ranking, at any thread count", "[plan]") {

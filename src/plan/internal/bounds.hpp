@@ -2,10 +2,12 @@
 //   time    ≥ the busiest stage's kernels over all micro-batches (priced by
 //             the cost model, without the slowdown communication adds), the
 //             TP collectives its compute stream waits for (at the NVLink
-//             line rate) and the wait for ring attention's blocks (the chain
-//             of transfers its last step needs, each at least its time
-//             alone), plus the pipeline fill 1F1B-like schedules cannot
-//             avoid; and ≥ its host's time to issue every kernel and
+//             line rate) and the wait for ring attention's blocks (each
+//             rank takes them one after another, each transfer at least its
+//             time alone, so the slowest hop paces the ranks after it), plus
+//             the pipeline fill 1F1B-like schedules cannot avoid, plus the
+//             data-parallel buckets stage 0 reduces and gathers after its
+//             last kernel; and ≥ its host's time to issue every kernel and
 //             communication call of the stage;
 //   memory  ≥ the static memory of a stage plus the activations its schedule
 //             must hold at once (1F1B: p − s micro-batches on stage s).
@@ -47,10 +49,14 @@ class Bounds {
   /// `model` as resolved for the run (sequence length applied, vocabulary unpadded).
   Estimate estimate(const model::ModelSpec& model, const strategy::ParallelConfig& c);
 
-  /// The least time in which the blocks of a CP ring reach any rank's last
-  /// step: cp − 1 consecutive transfers of `bytes` around its ring, each at
-  /// least its time alone on its links (less a nanosecond of rounding).
-  double ring_chain_seconds(const strategy::ParallelConfig& c, std::uint64_t bytes);
+  /// The least time a CP ring of blocks of `bytes` holds the compute stream
+  /// of the stage's earliest rank, from its first send (and first step) to
+  /// the end of its last step, `steps` the kernel times of its steps in
+  /// order: each rank's transfers run one after another on its receive
+  /// stream, each at least its time alone on its links (less a nanosecond of
+  /// rounding), and a rank forwards a block only once it has it, so the
+  /// slowest hop paces every rank downstream of it.
+  double ring_hold_seconds(const strategy::ParallelConfig& c, std::uint64_t bytes, const std::vector<double>& steps);
 
  private:
   struct LayerCost {
@@ -61,8 +67,8 @@ class Bounds {
     // Ring attention in the forward (run again when recomputed) and the
     // backward: its transfers' size and its steps' kernel times.
     struct Ring {
-      std::uint64_t bytes = 0;  // 0: no ring
-      double steps_s = 0, last_step_s = 0;
+      std::uint64_t bytes = 0;    // 0: no ring
+      std::vector<double> steps;  // its steps' kernel times, in order
     } forward_ring, backward_ring;
   };
   // What a layer's costs depend on besides the model and the hardware, both
@@ -86,6 +92,15 @@ class Bounds {
   ShapeCosts& costs_of(const workload::MicroShape& shape, strategy::RecomputeModules modules);
   const LayerCost& layer(const model::ModelSpec& m, const strategy::ParallelConfig& c, ShapeCosts& costs,
                          const workload::MicroShape& shape, std::int64_t index);
+  /// What stage 0 must still communicate after its last kernel: the DP
+  /// reduction Megatron-LM's DDP runs after the backward (not overlapped)
+  /// and the ZeRO parameter all-gather after the optimizer (not overlapped
+  /// with the next forward), each bucket at least its time alone.
+  double data_parallel_tail_seconds(const model::ModelSpec& m, const strategy::ParallelConfig& c);
+  /// `parameters` in buckets of `bucket`, each a `kind` of `bytes_per_parameter`
+  /// each over rank 0's data-parallel group, one after another.
+  double buckets_seconds(const strategy::ParallelConfig& c, taskgraph::CollectiveKind kind, std::int64_t parameters,
+                         std::int64_t bucket, double bytes_per_parameter);
   /// The ring attention of `ops`, if it has one of cp blocks.
   LayerCost::Ring ring_of(const std::vector<workload::OpSpec>& ops, std::int64_t cp) const;
   /// What `ring` holds the compute stream beyond its steps' kernels, at least.
@@ -103,8 +118,13 @@ class Bounds {
   cost::CostModel cost_;
   std::mutex mutex_;  // the memo is shared by the planner's threads
   std::unordered_map<ShapeKey, std::unique_ptr<ShapeCosts>, ShapeKeyHash> memo_;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string, std::uint64_t>, double>
-      ring_chain_;  // by (tp, cp, dp, pp, rank order, bytes)
+  /// The time alone of each hop of the CP ring of rank 0, into ring position
+  /// i from position i − 1 (every ring repeats its tiers).
+  const std::vector<double>& ring_hops(const strategy::ParallelConfig& c, std::uint64_t bytes);
+  using RingKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string, std::uint64_t>;
+  std::map<RingKey, std::vector<double>> ring_hops_;                     // by (tp, cp, dp, pp, rank order, bytes)
+  std::map<std::pair<RingKey, std::vector<double>>, double> ring_hold_;  // by hops' key and steps
+  std::map<std::tuple<RingKey, taskgraph::CollectiveKind>, double> collective_alone_;  // by group, bytes, kind
   std::map<std::tuple<strategy::ScheduleKind, std::int64_t, std::int64_t, std::int64_t, bool>,
            std::vector<std::int64_t>>
       in_flight_;  // by (schedule, pp, micro-batches, chunks, combined 1F1B)
