@@ -132,7 +132,7 @@ def validate(report):
     _require(report, "global_batch_size", "report", "int")
     _require(report, "seq_length", "report", "int")
     # Optional inputs: null (or absent) when not given to ptsim report.
-    for key in ("days", "price_per_gpu_hour", "gpu_power_watts"):
+    for key in ("days", "price_per_gpu_hour", "gpu_power_watts", "power_limit_W"):
         _require(report, key, "report", "number", nullable=True, optional=True)
 
     points = _require(report, "points", "report", "array")
@@ -358,6 +358,10 @@ def summary_lines(report):
         ("price", DASH if price is None else f"${price:g} per GPU-hour"),
         ("GPU power", DASH if watts is None else f"{watts:g} W"),
     ]
+    limit = report.get("power_limit_W")
+    if limit is not None:
+        lines.append(("power limit", f"every GPU held to {limit:g} W (a what-if: the validated error bands below "
+                                     "were measured at each GPU's own limit, and under a lower one ptsim errs fast)"))
     fitting = [p for p in report["points"] if p["fits"]]
     if fitting:
         fastest = min(fitting, key=lambda p: (p["time_to_train_s"], p["hardware"], p["gpus"]))

@@ -26,6 +26,7 @@
 #include "ptsim/config/load_error_bands.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_model.hpp"
+#include "ptsim/hardware/power_limit.hpp"
 #include "ptsim/plan/capacity.hpp"
 #include "ptsim/plan/planner.hpp"
 #include "ptsim/report/json_report.hpp"
@@ -63,11 +64,20 @@ Defaults: GPU counts 64, 128, …, 8192; global batch the largest power of two
 of sequences within 4M tokens (Llama 3's main-stage batch); sequence length
 the model's.
 
+--power-limit-w W plans every profile under a board power limit of W watts,
+as ptsim plan --power-limit-w does (the tensor cores' sustained rates from a
+measured training-throughput curve, docs/hardware-sources.md); the energy
+column then takes W a GPU unless --gpu-power-watts says less. The validated
+error bands stay those measured at each GPU's own limit: under a lower one a
+prediction errs fast (a step slows less than its tensor cores).
+
 Example:
   ptsim report --model configs/models/llama3-70b.json \
       --hw hw_profiles/dgx-h100-superpod.json,hw_profiles/gb200-nvl72.json \
       --tokens 15e12 --gpus 1024,2048,4096,8192 --days 60 --price-per-gpu-hour 2.5 \
       --gpu-power-watts 700 --out report/
+  ptsim report --model configs/models/llama3-70b.json --hw hw_profiles/dgx-h100-superpod.json \
+      --tokens 15e12 --gpus 2048,4096 --power-limit-w 500 --out report-500w/
 
 )";
 
@@ -175,7 +185,7 @@ std::filesystem::path renderer_path(const std::string& given) {
 int run_report(const std::vector<std::string>& args, std::ostream& out) {
   std::string model_path, hw_list, gpus_list = "64,128,256,512,1024,2048,4096,8192", out_dir, renderer,
       bands_path = shipped_file("validation/error_bands.json");
-  double tokens = 0, days = 0, price = 0, watts = 0;
+  double tokens = 0, days = 0, price = 0, watts = 0, power_limit = 0;
   std::int64_t batch = 0, seq = 0;
   unsigned threads = 0;
   po::options_description options("Options");
@@ -189,6 +199,8 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
       ("days", po::value(&days)->value_name("D"), "deadline: mark the points that train within D days")
       ("price-per-gpu-hour", po::value(&price)->value_name("USD"), "for the cost column")
       ("gpu-power-watts", po::value(&watts)->value_name("W"), "for the energy column (GPUs only)")
+      ("power-limit-w", po::value(&power_limit)->value_name("W"),
+       "what-if: every GPU under a board power limit of W watts (see above)")
       ("global-batch-size", po::value(&batch)->value_name("B"), "sequences per step (default: ~4M tokens)")
       ("seq-length", po::value(&seq)->value_name("S"), "sequence length (default: the model's)")
       ("out", po::value(&out_dir)->value_name("DIR"), "where report.json, report.md and report.html go")
@@ -217,6 +229,15 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("days") && !(days > 0)) throw ConfigError(fmt::format("--days = {} must be positive", days));
   if (vm.count("price-per-gpu-hour") && !(price > 0)) throw ConfigError(fmt::format("--price-per-gpu-hour = {} must be positive", price));
   if (vm.count("gpu-power-watts") && !(watts > 0)) throw ConfigError(fmt::format("--gpu-power-watts = {} must be positive", watts));
+  const bool limited = vm.count("power-limit-w") > 0;
+  if (limited && !(power_limit > 0))
+    throw ConfigError(fmt::format("--power-limit-w = {} must be positive", power_limit));
+  // A GPU held to W watts draws no more than W.
+  if (limited && vm.count("gpu-power-watts") && watts > power_limit)
+    throw ConfigError(
+        fmt::format("--gpu-power-watts = {} exceeds --power-limit-w = {}: a GPU under that limit "
+                    "draws at most {} W",
+                    watts, power_limit, power_limit));
   std::vector<std::int64_t> gpu_counts;
   for (const auto& g : split_list(gpus_list, ',')) {
     const auto v = whole_number(g);
@@ -229,8 +250,17 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   note_sequence_length(model_path, model, seq > 0);
   std::vector<hardware::HardwareProfile> profiles;
   for (const auto& path : split_list(hw_list, ',')) profiles.push_back(config::load_hardware(path, read));
+  // The bands were measured on each GPU at its own limit: named as loaded.
   const nlohmann::ordered_json validated =
       validated_error_json(profiles, config::load_error_bands(bands_path, read), bands_path);
+  if (limited)
+    for (auto& hw : profiles) {
+      try {
+        hw = hardware::under_power_limit(std::move(hw), power_limit);
+      } catch (const ConfigError& e) {
+        throw ConfigError(fmt::format("--power-limit-w {}: {}", power_limit, e.what()));
+      }
+    }
   const std::int64_t seq_length = seq > 0 ? seq : model.seq_length;
   if (batch <= 0) batch = plan::default_global_batch(seq_length);
   const bool quiet = vm.count("quiet") > 0;
@@ -252,7 +282,11 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   run.tokens = tokens;
   run.tokens_per_step = static_cast<double>(batch * seq_length);
   if (vm.count("price-per-gpu-hour")) run.price_per_gpu_hour_usd = price;
-  if (vm.count("gpu-power-watts")) run.gpu_power_watts = watts;
+  if (vm.count("gpu-power-watts")) {
+    run.gpu_power_watts = watts;
+  } else if (limited) {
+    run.gpu_power_watts = power_limit;
+  }
   if (vm.count("days")) run.deadline_days = days;
   const double steps = plan::training_steps(run);
   nlohmann::ordered_json j;
@@ -263,7 +297,8 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   j["seq_length"] = seq_length;
   j["days"] = vm.count("days") ? nlohmann::ordered_json(days) : nlohmann::ordered_json(nullptr);
   j["price_per_gpu_hour"] = vm.count("price-per-gpu-hour") ? nlohmann::ordered_json(price) : nlohmann::ordered_json(nullptr);
-  j["gpu_power_watts"] = vm.count("gpu-power-watts") ? nlohmann::ordered_json(watts) : nlohmann::ordered_json(nullptr);
+  j["gpu_power_watts"] = optional_json(run.gpu_power_watts);
+  j["power_limit_W"] = limited ? nlohmann::ordered_json(power_limit) : nlohmann::ordered_json(nullptr);
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   const Point* fastest = nullptr;
   const hardware::HardwareProfile* fastest_hw = nullptr;
@@ -313,6 +348,11 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   j["points"] = list;
   j["validated_error"] = validated;
   print_validated_error(out, validated);
+  if (limited)
+    fmt::print(out,
+               "  (measured at each GPU's own board limit; under --power-limit-w {} W a prediction errs fast: a step "
+               "slows less than its tensor cores)\n",
+               power_limit);
   j["timeline"] = fastest != nullptr ? timeline_json(model, *fastest_hw, *fastest->best) : nlohmann::ordered_json(nullptr);
 
   make_output_directory("--out", out_dir);

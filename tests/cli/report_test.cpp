@@ -20,10 +20,10 @@ const std::string kA100 = source_path("hw_profiles/a100-sxm4-80gb.json");
 
 // ptsim plan's best step time: the independent route to the number that
 // report and sweep must agree with.
-double plan_best(const std::string& hw, int gpus, int batch) {
+double plan_best(const std::string& hw, int gpus, int batch, const std::string& extra = "") {
   const std::string json = scratch_path("plan-best.json");
   const auto r = run_ptsim("plan --model " + kTiny + " --hw " + hw + " --gpus " + std::to_string(gpus) +
-                           " --global-batch-size " + std::to_string(batch) + " --top 1 -q --json " + json);
+                           " --global-batch-size " + std::to_string(batch) + " --top 1 -q --json " + json + extra);
   REQUIRE(r.code == 0);
   return nlohmann::json::parse(slurp(json)).at("candidates").at(0).at("step_time_s").get<double>();
 }
@@ -107,6 +107,42 @@ TEST_CASE("ptsim report turns each scale's best step into days, GPU-hours, cost 
     CHECK(p.at("stages").size() == pp);
   }
   check_timeline_window(j);
+}
+
+TEST_CASE("ptsim report --power-limit-w plans every profile under the limit and prices energy at it", "[cli][report]") {
+  const std::string dir = scratch_path("report-power");
+  std::filesystem::remove_all(dir);
+  const auto r = run_ptsim("report -q --no-render --model " + kTiny + " --hw " + kA100 +
+                           " --tokens 1e9 --gpus 4,8 --global-batch-size 16 --power-limit-w 300 --out " + dir);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(dir + "/report.json"));
+  CHECK(j.at("power_limit_W").get<double>() == 300);
+  // No --gpu-power-watts: a GPU held to 300 W draws at most that.
+  CHECK(j.at("gpu_power_watts").get<double>() == 300);
+  for (const auto& p : j.at("points")) {
+    const int gpus = p.at("gpus").get<int>();
+    INFO(gpus << " GPUs");
+    REQUIRE(p.at("fits").get<bool>());
+    CHECK(p.at("gpu").get<std::string>() == "A100-SXM4-80GB at 300 W");
+    // ptsim plan --power-limit-w is the independent route to the step.
+    const double step = p.at("step_time_s").get<double>();
+    CHECK(step == Approx(plan_best(kA100, gpus, 16, " --power-limit-w 300")).epsilon(1e-9));
+    CHECK(step > plan_best(kA100, gpus, 16));
+    // 488,282 steps (1e9 tokens of 16 × 128) at 300 W a GPU, in MWh.
+    CHECK(p.at("energy_mwh").get<double>() == Approx(300.0 * gpus * 488282 * step / 3.6e9).epsilon(1e-9));
+  }
+  // The bands are the GPU's, measured at its own limit.
+  CHECK(j.at("validated_error").at("gpus").at(0).at("gpu").get<std::string>() == "A100-SXM4-80GB");
+  // Refused: a draw above the limit, and a limit below the measured curve.
+  const std::string base =
+      "report -q --no-render --model " + kTiny + " --hw " + kA100 + " --tokens 1e9 --gpus 4 --out " + dir;
+  const auto over = run_ptsim(base + " --power-limit-w 300 --gpu-power-watts 400");
+  CHECK(over.code == 2);
+  CHECK_THAT(over.err, Catch::Contains("at most 300 W"));
+  const auto low = run_ptsim(base + " --power-limit-w 50");
+  CHECK(low.code == 2);
+  CHECK_THAT(low.err, Catch::Contains("--power-limit-w 50"));
 }
 
 TEST_CASE("ptsim report's timeline is a step's steady state, not its warm-up", "[cli][report]") {
