@@ -53,6 +53,9 @@ the measurements cannot identify it; a named one that cannot be is an error):
   sustained.tensor.bf16   sustained.tensor.fp8   sustained.memory
   nvlink.efficiency   nvlink.latency   nvlink.nvls_efficiency   nvlink.nvls_latency
   nic.efficiency   nic.latency
+  host.overhead_us (step times only: the host's time to issue each kernel or
+    collective, written to /node/host_overhead_us and used by runs that set
+    no host_overhead_us)
 A parameter is refused when no measurement exercises it (a cross-node figure
 from single-node runs), when no prediction moves by 0.01% for a 1% change of
 it, or when the measurements cannot tell it apart from another one.

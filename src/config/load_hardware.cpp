@@ -259,7 +259,8 @@ hardware::HardwareProfile parse_hardware(const nlohmann::json& object, const std
   hw.gpu = parse_gpu(in.object("gpu"));
   ObjectReader node = in.object("node");
   hw.gpus_per_node = static_cast<int>(node.integer("gpus_per_node", 1, 1 << 20));
-  node.reject_unknown_keys("accepted keys: gpus_per_node");
+  if (const auto us = node.optional_number("host_overhead_us", 0.0, 1e5)) hw.host_overhead_s = *us * 1e-6;
+  node.reject_unknown_keys("accepted keys: gpus_per_node, host_overhead_us");
   ObjectReader network = in.object("network");
   hw.collective_base_latency_s = network.number("collective_base_latency_us", 0.0, 1e6) * 1e-6;
   hw.nvlink = parse_nvlink(network.object("nvlink"));

@@ -208,6 +208,7 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   c.gradient_accumulation_fusion = !s.no_gradient_accumulation_fusion.value_or(false);
   c.cross_entropy_fusion = s.cross_entropy_loss_fusion.value_or(false);
   c.host_overhead_s = s.host_overhead_us ? *s.host_overhead_us * 1e-6 : strategy::kDefaultHostOverheadS;
+  c.host_overhead_given = s.host_overhead_us.has_value();
   c.memory_headroom_bytes = s.memory_headroom_gib ? *s.memory_headroom_gib * double(1ull << 30)
                                                   : strategy::kDefaultMemoryHeadroomBytes;
   if (c.batch_p2p_sync && !strategy::describe(c.schedule).megatron) {

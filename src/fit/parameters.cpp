@@ -7,6 +7,7 @@
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/cost/nccl_latency.hpp"
+#include "ptsim/strategy/parallel_config.hpp"
 
 namespace ptsim::fit {
 
@@ -77,6 +78,11 @@ const std::vector<Parameter>& parameters() {
       {"nic.latency", {"/network/nic/latency_us"}, "us", "latency of one inter-node algorithm step", 0.0, 1e3,
        Reach::NetworkTier, [](const HardwareProfile& hw) { return hw.nic.latency_s * 1e6; },
        [](HardwareProfile& hw, double v) { hw.nic.latency_s = v * 1e-6; }},
+      {"host.overhead_us", {"/node/host_overhead_us"}, "us",
+       "CPU time the framework spends issuing each kernel or collective (runs that set none)", 0.0, 1e4,
+       Reach::Kernels,
+       [](const HardwareProfile& hw) { return hw.host_overhead_s.value_or(strategy::kDefaultHostOverheadS) * 1e6; },
+       [](HardwareProfile& hw, double v) { hw.host_overhead_s = v * 1e-6; }},
   };
   // clang-format on
   return all;

@@ -142,6 +142,7 @@ void fold_context_ring(taskgraph::Workload& w, const strategy::RankLayout& layou
 
 strategy::ParallelConfig on_hardware(strategy::ParallelConfig parallel, const hardware::HardwareProfile& hardware) {
   parallel.fp8_any_layout = hardware.gpu.fp8_gemm_any_layout();
+  if (!parallel.host_overhead_given && hardware.host_overhead_s) parallel.host_overhead_s = *hardware.host_overhead_s;
   return parallel;
 }
 

@@ -107,6 +107,35 @@ TEST_CASE("A known tensor-core factor is fitted back, and the fit predicts runs 
   }
 }
 
+TEST_CASE("A host's time per kernel is fitted back from host-bound steps, and a run's own setting wins", "[fit]") {
+  // The tiny model's kernels take microseconds: its steps are the host's
+  // issue of every kernel and collective. "Measured" with a 30 µs host
+  // (the profile's node.host_overhead_us), fitted from ptsim's default 65 µs.
+  const auto base = test::shipped_hardware("h100-sxm5-80gb");
+  REQUIRE_FALSE(base.host_overhead_s);
+  auto truth = base;
+  truth.host_overhead_s = 30e-6;
+  const auto m = test::shipped_model("tiny");
+  const config::PublishedRuns runs{"host-bound.json",
+                                   {measured_on(truth, "tp1-dp8", m, layout(8, 1, 1, 64, 4)),
+                                    measured_on(truth, "tp2-pp2-dp2", m, layout(8, 2, 2, 32, 2)),
+                                    measured_on(truth, "tp1-dp4", m, layout(4, 1, 1, 16, 1))}};
+  const fit::RunFitResult r = fit::fit_runs(runs, base, {}, {.parameters = {"host.overhead_us"}});
+  REQUIRE(r.record.parameters.size() == 1);
+  CHECK(r.record.parameters[0].value == Approx(30.0).epsilon(0.01));
+  REQUIRE(r.fitted.host_overhead_s);
+  CHECK(*r.fitted.host_overhead_s == Approx(30e-6).epsilon(0.01));
+  CHECK(r.record.median_abs_error_before_pct > 30);  // 65 µs against 30: about twice the step
+  CHECK(r.record.median_abs_error_after_pct < 1);
+  // A run that sets its host time keeps it, whatever the profile says.
+  config::StrategyInput own = layout(8, 1, 1, 64, 4);
+  own.host_overhead_us = 65;
+  config::PublishedRun run = measured_on(base, "own-host", m, own);
+  const auto on_truth = validate::check_run(run, truth, {});
+  REQUIRE(on_truth.predicted_s);
+  CHECK(*on_truth.predicted_s == run.measured_step_time_s);
+}
+
 TEST_CASE("A parameter the runs cannot identify is refused by name", "[fit]") {
   const auto base = test::shipped_hardware("h100-sxm5-80gb");
   const auto m = test::shipped_model("narayanan21-gpt-7.5b");

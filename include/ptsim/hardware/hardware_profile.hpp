@@ -202,6 +202,11 @@ struct HardwareProfile {
   std::string description;
   GpuSpec gpu;
   int gpus_per_node = 0;
+  /// The node's host: CPU time the framework spends issuing each kernel or
+  /// collective on it (seconds), for runs that set none (their
+  /// host_overhead_us); empty: ptsim's default. What `ptsim fit` fits from
+  /// a user's measured steps (host.overhead_us).
+  std::optional<double> host_overhead_s;
   double collective_base_latency_s = 0;  // fixed cost of one collective call
   NvlinkSpec nvlink;
   NicSpec nic;

@@ -56,7 +56,8 @@ struct Outcome {
 Outcome simulate_step(const Request& request);
 
 /// `parallel` with what the software does differently on `hardware`'s GPU
-/// filled in (ParallelConfig::fp8_any_layout); simulate_step applies it to
+/// filled in (ParallelConfig::fp8_any_layout), and the host's time per
+/// task where the profile knows it and the run set none; simulate_step applies it to
 /// its request, and whatever prices a strategy without it (the planner's
 /// bounds, kernel listings) applies it first.
 strategy::ParallelConfig on_hardware(strategy::ParallelConfig parallel, const hardware::HardwareProfile& hardware);

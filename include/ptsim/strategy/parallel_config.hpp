@@ -192,6 +192,10 @@ struct ParallelConfig {
   /// (seconds); zero: the host keeps ahead of the GPU. A property of the
   /// software stack and the host CPU, not of the GPU (cost::HostIssue).
   double host_overhead_s = kDefaultHostOverheadS;
+  /// Whether the run set host_overhead_s itself; if not, a hardware profile
+  /// that knows its host's time (node.host_overhead_us) sets it
+  /// (simulate::on_hardware).
+  bool host_overhead_given = false;
   /// HBM per GPU the step cannot use (CUDA context, NCCL, allocator): a
   /// strategy fits when its peak plus this is within the GPU's memory.
   double memory_headroom_bytes = kDefaultMemoryHeadroomBytes;
