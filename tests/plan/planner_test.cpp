@@ -212,14 +212,14 @@ TEST_CASE("Context-parallel bounds, their rings' transfers and calls included, n
 
 TEST_CASE("Data-parallel bounds count what stage 0 reduces and gathers after its last kernel, below every step",
           "[plan]") {
-  // Llama 3 8B over four DGX H100 nodes with a small batch: its gradients
+  // Llama 3 8B over two DGX H100 nodes with a small batch: its gradients
   // (fp32, 32 GB a replica) cross the network, and without Megatron-LM's
   // overlaps every bucket is reduced after the last backward and, under
   // ZeRO-1, every parameter gathered after the optimizer. With the overlaps
   // on, the embedding's bucket is still reduced after it.
   const bool overlap = GENERATE(false, true);
   INFO((overlap ? "overlapped" : "not overlapped"));
-  plan::PlanRequest r = every_candidate("llama3-8b", "dgx-h100-superpod", 32, 32);
+  plan::PlanRequest r = every_candidate("llama3-8b", "dgx-h100-superpod", 16, 16);
   r.seq_length = 2048;
   r.fixed.overlap_grad_reduce = overlap;
   r.fixed.overlap_param_gather = overlap;
