@@ -26,7 +26,6 @@
 #include "ptsim/config/load_error_bands.hpp"
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_model.hpp"
-#include "ptsim/hardware/power_limit.hpp"
 #include "ptsim/plan/capacity.hpp"
 #include "ptsim/plan/planner.hpp"
 #include "ptsim/report/json_report.hpp"
@@ -254,13 +253,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   const nlohmann::ordered_json validated =
       validated_error_json(profiles, config::load_error_bands(bands_path, read), bands_path);
   if (limited)
-    for (auto& hw : profiles) {
-      try {
-        hw = hardware::under_power_limit(std::move(hw), power_limit);
-      } catch (const ConfigError& e) {
-        throw ConfigError(fmt::format("--power-limit-w {}: {}", power_limit, e.what()));
-      }
-    }
+    for (auto& hw : profiles) hw = at_power_limit_flag(std::move(hw), power_limit);
   const std::int64_t seq_length = seq > 0 ? seq : model.seq_length;
   if (batch <= 0) batch = plan::default_global_batch(seq_length);
   const bool quiet = vm.count("quiet") > 0;

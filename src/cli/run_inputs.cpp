@@ -241,14 +241,15 @@ LoadedRun load_run(const RunInputs& inputs, config::InputFiles& read, const po::
 
 hardware::HardwareProfile load_hardware_input(const RunInputs& inputs, config::InputFiles& read) {
   hardware::HardwareProfile hw = config::load_hardware(inputs.hw, read);
-  if (inputs.power_limit_w) {
-    try {
-      hw = hardware::under_power_limit(std::move(hw), *inputs.power_limit_w);
-    } catch (const ConfigError& e) {
-      throw ConfigError(fmt::format("--power-limit-w {}: {}", *inputs.power_limit_w, e.what()));
-    }
+  return inputs.power_limit_w ? at_power_limit_flag(std::move(hw), *inputs.power_limit_w) : hw;
+}
+
+hardware::HardwareProfile at_power_limit_flag(hardware::HardwareProfile hw, double watts) {
+  try {
+    return hardware::under_power_limit(std::move(hw), watts);
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("--power-limit-w {}: {}", watts, e.what()));
   }
-  return hw;
 }
 
 void record_files(const RunInputs& inputs, config::InputFiles& read) {

@@ -44,6 +44,9 @@ model::ModelSpec load_model_input(const RunInputs& inputs, config::InputFiles& r
 
 /// The profile at --hw, under --power-limit-w where given.
 hardware::HardwareProfile load_hardware_input(const RunInputs& inputs, config::InputFiles& read);
+/// `hw` under --power-limit-w `watts` (hardware::under_power_limit), its
+/// refusal naming the flag.
+hardware::HardwareProfile at_power_limit_flag(hardware::HardwareProfile hw, double watts);
 
 /// --model, --hw, --strategy, --stack, --power-limit-w.
 boost::program_options::options_description input_options(RunInputs& inputs);

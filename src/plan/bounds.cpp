@@ -105,7 +105,7 @@ void Bounds::count_backward(const workload::BlockOps& ops, LayerCost& cost) cons
 }
 
 const std::vector<double>& Bounds::ring_hops(const strategy::ParallelConfig& c, std::uint64_t bytes) {
-  const RingKey key{c.tp, c.cp, c.dp, c.pp, c.rank_order, bytes};
+  const LayoutKey key = layout_key(c, bytes);
   {
     const std::lock_guard lock(mutex_);
     if (const auto it = ring_hops_.find(key); it != ring_hops_.end()) return it->second;
@@ -144,7 +144,7 @@ const std::vector<double>& Bounds::ring_hops(const strategy::ParallelConfig& c, 
 double Bounds::ring_hold_seconds(const strategy::ParallelConfig& c, std::uint64_t bytes,
                                  const std::vector<double>& steps) {
   const std::vector<double>& hops = ring_hops(c, bytes);
-  auto key = std::make_pair(RingKey{c.tp, c.cp, c.dp, c.pp, c.rank_order, bytes}, steps);
+  auto key = std::make_pair(layout_key(c, bytes), steps);
   {
     const std::lock_guard lock(mutex_);
     if (const auto it = ring_hold_.find(key); it != ring_hold_.end()) return it->second;
@@ -166,32 +166,30 @@ double Bounds::ring_hold_seconds(const strategy::ParallelConfig& c, std::uint64_
   return ring_hold_.emplace(std::move(key), hold).first->second;
 }
 
+// Over rank 0's data-parallel group, its CP and DP ranks as the workload's
+// communicators list them (every group repeats its tiers).
+double Bounds::data_parallel_seconds(const strategy::ParallelConfig& c, taskgraph::CollectiveKind kind,
+                                     std::uint64_t bytes) {
+  const auto key = std::make_tuple(layout_key(c, bytes), kind);
+  {
+    const std::lock_guard lock(mutex_);
+    if (const auto it = collective_alone_.find(key); it != collective_alone_.end()) return it->second;
+  }
+  const strategy::RankLayout layout(c.tp, c.cp, 1, c.dp, c.pp, c.rank_order);
+  taskgraph::Task task;
+  task.kind = taskgraph::TaskKind::Collective;
+  task.collective = kind;
+  task.bytes = bytes;
+  const taskgraph::Communicator group{layout.group(0, {strategy::Axis::Cp, strategy::Axis::Dp}), std::nullopt};
+  const double t = std::max(0.0, cost_.communication_plan(task, group).estimated_s - 1e-9);
+  const std::lock_guard lock(mutex_);
+  return collective_alone_.emplace(key, t).first->second;
+}
+
 double Bounds::buckets_seconds(const strategy::ParallelConfig& c, taskgraph::CollectiveKind kind,
                                std::int64_t parameters, std::int64_t bucket, double bytes_per_parameter) {
-  // One collective of `n` parameters over rank 0's group: the ranks of its
-  // TP and PP coordinates (every group repeats its tiers), in rank order as
-  // the workload's communicators list them, at least its time alone.
   const auto alone = [&](std::int64_t n) {
-    const auto bytes = static_cast<std::uint64_t>(bytes_per_parameter * static_cast<double>(n));
-    const auto key = std::make_tuple(RingKey{c.tp, c.cp, c.dp, c.pp, c.rank_order, bytes}, kind);
-    {
-      const std::lock_guard lock(mutex_);
-      if (const auto it = collective_alone_.find(key); it != collective_alone_.end()) return it->second;
-    }
-    const strategy::RankLayout layout(c.tp, c.cp, 1, c.dp, c.pp, c.rank_order);
-    std::vector<Rank> members;
-    for (const Rank r : layout.group(0, strategy::Axis::Cp))
-      for (const Rank m : layout.group(r, strategy::Axis::Dp)) members.push_back(m);
-    std::sort(members.begin(), members.end());
-    taskgraph::Task task;
-    task.kind = taskgraph::TaskKind::Collective;
-    task.collective = kind;
-    task.bytes = bytes;
-    const double t =
-        std::max(0.0,
-                 cost_.communication_plan(task, taskgraph::Communicator{members, std::nullopt}).estimated_s - 1e-9);
-    const std::lock_guard lock(mutex_);
-    return collective_alone_.emplace(key, t).first->second;
+    return data_parallel_seconds(c, kind, static_cast<std::uint64_t>(bytes_per_parameter * static_cast<double>(n)));
   };
   if (parameters <= 0) return 0;
   const std::int64_t full = parameters / bucket;
@@ -223,8 +221,8 @@ double Bounds::data_parallel_tail_seconds(const model::ModelSpec& m, const strat
     // A bucket at least the embedding's, alone: no bucket splits it (one
     // flushes once it holds the bucket size or more), and a collective of
     // more bytes takes no less time.
-    const std::int64_t embedding = workload::embedding_parameters_per_rank(m, c.tp);
-    tail += buckets_seconds(c, reduce, embedding, std::max<std::int64_t>(embedding, 1), c.gradient_bytes());
+    const auto embedding = static_cast<std::uint64_t>(workload::embedding_parameters_per_rank(m, c.tp));
+    tail += data_parallel_seconds(c, reduce, c.gradient_bytes() * embedding);
   }
   if (c.zero_stage >= 1 && !c.overlap_param_gather) {
     // Under fp8 parameter gathering the layers' parameters are gathered in

@@ -75,6 +75,19 @@ std::vector<Rank> RankLayout::group(Rank rank, Axis a) const {
   return members;
 }
 
+std::vector<Rank> RankLayout::group(Rank rank, std::initializer_list<Axis> axes) const {
+  std::vector<Rank> members{rank};
+  for (const Axis a : axes) {
+    std::vector<Rank> next;
+    for (const Rank m : members)
+      for (const Rank r : group(m, a)) next.push_back(r);
+    members = std::move(next);
+  }
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  return members;
+}
+
 std::vector<std::vector<Rank>> RankLayout::all_groups(Axis a) const {
   std::vector<std::vector<Rank>> groups;
   for (Rank r = 0; r < world_size_; ++r)

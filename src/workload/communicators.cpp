@@ -56,21 +56,6 @@ class Builder {
   taskgraph::Workload& w_;
 };
 
-// Members of rank's group along several axes of a layout, in coordinate order
-// (the first axis varying fastest).
-std::vector<Rank> group_along(const strategy::RankLayout& layout, Rank rank, std::initializer_list<Axis> axes) {
-  std::vector<Rank> members{rank};
-  for (const Axis a : axes) {
-    std::vector<Rank> next;
-    for (const Rank m : members)
-      for (const Rank r : layout.group(m, a)) next.push_back(r);
-    members = std::move(next);
-  }
-  std::sort(members.begin(), members.end());
-  members.erase(std::unique(members.begin(), members.end()), members.end());
-  return members;
-}
-
 }  // namespace
 
 void add_communicators(const strategy::ParallelConfig& config, const strategy::RankLayout& dense,
@@ -123,9 +108,8 @@ void add_communicators(const strategy::ParallelConfig& config, const strategy::R
     const auto members = [&](Rank r, bool replicas) {
       const std::int64_t d = dense.coordinate(r, Axis::Dp);
       std::vector<Rank> out;
-      for (const Rank m : group_along(dense, r,
-                                      replicas ? std::initializer_list<Axis>{Axis::Dp}
-                                               : std::initializer_list<Axis>{Axis::Cp, Axis::Dp})) {
+      for (const Rank m : dense.group(r, replicas ? std::initializer_list<Axis>{Axis::Dp}
+                                                  : std::initializer_list<Axis>{Axis::Cp, Axis::Dp})) {
         const std::int64_t e = dense.coordinate(m, Axis::Dp);
         if (replicas ? e % shard == d % shard : e / shard == d / shard) out.push_back(m);
       }
@@ -144,12 +128,18 @@ void add_communicators(const strategy::ParallelConfig& config, const strategy::R
           return mirrored_leader(dense, r, {Axis::Cp, Axis::Dp});
         },
         [&](Rank r) {
-          return with_mirror(group_along(dense, r, {Axis::Cp, Axis::Dp}));
+          return with_mirror(dense.group(r, {Axis::Cp, Axis::Dp}));
         });
   }
   if (config.precision == Dtype::Fp8)
-    b.add_groups(world, slots::kAmax, [&](Rank r) { return zeroed(dense, r, {Axis::Tp, Axis::Cp, Axis::Dp}); },
-                 [&](Rank r) { return group_along(dense, r, {Axis::Tp, Axis::Cp, Axis::Dp}); });
+    b.add_groups(
+        world, slots::kAmax,
+        [&](Rank r) {
+          return zeroed(dense, r, {Axis::Tp, Axis::Cp, Axis::Dp});
+        },
+        [&](Rank r) {
+          return dense.group(r, {Axis::Tp, Axis::Cp, Axis::Dp});
+        });
   if (expert != nullptr) {
     const auto ep_leader = [&](Rank r) { return zeroed(*expert, r, {Axis::Ep}); };
     const auto ep_group = [&](Rank r) { return expert->group(r, Axis::Ep); };

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,9 @@ class RankLayout {
   Rank with_coordinate(Rank rank, Axis a, std::int64_t value) const;
   /// Members of rank's group along an axis, in coordinate order.
   std::vector<Rank> group(Rank rank, Axis a) const;
+  /// Members of rank's group along several axes (e.g. a data-parallel group
+  /// spanning CP and DP), in rank order.
+  std::vector<Rank> group(Rank rank, std::initializer_list<Axis> axes) const;
   /// Every group along an axis, each in coordinate order, groups sorted by first member.
   std::vector<std::vector<Rank>> all_groups(Axis a) const;
 

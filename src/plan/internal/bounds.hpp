@@ -97,12 +97,17 @@ class Bounds {
   /// and the ZeRO parameter all-gather after the optimizer (not overlapped
   /// with the next forward), each bucket at least its time alone.
   double data_parallel_tail_seconds(const model::ModelSpec& m, const strategy::ParallelConfig& c);
+  /// A `kind` of `bytes` over a data-parallel group, at least its time alone.
+  double data_parallel_seconds(const strategy::ParallelConfig& c, taskgraph::CollectiveKind kind, std::uint64_t bytes);
   /// `parameters` in buckets of `bucket`, each a `kind` of `bytes_per_parameter`
   /// each over rank 0's data-parallel group, one after another.
   double buckets_seconds(const strategy::ParallelConfig& c, taskgraph::CollectiveKind kind, std::int64_t parameters,
                          std::int64_t bucket, double bytes_per_parameter);
   /// The ring attention of `ops`, if it has one of cp blocks.
   LayerCost::Ring ring_of(const std::vector<workload::OpSpec>& ops, std::int64_t cp) const;
+  /// The time alone of each hop of the CP ring of rank 0, into ring position
+  /// i from position i − 1 (every ring repeats its tiers).
+  const std::vector<double>& ring_hops(const strategy::ParallelConfig& c, std::uint64_t bytes);
   /// What `ring` holds the compute stream beyond its steps' kernels, at least.
   double ring_wait_seconds(const LayerCost::Ring& ring, const strategy::ParallelConfig& c);
   const LayerCost& boundary(const model::ModelSpec& m, ShapeCosts& costs, const workload::MicroShape& shape,
@@ -118,13 +123,15 @@ class Bounds {
   cost::CostModel cost_;
   std::mutex mutex_;  // the memo is shared by the planner's threads
   std::unordered_map<ShapeKey, std::unique_ptr<ShapeCosts>, ShapeKeyHash> memo_;
-  /// The time alone of each hop of the CP ring of rank 0, into ring position
-  /// i from position i − 1 (every ring repeats its tiers).
-  const std::vector<double>& ring_hops(const strategy::ParallelConfig& c, std::uint64_t bytes);
-  using RingKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string, std::uint64_t>;
-  std::map<RingKey, std::vector<double>> ring_hops_;                     // by (tp, cp, dp, pp, rank order, bytes)
-  std::map<std::pair<RingKey, std::vector<double>>, double> ring_hold_;  // by hops' key and steps
-  std::map<std::tuple<RingKey, taskgraph::CollectiveKind>, double> collective_alone_;  // by group, bytes, kind
+  // A message size on a candidate's rank layout: what fixes the tiers its
+  // groups cross, and so a transfer's or a collective's time alone.
+  using LayoutKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string, std::uint64_t>;
+  static LayoutKey layout_key(const strategy::ParallelConfig& c, std::uint64_t bytes) {
+    return {c.tp, c.cp, c.dp, c.pp, c.rank_order, bytes};
+  }
+  std::map<LayoutKey, std::vector<double>> ring_hops_;                     // by (tp, cp, dp, pp, rank order, bytes)
+  std::map<std::pair<LayoutKey, std::vector<double>>, double> ring_hold_;  // by hops' key and steps
+  std::map<std::tuple<LayoutKey, taskgraph::CollectiveKind>, double> collective_alone_;  // by group, bytes, kind
   std::map<std::tuple<strategy::ScheduleKind, std::int64_t, std::int64_t, std::int64_t, bool>,
            std::vector<std::int64_t>>
       in_flight_;  // by (schedule, pp, micro-batches, chunks, combined 1F1B)
