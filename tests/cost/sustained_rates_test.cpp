@@ -64,6 +64,23 @@ TEST_CASE("Tensor-core work runs at the sustained fraction of its burst rate", "
         Approx(cost::compute_seconds(b200, big, cost::Load::Burst) / (1456.3 / 1770.9)).epsilon(1e-4));
 }
 
+TEST_CASE("The H100 profiles keep the H200's sustained GEMM ratio at the H100's own training clock",
+          "[cost][sustained]") {
+  // bf16: the H200's MSMF / MAMF (708.5 / 841.9, its GEMM holding 1465 MHz)
+  // times the clock an H100 SXM5 holds in bf16 training (1376 MHz, an nsys
+  // trace of Llama 3 8B at 8K tokens), throughput taken as proportional to
+  // the clock; fp8 stays the H200's 1288.7 / 1491.9 (no H100 fp8 clock).
+  for (const char* name : {"h100-sxm5-80gb", "dgx-h100-superpod", "h100-roce-llama3"}) {
+    INFO(name);
+    const auto h100 = test::shipped_hardware(name);
+    REQUIRE(h100.gpu.sustained);
+    CHECK(h100.gpu.sustained->tensor_for(Dtype::Bf16) == Approx(708.5 / 841.9 * 1376 / 1465).epsilon(1e-4));
+    CHECK(h100.gpu.sustained->tensor_for(Dtype::Fp16) == h100.gpu.sustained->tensor_for(Dtype::Bf16));
+    CHECK(h100.gpu.sustained->tensor_for(Dtype::Fp8) == Approx(1288.7 / 1491.9).epsilon(1e-4));
+    CHECK(h100.gpu.sustained->sustained_clock_mhz == 1376);
+  }
+}
+
 TEST_CASE("The 500 W H100's tensor cores keep the 700 W rate times the measured 500 W / 700 W throughput",
           "[cost][sustained]") {
   // Mayr et al., arXiv:2603.16164 Table 4: Llama 3 8B training on a 94 GB

@@ -111,6 +111,12 @@
 // Report hashes only, re-recorded (2026-12-03) when the JSON report gained
 // `run.recompute_modules` (selective recomputation by module): every
 // fingerprint, makespan, task count and peak stayed.
+// A nineteenth (2026-12-04): the H100 profiles' sustained bf16 fraction
+// carries the H100's own training clock (0.8416 x 1376 / 1465 = 0.7905;
+// fp8 and memory unchanged). Only the runs on H100 profiles moved: makespans
+// +0.09% (tiny GPipe, host-bound) to +5.34% (Llama 2 7B interleaved,
+// compute-bound: 0.8416 / 0.7905 - 1 = +6.5% at most); peaks and task counts
+// all kept.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>
