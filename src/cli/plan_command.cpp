@@ -42,7 +42,7 @@ Searches every valid strategy — tp, pp, dp, cp, ep, interleaving, micro-batch
 size, schedule, recomputation, sequence parallelism, ZeRO stage — keeps those
 that fit in memory and ranks them by simulated step time. Strategy flags given
 (e.g. --tp 8, --precision fp8) pin that choice; the rest is searched (over
---kernel-fusion eager, torchtitan's --recompute op too; under --fsdp, ZeRO-3 only).
+--kernel-fusion eager or compiled, torchtitan's --recompute op too; under --fsdp, ZeRO-3 only).
 Candidates are bounded first (static memory plus the activations their
 schedule must hold; a lower bound on step time) and simulated in bound order
 on every core until no bound can beat the K-th best: the ranking equals

@@ -153,11 +153,14 @@ const std::vector<StrategyField> kFields = {
     {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn"}, "NAME",
      "flash (fused attention kernels, default) | unfused (separate QK, softmax, dropout, PV kernels) | cudnn "
      "(cuDNN's fused attention, as Transformer Engine runs it on Hopper; needs the profile's cuDNN efficiencies)"},
-    {"kernel_fusion", "kernel_fusion", "", &S::kernel_fusion, 1, 1, {"fused", "eager"}, "HOW",
+    {"kernel_fusion", "kernel_fusion", "", &S::kernel_fusion, 1, 1, {"fused", "eager", "compiled"}, "HOW",
      "how the layers' memory-bound ops run: fused (default: Transformer Engine's and Megatron-Core's fused norm, "
      "RoPE, SwiGLU and cross-entropy kernels) | eager (PyTorch eager, one kernel an op, as torchtitan's Llama code "
      "ran in December 2024: RMSNorm in eight kernels over an fp32 copy, RoPE through complex64, SiLU and the gate "
-     "product apart, grouped keys and values expanded to every head, cross-entropy over fp32 logits); bf16 only"},
+     "product apart, grouped keys and values expanded to every head, cross-entropy over fp32 logits) | compiled "
+     "(the same code with each transformer block under torch.compile, torchtitan's --training.compile: one kernel "
+     "for each chain of memory-bound ops between GEMMs and attention, the final norm and the loss still eager); "
+     "bf16 only"},
     {"fsdp", "fsdp", "", &S::fsdp, 1, 1, {"fsdp1", "fsdp2"}, "VERSION",
      "PyTorch FSDP as the data parallelism, ZeRO-3's sharding with the fp32 shards as the only copy of the "
      "parameters (16 bytes a parameter, not 18; implies --zero 3): fsdp2 (fully_shard per transformer block, as "

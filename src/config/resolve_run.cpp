@@ -172,9 +172,8 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   // torchtitan's policy counts its eager GEMMs, wq, wk and wv apart: ptsim's
   // fused kernels (one QKV GEMM) would be counted otherwise.
   if (c.recompute == strategy::RecomputeKind::Op && !c.eager_kernels)
-    check.fail("recompute", recompute,
-               "is torchtitan's selective op checkpointing, modelled over PyTorch eager's kernels",
-               "add --kernel-fusion eager, or use --recompute selective or full");
+    check.fail("recompute", recompute, "is torchtitan's selective op checkpointing, modelled over its PyTorch modules",
+               "add --kernel-fusion eager or compiled, or use --recompute selective or full");
   if (s.recompute_num_layers) {
     if (c.recompute != strategy::RecomputeKind::Full)
       check.fail("recompute_num_layers", *s.recompute_num_layers, "needs --recompute full",
@@ -372,10 +371,12 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   if (s.fp8_recipe && c.precision != Dtype::Fp8)
     check.fail("fp8_recipe", *s.fp8_recipe, fmt::format("needs precision fp8 (precision is {})", precision),
                "add --precision fp8, or drop --fp8-recipe");
-  c.eager_kernels = s.kernel_fusion.value_or("fused") == "eager";
+  const std::string fusion = s.kernel_fusion.value_or("fused");
+  c.eager_kernels = fusion == "eager" || fusion == "compiled";
+  c.compiled_blocks = fusion == "compiled";
   if (c.eager_kernels && c.precision != Dtype::Bf16)
     check.fail("kernel_fusion", *s.kernel_fusion,
-               fmt::format("is PyTorch eager's bf16 ops; its {} training (torchao's) is not modelled", precision),
+               fmt::format("is torchtitan's bf16 modules; its {} training (torchao's) is not modelled", precision),
                "use --precision bf16, or --kernel-fusion fused");
   if (c.eager_kernels && (m.is_moe() || m.multi_latent_attention))
     check.fail("kernel_fusion", *s.kernel_fusion,

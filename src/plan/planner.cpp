@@ -153,8 +153,8 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
               const std::optional<std::int64_t> fixed_zero =
                   r.fixed.fsdp ? std::optional<std::int64_t>(3) : r.fixed.zero;
               for (const char* recompute : {"none", "selective", "full", "op"}) {
-                // torchtitan's op checkpointing runs over eager kernels only.
-                if (std::string(recompute) == "op" && r.fixed.kernel_fusion.value_or("fused") != "eager") continue;
+                // torchtitan's op checkpointing runs over its PyTorch modules only.
+                if (std::string(recompute) == "op" && r.fixed.kernel_fusion.value_or("fused") == "fused") continue;
                 // Under fused attention, recomputing core attention alone frees
                 // only the softmax statistics for a rerun attention forward:
                 // left out of the search unless --recompute-modules says what

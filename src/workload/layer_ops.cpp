@@ -80,6 +80,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.flash_attention = c.attention != strategy::AttentionBackend::Unfused;
   s.cudnn_attention = c.attention == strategy::AttentionBackend::Cudnn;
   s.eager_kernels = c.eager_kernels;
+  s.compiled_blocks = c.compiled_blocks;
   s.gemm_dtype = c.gemm_dtype();
   s.quantization = strategy::quantization_of(c);
   s.ep = c.ep;

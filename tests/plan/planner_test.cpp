@@ -356,7 +356,7 @@ TEST_CASE("With --recompute-modules the search tries selective recomputation of 
   CHECK_FALSE(plan::plan(request).best.empty());
 }
 
-TEST_CASE("Over eager kernels the search tries torchtitan's op checkpointing, its bounds below every step",
+TEST_CASE("Over eager or compiled kernels the search tries torchtitan's op checkpointing, its bounds below every step",
           "[plan][eager]") {
   auto request = small_request(1000);
   const auto levels = [](const plan::PlanRequest& r) {
@@ -365,7 +365,7 @@ TEST_CASE("Over eager kernels the search tries torchtitan's op checkpointing, it
     return out;
   };
   CHECK(levels(request).count("op") == 0);  // ptsim's fused kernels: not torchtitan's
-  request.fixed.kernel_fusion = "eager";
+  request.fixed.kernel_fusion = GENERATE("eager", "compiled");
   request.fixed.fsdp = "fsdp2";
   CHECK(levels(request).count("op") == 1);
   const auto result = plan::plan(request);

@@ -35,18 +35,20 @@ Sum sum(const std::vector<workload::OpSpec>& ops, const std::string& prefix) {
 
 // Llama 3 8B: h 4096, 32 query heads and 8 key/value groups of 128, FFN
 // 14336; one micro-batch of 2 × 8192 tokens on one GPU.
-workload::MicroShape llama_shape(bool eager) {
+workload::MicroShape llama_shape(bool eager, bool compiled = false) {
   workload::MicroShape s;
   s.micro_batch = 2;
   s.seq_length = 8192;
   s.eager_kernels = eager;
+  s.compiled_blocks = compiled;
   return s;
 }
 constexpr double N = 2 * 8192, h = 4096, q = 4096, kv = 1024, f = 14336;
 
 // A Llama 3 8B of `layers` layers on one GPU, one sequence of 1024 tokens,
 // eager kernels under `recompute`.
-std::pair<model::ModelSpec, config::StrategyInput> eager_llama(std::int64_t layers, const char* recompute) {
+std::pair<model::ModelSpec, config::StrategyInput> eager_llama(std::int64_t layers, const char* recompute,
+                                                               const char* fusion = "eager") {
   auto m = test::shipped_model("llama3-8b");
   m.num_layers = layers;
   config::StrategyInput st;
@@ -54,7 +56,7 @@ std::pair<model::ModelSpec, config::StrategyInput> eager_llama(std::int64_t laye
   st.global_batch_size = 1;
   st.micro_batch_size = 1;
   st.seq_length = 1024;
-  st.kernel_fusion = "eager";
+  st.kernel_fusion = fusion;
   st.recompute = recompute;
   return {m, st};
 }
@@ -150,6 +152,52 @@ TEST_CASE("torchtitan's op checkpointing reruns wk, wo and w3 and no attention",
   const auto run = config::resolve_run(m, st);
   const auto step = workload::build_step_workload(run.model, run.parallel);
   // The recomputed FLOPs: the even-numbered GEMMs, 2·N·(h·kv + q·h + h·f) a layer.
+  const double n = 1024;
+  CHECK(step.hardware_flops - step.model_flops == Approx(2 * 2 * n * (h * kv + q * h + h * f)));
+}
+
+TEST_CASE("Compiled blocks keep torchtitan's linears and copies and fuse each memory-bound chain into one kernel",
+          "[workload][eager]") {
+  const auto m = test::shipped_model("llama3-8b");
+  const auto ops = workload::transformer_layer_ops(m, llama_shape(true, true), 0);
+  // RMSNorm: one kernel each way, read 2 write 2 forward, 8 backward.
+  CHECK(sum(ops.forward, "ln1").kernels == 1);
+  CHECK(sum(ops.forward, "ln1").bytes == Approx(4 * N * h));
+  CHECK(sum(ops.backward, "ln1").bytes == Approx(8 * N * h));
+  // RoPE: one pass over q and k each way, bf16 in and out.
+  CHECK(sum(ops.forward, "attn.rope").bytes == Approx(4 * N * (q + kv)));
+  CHECK(sum(ops.backward, "attn.rope").bytes == Approx(4 * N * (q + kv)));
+  // repeat_kv's copies stay: attention is still handed every head's K and V.
+  CHECK(sum(ops.forward, "attn.repeat_kv").bytes == Approx(2 * N * (2 * kv + 2 * q)));
+  CHECK(sum(ops.backward, "attn.repeat_kv").bytes == Approx(2 * N * (2 * q + 2 * kv)));
+  // SwiGLU in one kernel: read w1's and w3's outputs, write the product,
+  // keeping both factors; backward reads the gradient and both, writes two.
+  CHECK(sum(ops.forward, "mlp.swiglu").bytes == Approx(6 * N * f));
+  CHECK(sum(ops.forward, "mlp.swiglu").saved == Approx(4 * N * f));
+  CHECK(sum(ops.backward, "mlp.swiglu").bytes == Approx(10 * N * f));
+  // The three attention input gradients summed in one kernel (read 3 × 2,
+  // write 2), the MLP's two in one add (4 + 2).
+  CHECK(sum(ops.backward, "attn.input_grad").kernels == 1);
+  CHECK(sum(ops.backward, "attn.input_grad").bytes == Approx(8 * N * h));
+  CHECK(sum(ops.backward, "mlp.input_grad").bytes == Approx(6 * N * h));
+  // torchtitan's seven linears, as in eager.
+  int linears = 0;
+  for (const auto& op : ops.forward)
+    if (op.kind == workload::OpKind::Matmul) ++linears;
+  CHECK(linears == 7);
+  // Outside the compiled blocks the final norm and the loss stay eager.
+  const auto out = workload::output_ops(m, llama_shape(true, true));
+  CHECK(sum(out.forward, "final_norm").kernels == 8);
+  CHECK(sum(out.forward, "cross_entropy").bytes ==
+        Approx(sum(workload::output_ops(m, llama_shape(true)).forward, "cross_entropy").bytes));
+}
+
+TEST_CASE("torchtitan's op checkpointing runs over compiled blocks, rerunning the fused kernels", "[workload][eager]") {
+  const auto [m, st] = eager_llama(2, "op", "compiled");
+  const auto run = config::resolve_run(m, st);
+  REQUIRE(run.parallel.compiled_blocks);
+  const auto step = workload::build_step_workload(run.model, run.parallel);
+  // The same GEMMs rerun as under eager kernels: wk, wo and w3.
   const double n = 1024;
   CHECK(step.hardware_flops - step.model_flops == Approx(2 * 2 * n * (h * kv + q * h + h * f)));
 }

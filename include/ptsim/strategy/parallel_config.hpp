@@ -213,9 +213,17 @@ struct ParallelConfig {
   /// issued, beside it, instead of before it.
   bool delay_wgrad_compute = false;
   AttentionBackend attention = AttentionBackend::Flash;
-  /// The memory-bound ops as PyTorch eager runs them, one kernel an op
-  /// (--kernel-fusion eager; workload/layer_ops.hpp says which).
+  /// The layers as torchtitan's PyTorch modules run them (--kernel-fusion
+  /// eager or compiled): separate query, key and value linears, gate and up
+  /// linears, grouped keys and values copied to every head, and the
+  /// memory-bound ops outside the compiled blocks (final norm, loss) one
+  /// kernel an ATen op (workload/layer_ops.hpp says which).
   bool eager_kernels = false;
+  /// With eager_kernels: each transformer block under torch.compile
+  /// (--kernel-fusion compiled, torchtitan's apply_compile), Inductor fusing
+  /// each chain of memory-bound ops between two GEMMs or attention kernels
+  /// into one kernel.
+  bool compiled_blocks = false;
   /// PyTorch FSDP as ZeRO-3 (0: not FSDP): 1, FullyShardedDataParallel's
   /// flat parameters, gathered straight into their buffer, the casts on side
   /// streams; 2, fully_shard per block, whose copy-out and reduce-scatter

@@ -42,8 +42,10 @@ struct MicroShape {
   bool async_dgrad_reduce() const { return sequence_parallel || async_tp_allreduce; }
   bool flash_attention = true;   // fused attention kernels; false: Megatron's unfused path
   bool cudnn_attention = false;  // the fused kernels are cuDNN's (taskgraph::kCudnn)
-  /// PyTorch eager's memory-bound ops, one kernel an op (ParallelConfig::eager_kernels).
+  /// torchtitan's PyTorch modules, eager ops outside compiled blocks (ParallelConfig::eager_kernels).
   bool eager_kernels = false;
+  /// The blocks under torch.compile (ParallelConfig::compiled_blocks).
+  bool compiled_blocks = false;
   Dtype gemm_dtype = Dtype::Bf16;       // the format the layers' linear GEMMs multiply in (ParallelConfig::gemm_dtype)
   strategy::Quantization quantization;  // how their operands are quantized (none under bf16)
   std::int64_t ep = 1;           // expert parallelism

@@ -69,7 +69,8 @@ class LayerBuilder {
         sp_(shape.sequence_parallel),
         dropout_(m.dropout > 0),
         fp8_(shape.quantization.active),
-        eager_(shape.eager_kernels),
+        modules_(shape.eager_kernels),
+        eager_(shape.eager_kernels && !shape.compiled_blocks),
         q_(shape.quantization) {}
 
   BlockOps take() {
@@ -241,13 +242,16 @@ class LayerBuilder {
       const double d = static_cast<double>(m_.kv_channels);
       const double q = static_cast<double>(m_.num_attention_heads) * d;
       const double kv = static_cast<double>(m_.num_query_groups) * d;
-      // Eager attention projects with three linears of one input, whose input
-      // gradients autograd sums: two adds (read 4, write 2 bytes an element),
-      // after the projections' backward (a group added earlier runs later).
+      // torchtitan's attention projects with three linears of one input, whose
+      // input gradients autograd sums: eager, two adds (read 4, write 2 bytes
+      // an element); compiled, one kernel reading the three and writing one.
+      // After the projections' backward (a group added earlier runs later).
       if (eager_)
         backward({memory_op("attn.input_grad.add_k", 6 * N_ * h_), memory_op("attn.input_grad.add_v", 6 * N_ * h_)});
+      else if (modules_)
+        backward({memory_op("attn.input_grad.add", 8 * N_ * h_)});
       enter_tp_region("attn.input", true, true);
-      if (eager_) {
+      if (modules_) {
         // torchtitan's wq, wk and wv, in that order (selective op
         // checkpointing counts them); the input kept once, and its gradient
         // reduced after the last of their backward, wq's.
@@ -264,7 +268,10 @@ class LayerBuilder {
                           2 * N_ * (q + kv) / t_)});
       }
       if (m_.position_embedding == model::PositionEmbedding::Rope) rope(q / t_, kv / t_);
-      if (eager_ && kv < q) {
+      if (modules_ && kv < q) {
+        // The same copies under torch.compile: Inductor writes the expanded
+        // tensor that attention is handed (it may fuse the key's with RoPE,
+        // the bytes the same).
         add(eager_repeat_kv(N_ * kv / t_, N_ * q / t_));
         core_attention(d, d, 1.0);  // every query head with its own key and value
       } else {
@@ -475,11 +482,12 @@ class LayerBuilder {
   // shared experts of an MoE layer follow a norm of their own).
   void dense_mlp(const std::string& prefix, double width, bool norm_fused) {
     const double gated = m_.gated_mlp() ? 2 : 1;
-    // Eager's gate and up projections are two linears of one input: one add
-    // of their input gradients after their backward.
-    if (eager_ && gated > 1) backward({memory_op(prefix + ".input_grad.add", 6 * N_ * h_)});
+    // torchtitan's gate and up projections are two linears of one input: one
+    // add of their input gradients after their backward (one kernel under
+    // torch.compile too).
+    if (modules_ && gated > 1) backward({memory_op(prefix + ".input_grad.add", 6 * N_ * h_)});
     enter_tp_region(prefix + ".input", true, norm_fused);
-    if (eager_ && gated > 1) {
+    if (modules_ && gated > 1) {
       // torchtitan's w1 (gate) and w3 (up), in the order its FeedForward runs them.
       column(prefix + ".w1", N_, h_, width, Nsp_ * h_, true, true, norm_fused, m_.add_bias_linear);
       column(prefix + ".w3", N_, h_, width, 0, false, false, norm_fused, m_.add_bias_linear);
@@ -496,7 +504,11 @@ class LayerBuilder {
   const model::ModelSpec& m_;
   const MicroShape& shape_;
   const double t_, N_, Nsp_, h_;
-  const bool tp_, sp_, dropout_, fp8_, eager_;
+  const bool tp_, sp_, dropout_, fp8_;
+  // modules_: torchtitan's PyTorch modules (separate linears, repeat_kv);
+  // eager_: their memory-bound ops one ATen kernel each, as outside
+  // torch.compile (under it, Inductor's one kernel a chain: the fused ops).
+  const bool modules_, eager_;
   const strategy::Quantization q_;  // the recipe's quantization bytes
   std::vector<OpSpec> fw_;
   std::vector<std::vector<OpSpec>> bw_groups_;
