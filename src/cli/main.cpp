@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "heap_pages.hpp"
 #include "ptsim/common/error.hpp"
 
 namespace {
@@ -41,6 +42,7 @@ fits in memory (simulate: the strategy, --allow-oom for 0; plan: no candidate) Â
 }  // namespace
 
 int main(int argc, char** argv) {
+  ptsim::cli::prefer_huge_heap_pages();
   const std::vector<std::string> args(argv + 1, argv + argc);
   try {
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
