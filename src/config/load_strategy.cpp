@@ -61,8 +61,8 @@ const std::vector<StrategyField> kFields = {
     {"recompute", "recompute", "", &S::recompute, 1, 1, {"none", "selective", "full", "op"}, "MODE",
      "activation recomputation: none (default) | selective (the --recompute-modules; by default core attention, "
      "under CP the whole ring attention, its transfers included) | full (whole layers) | op (torchtitan's selective "
-     "op checkpointing, with --kernel-fusion eager: a layer keeps its input and the outputs of every other GEMM, "
-     "wq, wv, w1, w2, and of attention; the rest reruns before its backward)"},
+     "op checkpointing, with --kernel-fusion eager or compiled: a layer keeps its input and the outputs of every "
+     "other GEMM, wq, wv, w1, w2, and of attention; the rest reruns before its backward)"},
     {"recompute_modules", "recompute_modules", "", &S::recompute_modules, 1, 1, {}, "LIST",
      "what --recompute selective reruns, Megatron-Core's modules separated by commas: core_attn (default), "
      "moe_act (the experts' activation), layernorm (norms not fused into a linear: before MLA and MoE), "
