@@ -83,7 +83,10 @@ const std::vector<StrategyField> kFields = {
     {"fp8_param_gather", "fp8_param_gather", "", &S::fp8_param_gather, 1, 1, {}, "",
      "with --precision fp8 and ZeRO 1 or 2: the optimizer casts its updated shard to fp8 and the parameters are "
      "gathered in fp8 (1 byte each); each rank then transposes its fp8 weights once per step instead of casting "
-     "them (Megatron-Core's --fp8-param-gather)"},
+     "them (Megatron-Core's --fp8-param-gather); with --fsdp fsdp2 and --kernel-fusion compiled, torchao's "
+     "float8 all-gather: each block's weights gathered in fp8, their amaxes computed and all-reduced once after "
+     "the optimizer (torchtitan's --float8.enable_fsdp_float8_all_gather and "
+     "--float8.precompute_float8_dynamic_scale_for_fsdp)"},
     {"fp4_param_gather", "fp4_param_gather", "", &S::fp4_param_gather, 1, 1, {}, "",
      "with NVFP4 and ZeRO 1 or 2: the parameters are gathered in NVFP4 (half a byte each) and each rank makes their "
      "column-wise copy once per step (Megatron-Core's --fp4-param-gather)"},
@@ -160,7 +163,9 @@ const std::vector<StrategyField> kFields = {
      "product apart, grouped keys and values expanded to every head, cross-entropy over fp32 logits) | compiled "
      "(the same code with each transformer block under torch.compile, torchtitan's --training.compile: one kernel "
      "for each chain of memory-bound ops between GEMMs and attention, the final norm and the loss still eager); "
-     "bf16 only"},
+     "eager is bf16 only; compiled also takes --precision fp8: torchao's Float8Linear in every block linear "
+     "(torchtitan's --float8.enable_float8_linear; the output layer bf16), dynamic per-tensor scaling, one cast "
+     "of an input its linears share, the weights cast in every forward"},
     {"fsdp", "fsdp", "", &S::fsdp, 1, 1, {"fsdp1", "fsdp2"}, "VERSION",
      "PyTorch FSDP as the data parallelism, ZeRO-3's sharding with the fp32 shards as the only copy of the "
      "parameters (16 bytes a parameter, not 18; implies --zero 3): fsdp2 (fully_shard per transformer block, as "
@@ -191,7 +196,8 @@ const std::vector<StrategyField> kFields = {
      "with FP4 training: nvfp4 (default; a scale per 16 values and one per tensor, the Hadamard transform on "
      "weight-gradient operands, stochastic rounding of gradients; Megatron-Core's --fp4-recipe)"},
     {"fp8_recipe", "fp8_recipe", "", &S::fp8_recipe, 1, 1, {"delayed", "tensorwise", "blockwise", "mxfp8"}, "NAME",
-     "with --precision fp8, how Transformer Engine scales each tensor: delayed (default; amax histories "
+     "with --precision fp8, how Transformer Engine scales each tensor: delayed (default, but tensorwise under "
+     "--kernel-fusion compiled, torchao's only one; amax histories "
      "reduced over the stage's ranks once per micro-batch) | tensorwise (current scaling: every cast first "
      "reads its tensor for the amax; under SP the shard amaxes of gathered tensors are all-reduced over TP) | "
      "blockwise (fp32 scales per 1x128 or 128x128 block, each tensor quantized both ways; no TP communication "

@@ -229,10 +229,45 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
     check.fail_flag("fp8_param_gather", "needs FP8 training", "add --precision fp8 or drop --fp8-param-gather");
   if (s.fp4_param_gather.value_or(false) && c.precision != Dtype::Nvfp4)
     check.fail_flag("fp4_param_gather", "needs FP4 training", "add --fp4-format e2m1 or drop --fp4-param-gather");
-  if (c.fp8_param_gather && (c.zero_stage < 1 || c.zero_stage > 2))
+  // Under FSDP2 and torchao's Float8, the weights' shards are cast to fp8
+  // before their all-gather (enable_fsdp_float8_all_gather).
+  const bool torchao_gather = c.fsdp_version == 2 && c.compiled_blocks && c.precision == Dtype::Fp8;
+  if (c.fp8_param_gather && c.zero_stage == 3 && !torchao_gather)
+    check.fail_flag(s.fp4_param_gather.value_or(false) ? "fp4_param_gather" : "fp8_param_gather",
+                    "with ZeRO-3 is torchao's float8 all-gather under FSDP2 (--fsdp fsdp2 --kernel-fusion compiled "
+                    "--precision fp8); otherwise it needs Megatron's distributed optimizer (ZeRO 1 or 2)",
+                    "add those, or --use-distributed-optimizer, or drop --fp8-param-gather");
+  if (c.fp8_param_gather && c.zero_stage < 1)
     check.fail_flag(s.fp4_param_gather.value_or(false) ? "fp4_param_gather" : "fp8_param_gather",
                     "needs Megatron's distributed optimizer, which gathers the parameters (ZeRO 1 or 2)",
                     "add --use-distributed-optimizer or drop --fp8-param-gather");
+}
+
+// torchtitan's low precision: torchao's Float8Linear (torchao eab345c, the
+// commit of torchtitan's December 2024 benchmark) in every block linear,
+// the output layer left in bf16 (torchtitan/float8.py at 9dec370,
+// module_filter_fn). Modelled under torch.compile, where torchtitan runs it
+// ("Float8 experimental is intended to be ran under torch.compile"); its
+// eager casts are a chain of ATen kernels each (abs, max, mul, clamp, to),
+// not modelled. Dynamic per-tensor scaling is the only dynamic recipe it has.
+void check_torchao_float8(const Checker& check, const strategy::ParallelConfig& c, const StrategyInput& s,
+                          const std::string& precision) {
+  if (!c.eager_kernels || c.precision == Dtype::Bf16) return;
+  if (!c.compiled_blocks || c.precision != Dtype::Fp8)
+    check.fail("kernel_fusion", *s.kernel_fusion,
+               c.compiled_blocks
+                   ? fmt::format("with precision {} is not modelled: torchtitan's low precision is torchao's Float8 "
+                                 "(fp8, dynamic per-tensor scaling)",
+                                 precision)
+                   : fmt::format("with precision {} would be torchao's eager Float8 (a chain of ATen kernels a cast), "
+                                 "not modelled: ptsim models it under torch.compile, as torchtitan runs it",
+                                 precision),
+               c.compiled_blocks ? "use --precision fp8 or bf16, or --kernel-fusion fused"
+                                 : "use --kernel-fusion compiled, or --precision bf16");
+  if (s.fp8_recipe && *s.fp8_recipe != "tensorwise")
+    check.fail("fp8_recipe", *s.fp8_recipe,
+               "is not torchao's: its Float8Linear (torchtitan's FP8) scales each tensor dynamically",
+               "use --fp8-recipe tensorwise, or --kernel-fusion fused for Transformer Engine's recipes");
 }
 
 // What selective recomputation reruns: Megatron-Core's recompute_modules,
@@ -374,17 +409,15 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   const std::string fusion = s.kernel_fusion.value_or("fused");
   c.eager_kernels = fusion == "eager" || fusion == "compiled";
   c.compiled_blocks = fusion == "compiled";
-  if (c.eager_kernels && c.precision != Dtype::Bf16)
-    check.fail("kernel_fusion", *s.kernel_fusion,
-               fmt::format("is torchtitan's bf16 modules; its {} training (torchao's) is not modelled", precision),
-               "use --precision bf16, or --kernel-fusion fused");
+  check_torchao_float8(check, c, s, precision);
   if (c.eager_kernels && (m.is_moe() || m.multi_latent_attention))
     check.fail("kernel_fusion", *s.kernel_fusion,
                fmt::format("is modelled for dense models with standard attention (torchtitan's Llama code); model {} "
                            "has {}",
                            m.name, m.is_moe() ? "experts" : "multi-latent attention"),
                "use --kernel-fusion fused");
-  c.fp8_recipe = named(s.fp8_recipe.value_or("delayed"),
+  // torchao's only dynamic recipe scales per tensor; Megatron's default is delayed.
+  c.fp8_recipe = named(s.fp8_recipe.value_or(c.compiled_blocks ? "tensorwise" : "delayed"),
                        std::array{strategy::Fp8Recipe::Delayed, strategy::Fp8Recipe::Tensorwise,
                                   strategy::Fp8Recipe::Blockwise, strategy::Fp8Recipe::Mxfp8},
                        "FP8 recipe");

@@ -58,7 +58,8 @@ std::string layer_kind_key(const model::ModelSpec& m, std::int64_t layer) {
   return kNames[layer_kind(m, layer)];
 }
 
-int fp8_gemms_per_layer(const model::ModelSpec& m, std::int64_t layer) {
+int fp8_gemms_per_layer(const model::ModelSpec& m, std::int64_t layer, bool separate_linears) {
+  if (separate_linears) return 4 + (m.gated_mlp() ? 3 : 2);                // wq, wk, wv, wo; w1, (w3,) w2
   int gemms = m.multi_latent_attention ? (m.q_lora_rank > 0 ? 5 : 4) : 2;  // projections + output
   gemms += 2;                                                               // fc1 + fc2 (or expert fc1 + fc2)
   if (m.is_moe_layer(layer) && m.moe_shared_expert_intermediate_size > 0) gemms += 2;
@@ -81,6 +82,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.cudnn_attention = c.attention == strategy::AttentionBackend::Cudnn;
   s.eager_kernels = c.eager_kernels;
   s.compiled_blocks = c.compiled_blocks;
+  s.fp8_weights_gathered = c.fp8_param_gather && c.zero_stage == 3;
   s.gemm_dtype = c.gemm_dtype();
   s.quantization = strategy::quantization_of(c);
   s.ep = c.ep;

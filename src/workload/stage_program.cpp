@@ -64,7 +64,12 @@ class StageBuilder {
         out_(names, program),
         shape_(micro_shape(m_, c_)),
         dp_(ctx, out_),
-        blocks_(m_, c_, shape_, out_, [this](std::int64_t layer) { return zero3() ? dp_.gathered_bytes(layer) : 0; }) {
+        blocks_(m_, c_, shape_, out_, [this](std::int64_t layer) {
+          // others_shards counts bf16; torchao's float8 all-gather holds one byte a parameter.
+          return zero3() ? static_cast<std::uint64_t>(layer_parameter_bytes() / 2 *
+                                                      static_cast<double>(dp_.gathered_bytes(layer)))
+                         : 0;
+        }) {
     activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));
     total_virtual_ = strategy::path_stages(c_.schedule, c_.pp, strategy::chunks_per_stage(c_));
   }
@@ -216,9 +221,12 @@ class StageBuilder {
     // _create_columnwise; NVFP4's 16×16 blocks: half that,
     // _nvfp4_2d_multi_tensor_transpose); MXFP8 gathers bf16 and casts as
     // without it. Per tensor on a GPU whose FP8 GEMMs take any layout, the
-    // gathered copy serves both ways: nothing to make.
+    // gathered copy serves both ways: nothing to make. torchao's Float8
+    // (torchtitan's modules) casts its weights in every layer's forward
+    // instead (LayerBuilder::torchao_weight_cast).
     const bool transpose = quantized_param_gather();
-    if (shape_.quantization.active && !(transpose && shape_.quantization.param_transpose_bytes == 0)) {
+    if (shape_.quantization.active && !shape_.eager_kernels &&
+        !(transpose && shape_.quantization.param_transpose_bytes == 0)) {
       const double weights = static_cast<double>(ctx_.layer_parameters.total());
       const std::string name = fmt::format("{}.weight_{}", shape_.quantization.tag, transpose ? "transpose" : "cast");
       const double bytes_per_weight =
@@ -253,11 +261,15 @@ class StageBuilder {
   void zero3_gather(std::int64_t layer, std::int32_t mb) {
     std::vector<TaskRef> refs;
     dp_.for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
-      const std::uint64_t alloc = dp_.others_shards(n, dp_.group_of(slot));
-      const auto i =
-          out_.instantiate(dp_.collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
-                                          static_cast<std::uint64_t>(2 * n), false, alloc, dp_.zero3_flags()),
-                           mb, static_cast<std::int32_t>(layer));
+      // Under torchao's float8 all-gather (FSDP2) one byte a parameter: the
+      // block's norm weights, 2 in 10^4 of its parameters, counted with them.
+      const double bytes = layer_parameter_bytes();
+      const auto alloc =
+          static_cast<std::uint64_t>(bytes / 2 * static_cast<double>(dp_.others_shards(n, dp_.group_of(slot))));
+      const auto i = out_.instantiate(dp_.collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
+                                                     static_cast<std::uint64_t>(bytes * static_cast<double>(n)), false,
+                                                     alloc, dp_.zero3_flags()),
+                                      mb, static_cast<std::int32_t>(layer));
       refs.push_back({i, 0});
     });
     gathers_[layer] = refs;
@@ -275,11 +287,11 @@ class StageBuilder {
   // FSDP2 copies a block's gathered parameters out of the all-gather buffer
   // into the parameters' own tensors on the compute stream, after waiting
   // for the gather (foreach_all_gather_copy_out: split_with_sizes_copy, read
-  // and write 2 bytes an element).
+  // and write 2 bytes an element; 1 gathered in fp8).
   void fsdp_copy_out(std::int64_t layer, std::int32_t mb, bool backward) {
     std::int64_t n = 0;
     dp_.for_each_zero3_part(layer, [&](std::int64_t part, std::uint8_t) { n += part; });
-    const OpSpec op = memory_op("fsdp.all_gather_copy_out", 4.0 * static_cast<double>(n));
+    const OpSpec op = memory_op("fsdp.all_gather_copy_out", 2 * layer_parameter_bytes() * static_cast<double>(n));
     out_.instantiate(blocks_.boundary_block(fmt::format("fsdp.copy_out.{}.{}", n, backward), {op}, "",
                                             backward ? categories::kBackward : categories::kForward, true),
                      mb, static_cast<std::int32_t>(layer));

@@ -47,7 +47,7 @@ Fp8WeightTensors fp8_weight_tensors(const StageContext& ctx) {
   Fp8WeightTensors t;
   for (const auto& chunk : ctx.chunks)
     for (std::int64_t layer = chunk.first; layer < chunk.first + chunk.count; ++layer) {
-      const std::int64_t gemms = fp8_gemms_per_layer(m, layer);
+      const std::int64_t gemms = fp8_gemms_per_layer(m, layer, c.eager_kernels);
       if (!m.is_moe_layer(layer)) {
         t.dense += gemms;
         continue;
@@ -160,7 +160,18 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
       reduce(blocks(ctx.layer_parameters.dense), slots::kDataParallel);
       reduce(blocks(ctx.layer_parameters.expert), slots::kExpertDataParallel);
     };
-    if (!q.delayed) {
+    if (c.fsdp()) {
+      // torchao's precompute_float8_dynamic_scale_for_fsdp (torchtitan calls
+      // it after the optimizer): the amax of every fp32 weight shard in one
+      // foreach kernel (read 4 bytes a parameter) and one all-reduce of the
+      // amaxes; each shard is cast as FSDP2 gathers it, in its copy-in
+      // (fsdp_pre_all_gather), beside the compute stream as FSDP2's bf16
+      // copy-in (not modelled either).
+      const double weights = static_cast<double>(shard(ctx.layer_parameters.dense, ctx.dense_group));
+      step_end_ops(fmt::format("optimizer.{}.{}_shard_amax", updated, tag),
+                   {step, memory_op(tag + ".param_shard_amax", 4 * weights, taskgraph::KernelClass::Optimizer)});
+      reduce_amaxes();
+    } else if (!q.delayed) {
       step_end_ops(fmt::format("optimizer.{}.{}_amax", updated, tag),
                    {step, memory_op(tag + ".param_shard_amax", 4.0 * static_cast<double>(updated),
                                     taskgraph::KernelClass::Optimizer)});

@@ -380,6 +380,24 @@ TEST_CASE("Over eager or compiled kernels the search tries torchtitan's op check
   CHECK(op);
 }
 
+TEST_CASE("Over torchao's Float8 in compiled blocks the bounds stay below every step", "[plan][float8]") {
+  auto request = small_request(1000);
+  const double memory = request.hardware.gpu.memory_bytes;
+  request.hardware = test::shipped_hardware("h100-sxm5-80gb");  // FP8 tensor cores
+  request.hardware.gpu.memory_bytes = memory;
+  request.fixed.kernel_fusion = "compiled";
+  request.fixed.fsdp = "fsdp2";
+  request.fixed.precision = "fp8";
+  request.fixed.fp8_param_gather = GENERATE(false, true);
+  const auto result = plan::plan(request);
+  REQUIRE_FALSE(result.best.empty());
+  for (const auto& c : result.best) {
+    INFO(c.label);
+    CHECK(c.lower_bound_s <= c.result.step_time_s);
+    CHECK(c.strategy.fp8_recipe.value_or("tensorwise") == "tensorwise");
+  }
+}
+
 TEST_CASE("Hardware variants that share a candidate space each get the search of their own", "[plan]") {
   auto base = small_request(5);
   base.shard = {1, 2};

@@ -9,28 +9,16 @@
 #include "ptsim/workload/layer_ops.hpp"
 #include "ptsim/workload/step_workload.hpp"
 #include "test_support.hpp"
+#include "workload/op_totals.hpp"
 
 using namespace ptsim;
 
 namespace {
 
-struct Sum {
-  double bytes = 0;
-  int kernels = 0;
-  double saved = 0;
-  double freed = 0;
-};
+using Sum = test::OpTotals;
 
 Sum sum(const std::vector<workload::OpSpec>& ops, const std::string& prefix) {
-  Sum s;
-  for (const auto& op : ops)
-    if (op.name.rfind(prefix, 0) == 0 && op.kind == workload::OpKind::MemoryBound) {
-      s.bytes += static_cast<double>(op.bytes);
-      ++s.kernels;
-      s.saved += static_cast<double>(op.saved_bytes);
-      s.freed += static_cast<double>(op.freed_bytes);
-    }
-  return s;
+  return test::memory_op_totals(ops, [&](const std::string& name) { return name.rfind(prefix, 0) == 0; });
 }
 
 // Llama 3 8B: h 4096, 32 query heads and 8 key/value groups of 128, FFN

@@ -46,6 +46,9 @@ struct MicroShape {
   bool eager_kernels = false;
   /// The blocks under torch.compile (ParallelConfig::compiled_blocks).
   bool compiled_blocks = false;
+  /// The layer weights arrive in fp8 from FSDP2's all-gather (torchao's
+  /// float8 all-gather, ParallelConfig::fp8_param_gather under ZeRO-3).
+  bool fp8_weights_gathered = false;
   Dtype gemm_dtype = Dtype::Bf16;       // the format the layers' linear GEMMs multiply in (ParallelConfig::gemm_dtype)
   strategy::Quantization quantization;  // how their operands are quantized (none under bf16)
   std::int64_t ep = 1;           // expert parallelism
@@ -80,7 +83,9 @@ std::size_t layer_kind(const model::ModelSpec& m, std::int64_t layer);
 std::string layer_kind_key(const model::ModelSpec& m, std::int64_t layer);
 
 /// FP8 GEMMs in a layer's forward (each casts its input, weight and output
-/// gradient, and keeps amax histories for them).
-int fp8_gemms_per_layer(const model::ModelSpec& m, std::int64_t layer);
+/// gradient, and keeps amax histories for them). `separate_linears`:
+/// torchtitan's modules, whose query, key and value projections and gated
+/// MLP halves are linears of their own (dense layers only).
+int fp8_gemms_per_layer(const model::ModelSpec& m, std::int64_t layer, bool separate_linears = false);
 
 }  // namespace ptsim::workload

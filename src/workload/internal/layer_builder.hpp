@@ -71,6 +71,7 @@ class LayerBuilder {
         fp8_(shape.quantization.active),
         modules_(shape.eager_kernels),
         eager_(shape.eager_kernels && !shape.compiled_blocks),
+        torchao_(modules_ && fp8_),
         q_(shape.quantization) {}
 
   BlockOps take() {
@@ -149,12 +150,20 @@ class LayerBuilder {
   // regather, which moves fp8 too.
   // `biased`: the linear carries a bias (add_bias_linear; the QKV
   // projection also with add_qkv_bias), whose gradient is reduced in backward.
+  // torchtitan's linears of one input (wq, wk and wv; w1 and w3) each cast
+  // it to fp8 in torchao's code; under torch.compile AOTAutograd's
+  // common-subexpression elimination of the joint graph (fx_graph_cse,
+  // functorch config cse=True) leaves one cast, the first linear's: those
+  // after it (`saved` 0, their input kept by the first) cast nothing.
   void column(const std::string& name, double rows, double in, double out_total, double saved, bool reduce_input_grad,
               bool gathered_input, bool norm_fused, bool biased) {
     const double out = out_total / t_;
     const double saved_bytes = saved_input(saved);
     const bool fp8_input = fp8_ && (norm_fused || (sp_ && gathered_input));
-    if (!fp8_input) {
+    const bool cast_shared = torchao_ && saved == 0;
+    if (cast_shared) {
+      // the first linear's fp8 input serves this one too
+    } else if (!fp8_input) {
       cast(name, rows, in);
     } else if (!sp_) {
       // From the fused norm: delayed scaling transposes the fp8 it wrote
@@ -165,9 +174,11 @@ class LayerBuilder {
       else if (q_.transposes())
         fw_.push_back(memory_op(name + q(".", "transpose"), rows * in * 2 * q_.copy_bytes));
     }
+    torchao_weight_cast(name, in * out);
     fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), saved_bytes));
     std::vector<OpSpec> bw;
     cast_grad(name, rows, out, bw);
+    torchao_weight_transpose(bw, name, in * out);
     // Under SP the weight gradient needs the whole input again.
     const bool regather = sp_ && gathered_input;
     if (regather) {
@@ -204,6 +215,7 @@ class LayerBuilder {
     const double in = in_total / t_;
     const double saved = saved_input(rows * in) + (fp8_ && input_kept ? 2 * rows * in : 0);
     cast(name, rows, in);
+    torchao_weight_cast(name, in * out);
     const int before_gemm = static_cast<int>(fw_.size()) - 1;
     fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), saved));
     if (tp_) {
@@ -228,6 +240,7 @@ class LayerBuilder {
                                  (fp8_gather ? q_.grad_gather_copies() * q_.copy_bytes : 2) * N_ * out,
                                  shape_.tp_comm_overlap));
     if (!fp8_gather) cast_grad(name, rows, out, bw);
+    torchao_weight_transpose(bw, name, in * out);
     bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, shape_.gemm_dtype));
     if (fp8_gather && q_.after_gather_bytes > 0)
       bw.push_back(weight_grad(memory_op(name + ".grad" + after_gather_suffix(), rows * out * q_.after_gather_bytes)));
@@ -345,6 +358,25 @@ class LayerBuilder {
   void cast_grad(const std::string& name, double rows, double cols, std::vector<OpSpec>& bw) {
     if (fp8_) bw.push_back(memory_op(name + q(".grad_", "cast"), rows * cols * cast_bytes()));
   }
+  // torchao's Float8Linear (torchao/float8/float8_linear.py at eab345c,
+  // tensorwise: manual_float8_matmul_with_args_in_float8) casts its weight
+  // in every forward, not once a step as Transformer Engine does: the amax
+  // (read 2 bytes a weight) and the cast (read 2, write 1), the fp8 weight
+  // kept for the backward (ctx.save_for_backward); a weight that FSDP2
+  // gathered in fp8 (enable_fsdp_float8_all_gather) arrives cast. The input
+  // gradient's GEMM takes it as torch._scaled_mm's second operand, which
+  // must be column-major (float8_ops.py preprocess_addmm: b.t().contiguous().t(),
+  // read 1, write 1 bytes a weight) on every GPU, as PyTorch requires.
+  void torchao_weight_cast(const std::string& name, double weights) {
+    if (!torchao_ || shape_.fp8_weights_gathered) return;
+    fw_.push_back(saving(memory_op(name + ".fp8_weight_cast", 5 * weights), weights));
+  }
+  void torchao_weight_transpose(std::vector<OpSpec>& bw, const std::string& name, double weights) const {
+    if (!torchao_) return;
+    const OpSpec op = memory_op(name + ".fp8_weight_transpose", 2 * weights);
+    bw.push_back(shape_.fp8_weights_gathered ? op : freeing(op, weights));
+  }
+
   // A tensor quantized on its sequence-parallel shard and gathered over TP in
   // fp8 (TE distributed.py, _all_gather_fp8: the shard is cast row-wise, read
   // 2 and write 1 bytes an element, and the gather moves one byte an
@@ -509,6 +541,8 @@ class LayerBuilder {
   // eager_: their memory-bound ops one ATen kernel each, as outside
   // torch.compile (under it, Inductor's one kernel a chain: the fused ops).
   const bool modules_, eager_;
+  // torchao's Float8 in those modules (compiled only: resolve_run refuses it eager).
+  const bool torchao_;
   const strategy::Quantization q_;  // the recipe's quantization bytes
   std::vector<OpSpec> fw_;
   std::vector<std::vector<OpSpec>> bw_groups_;
