@@ -30,6 +30,12 @@ FA2  FlashAttention-2 (Dao, arXiv 2307.08691) Fig. 4(b) and 4(d): forward +
      labels, each checked against its bar's height in pixels (1.839 pixels per
      TFLOP/s from the axis). Without a mask the 512 and 1k bars sit behind
      the legend, label and top both, so the table starts at 2k.
+FA2H FlashAttention-2's own H100 benchmark, released with it
+     (Dao-AILab/flash-attention assets/flash2_h100_fwd_bwd_benchmark.png,
+     added in 4f285b35, 2023-07-17; read at 0251105a): forward + backward
+     TFLOP/s on H100 80GB SXM5, head dim 128, 16k tokens per batch, hidden
+     2048, without a mask and causal, 512 to 16k. Bar labels, each checked
+     against its bar's height in pixels (about 1.11 pixels per TFLOP/s).
 
 Which table goes where, and why:
   H100 profiles (FA3 paper figures as their 16k efficiencies)
@@ -48,6 +54,11 @@ Which table goes where, and why:
                     one factor for both passes, so that their sum takes the
                     measured combined time at every length; how it splits
                     between the passes is not measured here
+    flash2, both    the same: FlashAttention-2 is the A100's flash kernel
+  H100 and H200 profiles, FlashAttention-2 (flash2: the FA3 paper's
+  FlashAttention-2 bars as their 16k efficiencies)
+    flash2, both    FA2H forward + backward / its 16k no-mask figure (338),
+                    one factor for both passes as on the A100
 Lengths outside a table hold its end value (cost/compute_cost.cpp).
 
 usage: attention_sequence_factors.py [--check] [--verify-profiles DIR]
@@ -91,6 +102,11 @@ REFERENCE = 16384
 FA2_SEQ = [2048, 4096, 8192, 16384]
 FA2_A100 = {"full": [187, 196, 201, 203], "causal": [155, 173, 182, 189]}
 
+# FlashAttention-2's H100 benchmark, panels (b) (no mask) and (d) (causal),
+# head dim 128, forward + backward TFLOP/s, FlashAttention-2's bars.
+FA2_H100_SEQ = [512, 1024, 2048, 4096, 8192, 16384]
+FA2_H100 = {"full": [248, 294, 320, 326, 335, 338], "causal": [163, 221, 265, 294, 308, 328]}
+
 
 def rounded(values):
     return [round(v, 4) for v in values]
@@ -114,19 +130,30 @@ def cudnn_h200(pass_index):
     return cudnn_run(CUDNN_H200, pass_index)
 
 
+def fa2_table(seq, table):
+    ref = table["full"][seq.index(REFERENCE)]
+    return {"seq_lengths": seq, "full": rounded(v / ref for v in table["full"]),
+            "causal": rounded(v / ref for v in table["causal"])}
+
+
 def fa2_a100():
-    ref = FA2_A100["full"][FA2_SEQ.index(REFERENCE)]
-    return {"seq_lengths": FA2_SEQ, "full": rounded(v / ref for v in FA2_A100["full"]),
-            "causal": rounded(v / ref for v in FA2_A100["causal"])}
+    return fa2_table(FA2_SEQ, FA2_A100)
+
+
+def fa2_h100():
+    return fa2_table(FA2_H100_SEQ, FA2_H100)
 
 
 def tables():
     backward = cudnn_h200(1)
     return {
-        "a100": {"flash": {"forward": fa2_a100(), "backward": fa2_a100()}},
+        "a100": {"flash": {"forward": fa2_a100(), "backward": fa2_a100()},
+                 "flash2": {"forward": fa2_a100(), "backward": fa2_a100()}},
         "h100": {"flash": {"forward": fa3_forward("flashattention3"), "backward": backward},
-                 "cudnn": {"forward": fa3_forward("cudnn"), "backward": backward}},
-        "h200": {"flash": {"forward": cudnn_h200(0), "backward": backward}},
+                 "cudnn": {"forward": fa3_forward("cudnn"), "backward": backward},
+                 "flash2": {"forward": fa2_h100(), "backward": fa2_h100()}},
+        "h200": {"flash": {"forward": cudnn_h200(0), "backward": backward},
+                 "flash2": {"forward": fa2_h100(), "backward": fa2_h100()}},
         "gb200": {"flash": {"forward": cudnn_run(CUDNN_GB200, 0), "backward": cudnn_run(CUDNN_GB200, 1)}},
     }
 

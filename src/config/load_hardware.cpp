@@ -169,22 +169,38 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   ObjectReader attention = in.object("attention_efficiency");
   gpu.attention_forward_efficiency = attention.number("forward", 0.01, 1.0);
   gpu.attention_backward_efficiency = attention.number("backward", 0.01, 1.0);
-  gpu.cudnn_attention_forward_efficiency = attention.optional_number("cudnn_forward", 0.01, 1.0);
-  gpu.cudnn_attention_backward_efficiency = attention.optional_number("cudnn_backward", 0.01, 1.0);
-  if (gpu.cudnn_attention_forward_efficiency.has_value() != gpu.cudnn_attention_backward_efficiency.has_value())
-    attention.fail(gpu.cudnn_attention_forward_efficiency ? "cudnn_backward" : "cudnn_forward",
-                   "is missing; cuDNN's attention needs both its forward and backward efficiency");
+  // Kernels other than the default flash one, each with both passes or neither.
+  const auto kernel_pair = [&attention](const std::string& kernel, const char* what, std::optional<double>& forward,
+                                        std::optional<double>& backward) {
+    forward = attention.optional_number(kernel + "_forward", 0.01, 1.0);
+    backward = attention.optional_number(kernel + "_backward", 0.01, 1.0);
+    if (forward.has_value() != backward.has_value())
+      attention.fail(kernel + (forward ? "_backward" : "_forward"),
+                     fmt::format("is missing; {} needs both its forward and backward efficiency", what));
+  };
+  kernel_pair("cudnn", "cuDNN's attention", gpu.cudnn_attention_forward_efficiency,
+              gpu.cudnn_attention_backward_efficiency);
+  kernel_pair("flash2", "FlashAttention-2", gpu.flash2_attention_forward_efficiency,
+              gpu.flash2_attention_backward_efficiency);
   if (attention.has("by_sequence")) {
     ObjectReader by_sequence = attention.object("by_sequence");
     if (by_sequence.has("flash")) gpu.flash_attention_by_sequence = parse_attention_kernel(by_sequence.object("flash"));
-    if (by_sequence.has("cudnn")) {
-      if (!gpu.cudnn_attention_forward_efficiency)
-        by_sequence.fail("cudnn", "has no cudnn_forward and cudnn_backward efficiencies to scale; add them first");
-      gpu.cudnn_attention_by_sequence = parse_attention_kernel(by_sequence.object("cudnn"));
-    }
-    by_sequence.reject_unknown_keys("accepted keys: flash, cudnn");
+    const auto scaled = [&by_sequence](const std::string& kernel, const std::optional<double>& efficiency,
+                                       std::optional<hardware::AttentionSequenceFactors>& out) {
+      if (!by_sequence.has(kernel)) return;
+      if (!efficiency)
+        by_sequence.fail(kernel, fmt::format("has no {0}_forward and {0}_backward efficiencies to scale; add them "
+                                             "first",
+                                             kernel));
+      out = parse_attention_kernel(by_sequence.object(kernel));
+    };
+    scaled("cudnn", gpu.cudnn_attention_forward_efficiency, gpu.cudnn_attention_by_sequence);
+    scaled("flash2", gpu.flash2_attention_forward_efficiency, gpu.flash2_attention_by_sequence);
+    by_sequence.reject_unknown_keys("accepted keys: flash, cudnn, flash2");
   }
-  attention.reject_unknown_keys("accepted keys: forward, backward, cudnn_forward, cudnn_backward, by_sequence");
+  attention.reject_unknown_keys(
+      "accepted keys: forward, backward, cudnn_forward, cudnn_backward, flash2_forward, flash2_backward, "
+      "by_sequence");
   gpu.kernel_launch_overhead_s = in.number("kernel_launch_overhead_us", 0.0, 1e4) * 1e-6;
   gpu.comm_compute_slowdown = in.number("comm_compute_slowdown", 0.0, 10.0);
   if (in.has("sustained")) gpu.sustained = parse_sustained(in.object("sustained"), gpu);

@@ -153,9 +153,13 @@ const std::vector<StrategyField> kFields = {
      "context and three NCCL communicators of 0.688 GB, docs/formats.md; 0: the whole HBM)"},
     {"rank_order", "rank_order", "", &S::rank_order, 1, 1, {}, "ORDER",
      "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)"},
-    {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn"}, "NAME",
-     "flash (fused attention kernels, default) | unfused (separate QK, softmax, dropout, PV kernels) | cudnn "
-     "(cuDNN's fused attention, as Transformer Engine runs it on Hopper; needs the profile's cuDNN efficiencies)"},
+    {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn", "flash2"},
+     "NAME",
+     "flash (fused attention kernels at the profile's FlashAttention figures, default: FlashAttention-2's on "
+     "Ampere, FlashAttention-3's on Hopper) | unfused (separate QK, softmax, dropout, PV kernels) | cudnn "
+     "(cuDNN's fused attention, as Transformer Engine runs it on Hopper; needs the profile's cuDNN efficiencies) "
+     "| flash2 (FlashAttention-2 on any GPU, as PyTorch's scaled_dot_product_attention bundles it; needs the "
+     "profile's flash2 efficiencies)"},
     {"kernel_fusion", "kernel_fusion", "", &S::kernel_fusion, 1, 1, {"fused", "eager", "compiled"}, "HOW",
      "how the layers' memory-bound ops run: fused (default: Transformer Engine's and Megatron-Core's fused norm, "
      "RoPE, SwiGLU and cross-entropy kernels) | eager (PyTorch eager, one kernel an op, as torchtitan's Llama code "

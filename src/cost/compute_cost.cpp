@@ -72,18 +72,23 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
       double tensor = rate_scale(hw, Dtype::Bf16, load).tensor;
       const hardware::AttentionSequenceFactors* by_sequence =
           gpu.flash_attention_by_sequence ? &*gpu.flash_attention_by_sequence : nullptr;
-      if (task.flags & taskgraph::kCudnn) {
-        // cuDNN's kernel, at its own measured efficiency (calibration tables
-        // describe the kernel the micro-benchmarks ran, not this one).
-        const auto& cudnn = backward ? gpu.cudnn_attention_backward_efficiency : gpu.cudnn_attention_forward_efficiency;
-        if (!cudnn)
+      if (task.flags & (taskgraph::kCudnn | taskgraph::kFlash2)) {
+        // cuDNN's kernel or FlashAttention-2, at its own measured efficiency
+        // (calibration tables describe the kernel the micro-benchmarks ran,
+        // not this one).
+        const bool cudnn = task.flags & taskgraph::kCudnn;
+        const auto& own =
+            cudnn ? (backward ? gpu.cudnn_attention_backward_efficiency : gpu.cudnn_attention_forward_efficiency)
+                  : (backward ? gpu.flash2_attention_backward_efficiency : gpu.flash2_attention_forward_efficiency);
+        if (!own)
           throw ConfigError(fmt::format(
-              "{}: --attention-backend cudnn needs the profile's attention_efficiency.cudnn_forward and "
-              "cudnn_backward (measured cuDNN fused-attention efficiencies); this profile has none: use "
-              "--attention-backend flash or add them with their source",
-              hw.name));
-        efficiency = *cudnn;
-        by_sequence = gpu.cudnn_attention_by_sequence ? &*gpu.cudnn_attention_by_sequence : nullptr;
+              "{0}: --attention-backend {1} needs the profile's attention_efficiency.{1}_forward and {1}_backward "
+              "(measured {2} efficiencies); this profile has none: use --attention-backend flash or add them "
+              "with their source",
+              hw.name, cudnn ? "cudnn" : "flash2", cudnn ? "cuDNN fused-attention" : "FlashAttention-2"));
+        efficiency = *own;
+        const auto& factors = cudnn ? gpu.cudnn_attention_by_sequence : gpu.flash2_attention_by_sequence;
+        by_sequence = factors ? &*factors : nullptr;
       } else if (hw.calibration) {
         // A calibration measured this GPU's kernel at its own lengths; the
         // profile's factors describe the kernel the profile's figure came from.

@@ -41,6 +41,7 @@ std::string_view to_string(AttentionBackend a) {
     case AttentionBackend::Flash: return "flash";
     case AttentionBackend::Unfused: return "unfused";
     case AttentionBackend::Cudnn: return "cudnn";
+    case AttentionBackend::Flash2: return "flash2";
   }
   return "?";
 }

@@ -80,6 +80,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.main_grad_bytes = c.gradient_bytes();
   s.flash_attention = c.attention != strategy::AttentionBackend::Unfused;
   s.cudnn_attention = c.attention == strategy::AttentionBackend::Cudnn;
+  s.flash2_attention = c.attention == strategy::AttentionBackend::Flash2;
   s.eager_kernels = c.eager_kernels;
   s.compiled_blocks = c.compiled_blocks;
   s.fp8_weights_gathered = c.fp8_param_gather && c.zero_stage == 3;

@@ -195,6 +195,20 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
     CHECK(shipped.gpu.cudnn_attention_forward_efficiency == 0.60);
     CHECK(shipped.gpu.cudnn_attention_backward_efficiency == 0.52);
   }
+  SECTION("FlashAttention-2 efficiency without its pair, or a table without the efficiencies it scales") {
+    json h = read("h100-sxm5-80gb");
+    h["gpu"]["attention_efficiency"].erase("flash2_forward");
+    h["sources"].erase("/gpu/attention_efficiency/flash2_forward");
+    CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"),
+                      Catch::Contains("flash2_forward") && Catch::Contains("needs both"));
+    h["gpu"]["attention_efficiency"].erase("flash2_backward");
+    h["sources"].erase("/gpu/attention_efficiency/flash2_backward");
+    CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"),
+                      Catch::Contains("flash2") && Catch::Contains("add them first"));
+    const auto shipped = config::parse_hardware(read("h100-sxm5-80gb"), "hw.json");
+    CHECK(shipped.gpu.flash2_attention_forward_efficiency == 0.3741);
+    CHECK(shipped.gpu.flash2_attention_backward_efficiency == 0.3256);
+  }
   SECTION("efficiency above one") {
     j["gpu"]["gemm_efficiency"]["bf16"] = 1.2;
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),

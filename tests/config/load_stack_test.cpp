@@ -47,6 +47,16 @@ TEST_CASE("The Megatron-LM stacks hold what their papers' software ran", "[confi
   CHECK(z3.settings.grad_reduce_in_bf16 == true);
 }
 
+TEST_CASE("torchtitan's stack runs PyTorch's bundled FlashAttention-2, FSDP2 and fp32 reductions", "[config][stack]") {
+  // PyTorch's SDPA flash backend is FlashAttention-2 (FlashAttention-3 is not
+  // bundled), on Hopper at its own rates: a torchtitan step's attention costs
+  // what FlashAttention-2 costs, not the profiles' FlashAttention-3 figure.
+  const auto t = shipped("torchtitan-2024-12");
+  CHECK(t.settings.attention_backend == "flash2");
+  CHECK(t.settings.fsdp == "fsdp2");
+  CHECK(t.settings.grad_reduce_in_bf16 == false);
+}
+
 TEST_CASE("A stack lies beneath the run's strategy, and marks what it gave", "[config][stack]") {
   const auto m21 = shipped("megatron-lm-2021");
   config::StrategyInput given;

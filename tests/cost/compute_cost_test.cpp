@@ -222,6 +222,41 @@ TEST_CASE("cuDNN's fused attention runs at the profile's cuDNN efficiency, or is
   CHECK_THROWS_WITH(cost::compute_seconds(a100, t, cost::Load::Burst), Catch::Contains("cudnn_forward") && Catch::Contains("a100-sxm4-80gb"));
 }
 
+TEST_CASE("FlashAttention-2 runs at its own H100 figures and its own shape by length, the A100's flash", "[cost]") {
+  // FlashAttention-3's paper measures FlashAttention-2 on H100 at 370
+  // (forward) and 322 (backward) of 989 TFLOP/s at 16k tokens without a
+  // mask; FlashAttention-2's own H100 benchmark gives forward + backward 338
+  // at 16k, 308 causal at 8k and 248 without a mask at 512.
+  const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
+  const double launch = cost::launch_overhead_seconds(h100);
+  const auto burst = [&](const taskgraph::Task& t) {
+    return cost::compute_seconds(h100, t, cost::Load::Burst) - launch;
+  };
+  taskgraph::Task t = attention_forward(16384);
+  t.flags = taskgraph::kFlash2;
+  CHECK(burst(t) == Approx(t.flops / 370e12).epsilon(2e-4));
+  taskgraph::Task bwd = t;
+  bwd.flags = taskgraph::kFlash2 | taskgraph::kBackwardPass;
+  bwd.flops *= 2;
+  CHECK(burst(bwd) == Approx(2.5 * 4.0 * 32 * 16384.0 * 16384 * 128 / 322e12).epsilon(2e-4));
+  taskgraph::Task causal = attention_forward(8192);
+  causal.flags = taskgraph::kFlash2 | taskgraph::kCausal;
+  CHECK(burst(causal) == Approx(causal.flops / 2 / (370e12 * 308 / 338)).epsilon(5e-4));
+  taskgraph::Task s512 = attention_forward(512);
+  s512.flags = taskgraph::kFlash2;
+  CHECK(burst(s512) == Approx(s512.flops / (370e12 * 248 / 338)).epsilon(5e-4));
+  // On the A100 FlashAttention-2 is the flash kernel: the same time.
+  const auto a100 = test::shipped_hardware("a100-sxm4-80gb");
+  taskgraph::Task flash = attention_forward(4096);
+  taskgraph::Task fa2 = flash;
+  fa2.flags = taskgraph::kFlash2;
+  CHECK(cost::compute_seconds(a100, fa2, cost::Load::Burst) == cost::compute_seconds(a100, flash, cost::Load::Burst));
+  // A profile without FlashAttention-2 figures says what is missing.
+  const auto b200 = test::shipped_hardware("b200-sxm-180gb");
+  CHECK_THROWS_WITH(cost::compute_seconds(b200, fa2, cost::Load::Burst),
+                    Catch::Contains("flash2_forward") && Catch::Contains("b200"));
+}
+
 TEST_CASE("GEMM ratio interpolation is exact on the grid and monotone between", "[cost]") {
   hardware::GemmTable t;
   t.log2_m = {8, 12};

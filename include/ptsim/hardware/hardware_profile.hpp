@@ -69,10 +69,15 @@ struct GpuSpec {
   /// it was measured; --attention-backend cudnn needs it.
   std::optional<double> cudnn_attention_forward_efficiency;
   std::optional<double> cudnn_attention_backward_efficiency;
+  /// FlashAttention-2 (PyTorch's bundled flash kernel), where it was
+  /// measured; --attention-backend flash2 needs it.
+  std::optional<double> flash2_attention_forward_efficiency;
+  std::optional<double> flash2_attention_backward_efficiency;
   /// Where measured: the efficiencies above by sequence length and mask,
-  /// for the flash kernel and for cuDNN's.
+  /// for the flash kernel, cuDNN's and FlashAttention-2's.
   std::optional<AttentionSequenceFactors> flash_attention_by_sequence;
   std::optional<AttentionSequenceFactors> cudnn_attention_by_sequence;
+  std::optional<AttentionSequenceFactors> flash2_attention_by_sequence;
   double kernel_launch_overhead_s = 0;  // added to every kernel
   /// Kernels take (1 + this) times longer while a communication kernel runs
   /// on the same GPU (NCCL occupies SMs and HBM bandwidth).

@@ -37,6 +37,7 @@ enum class AttentionBackend {
   Flash,    // fused attention kernels at the profile's FlashAttention efficiency
   Unfused,  // QKᵀ, softmax, dropout and PV as separate kernels (Megatron-LM 2021)
   Cudnn,    // fused attention by cuDNN (Transformer Engine's choice on Hopper in 2024)
+  Flash2,   // FlashAttention-2, as PyTorch's SDPA flash backend bundles it (torchtitan's, Composer's)
 };
 
 std::string_view to_string(ScheduleKind s);

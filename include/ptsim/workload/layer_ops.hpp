@@ -42,6 +42,7 @@ struct MicroShape {
   bool async_dgrad_reduce() const { return sequence_parallel || async_tp_allreduce; }
   bool flash_attention = true;   // fused attention kernels; false: Megatron's unfused path
   bool cudnn_attention = false;  // the fused kernels are cuDNN's (taskgraph::kCudnn)
+  bool flash2_attention = false;  // the fused kernels are FlashAttention-2 (taskgraph::kFlash2)
   /// torchtitan's PyTorch modules, eager ops outside compiled blocks (ParallelConfig::eager_kernels).
   bool eager_kernels = false;
   /// The blocks under torch.compile (ParallelConfig::compiled_blocks).

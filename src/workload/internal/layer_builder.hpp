@@ -483,6 +483,7 @@ class LayerBuilder {
                          double kv_ratio, bool causal, bool backward_pass) const {
     OpSpec op = attention_op(std::move(name), bh, seq_q, seq_kv, qk_d, v_d, kv_ratio, causal, backward_pass);
     if (shape_.cudnn_attention) op.flags |= taskgraph::kCudnn;
+    if (shape_.flash2_attention) op.flags |= taskgraph::kFlash2;
     return op;
   }
 
