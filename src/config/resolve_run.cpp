@@ -171,7 +171,7 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
                       "recompute");
   // torchtitan's policy counts its eager GEMMs, wq, wk and wv apart: ptsim's
   // fused kernels (one QKV GEMM) would be counted otherwise.
-  if (c.recompute == strategy::RecomputeKind::Op && !c.eager_kernels)
+  if (c.recompute == strategy::RecomputeKind::Op && !c.torch_modules())
     check.fail("recompute", recompute, "is torchtitan's selective op checkpointing, modelled over its PyTorch modules",
                "add --kernel-fusion eager or compiled, or use --recompute selective or full");
   if (s.recompute_num_layers) {
@@ -231,7 +231,8 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
     check.fail_flag("fp4_param_gather", "needs FP4 training", "add --fp4-format e2m1 or drop --fp4-param-gather");
   // Under FSDP2 and torchao's Float8, the weights' shards are cast to fp8
   // before their all-gather (enable_fsdp_float8_all_gather).
-  const bool torchao_gather = c.fsdp_version == 2 && c.compiled_blocks && c.precision == Dtype::Fp8;
+  const bool torchao_gather =
+      c.fsdp_version == 2 && c.kernel_fusion == strategy::KernelFusion::Compiled && c.precision == Dtype::Fp8;
   if (c.fp8_param_gather && c.zero_stage == 3 && !torchao_gather)
     check.fail_flag(s.fp4_param_gather.value_or(false) ? "fp4_param_gather" : "fp8_param_gather",
                     "with ZeRO-3 is torchao's float8 all-gather under FSDP2 (--fsdp fsdp2 --kernel-fusion compiled "
@@ -252,18 +253,19 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
 // not modelled. Dynamic per-tensor scaling is the only dynamic recipe it has.
 void check_torchao_float8(const Checker& check, const strategy::ParallelConfig& c, const StrategyInput& s,
                           const std::string& precision) {
-  if (!c.eager_kernels || c.precision == Dtype::Bf16) return;
-  if (!c.compiled_blocks || c.precision != Dtype::Fp8)
+  if (!c.torch_modules() || c.precision == Dtype::Bf16) return;
+  const bool compiled = c.kernel_fusion == strategy::KernelFusion::Compiled;
+  if (!compiled || c.precision != Dtype::Fp8)
     check.fail("kernel_fusion", *s.kernel_fusion,
-               c.compiled_blocks
+               compiled
                    ? fmt::format("with precision {} is not modelled: torchtitan's low precision is torchao's Float8 "
                                  "(fp8, dynamic per-tensor scaling)",
                                  precision)
                    : fmt::format("with precision {} would be torchao's eager Float8 (a chain of ATen kernels a cast), "
                                  "not modelled: ptsim models it under torch.compile, as torchtitan runs it",
                                  precision),
-               c.compiled_blocks ? "use --precision fp8 or bf16, or --kernel-fusion fused"
-                                 : "use --kernel-fusion compiled, or --precision bf16");
+               compiled ? "use --precision fp8 or bf16, or --kernel-fusion fused"
+                        : "use --kernel-fusion compiled, or --precision bf16");
   if (s.fp8_recipe && *s.fp8_recipe != "tensorwise")
     check.fail("fp8_recipe", *s.fp8_recipe,
                "is not torchao's: its Float8Linear (torchtitan's FP8) scales each tensor dynamically",
@@ -406,21 +408,23 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   if (s.fp8_recipe && c.precision != Dtype::Fp8)
     check.fail("fp8_recipe", *s.fp8_recipe, fmt::format("needs precision fp8 (precision is {})", precision),
                "add --precision fp8, or drop --fp8-recipe");
-  const std::string fusion = s.kernel_fusion.value_or("fused");
-  c.eager_kernels = fusion == "eager" || fusion == "compiled";
-  c.compiled_blocks = fusion == "compiled";
+  c.kernel_fusion =
+      named(s.kernel_fusion.value_or("fused"),
+            std::array{strategy::KernelFusion::Fused, strategy::KernelFusion::Eager, strategy::KernelFusion::Compiled},
+            "kernel fusion");
   check_torchao_float8(check, c, s, precision);
-  if (c.eager_kernels && (m.is_moe() || m.multi_latent_attention))
+  if (c.torch_modules() && (m.is_moe() || m.multi_latent_attention))
     check.fail("kernel_fusion", *s.kernel_fusion,
                fmt::format("is modelled for dense models with standard attention (torchtitan's Llama code); model {} "
                            "has {}",
                            m.name, m.is_moe() ? "experts" : "multi-latent attention"),
                "use --kernel-fusion fused");
   // torchao's only dynamic recipe scales per tensor; Megatron's default is delayed.
-  c.fp8_recipe = named(s.fp8_recipe.value_or(c.compiled_blocks ? "tensorwise" : "delayed"),
-                       std::array{strategy::Fp8Recipe::Delayed, strategy::Fp8Recipe::Tensorwise,
-                                  strategy::Fp8Recipe::Blockwise, strategy::Fp8Recipe::Mxfp8},
-                       "FP8 recipe");
+  c.fp8_recipe =
+      named(s.fp8_recipe.value_or(c.kernel_fusion == strategy::KernelFusion::Compiled ? "tensorwise" : "delayed"),
+            std::array{strategy::Fp8Recipe::Delayed, strategy::Fp8Recipe::Tensorwise, strategy::Fp8Recipe::Blockwise,
+                       strategy::Fp8Recipe::Mxfp8},
+            "FP8 recipe");
   check_model_splits(check, m, c, s);
   if (c.pp > m.num_layers)
     check.fail("pp", c.pp,

@@ -36,6 +36,15 @@ std::string_view to_string(Fp8Recipe r) {
   return "?";
 }
 
+std::string_view to_string(KernelFusion k) {
+  switch (k) {
+    case KernelFusion::Fused: return "fused";
+    case KernelFusion::Eager: return "eager";
+    case KernelFusion::Compiled: return "compiled";
+  }
+  return "?";
+}
+
 std::string_view to_string(AttentionBackend a) {
   switch (a) {
     case AttentionBackend::Flash: return "flash";

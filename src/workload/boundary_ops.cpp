@@ -145,7 +145,7 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
   BlockOps ops;
   auto& fw = ops.forward;
   auto& bw = ops.backward;
-  const bool eager_norm = internal::splits_norm(m, shape.eager_kernels);
+  const bool eager_norm = internal::splits_norm(m, shape.torch_modules());
   const internal::EagerOps final_norm =
       eager_norm ? internal::eager_rms_norm("final_norm", Nsp * h, Nsp) : internal::EagerOps{};
   if (eager_norm) {
@@ -176,7 +176,7 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
                                  CommGroup::TensorParallel, 12 * N * static_cast<double>(shape.tp)));
     fw.push_back(with_saved(memory_op("cross_entropy.fused", N * v * (2 + 2)), 2 * N * v));
     bw.push_back(with_freed(memory_op("cross_entropy.fused.bwd", N * v * (2 + 2)), 2 * N * v));
-  } else if (shape.eager_kernels) {
+  } else if (shape.torch_modules()) {
     // torchtitan's loss (train.py at 9dec370): F.cross_entropy over
     // pred.float(): the cast (read 2, write 4 bytes a logit), log_softmax
     // (4 + 4, its fp32 output kept), nll_loss over the targets; backward:

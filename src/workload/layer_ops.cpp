@@ -81,8 +81,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.flash_attention = c.attention != strategy::AttentionBackend::Unfused;
   s.cudnn_attention = c.attention == strategy::AttentionBackend::Cudnn;
   s.flash2_attention = c.attention == strategy::AttentionBackend::Flash2;
-  s.eager_kernels = c.eager_kernels;
-  s.compiled_blocks = c.compiled_blocks;
+  s.kernel_fusion = c.kernel_fusion;
   s.fp8_weights_gathered = c.fp8_param_gather && c.zero_stage == 3;
   s.gemm_dtype = c.gemm_dtype();
   s.quantization = strategy::quantization_of(c);

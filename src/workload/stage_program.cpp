@@ -225,7 +225,7 @@ class StageBuilder {
     // (torchtitan's modules) casts its weights in every layer's forward
     // instead (LayerBuilder::torchao_weight_cast).
     const bool transpose = quantized_param_gather();
-    if (shape_.quantization.active && !shape_.eager_kernels &&
+    if (shape_.quantization.active && !shape_.torch_modules() &&
         !(transpose && shape_.quantization.param_transpose_bytes == 0)) {
       const double weights = static_cast<double>(ctx_.layer_parameters.total());
       const std::string name = fmt::format("{}.weight_{}", shape_.quantization.tag, transpose ? "transpose" : "cast");

@@ -47,7 +47,7 @@ Fp8WeightTensors fp8_weight_tensors(const StageContext& ctx) {
   Fp8WeightTensors t;
   for (const auto& chunk : ctx.chunks)
     for (std::int64_t layer = chunk.first; layer < chunk.first + chunk.count; ++layer) {
-      const std::int64_t gemms = fp8_gemms_per_layer(m, layer, c.eager_kernels);
+      const std::int64_t gemms = fp8_gemms_per_layer(m, layer, c.torch_modules());
       if (!m.is_moe_layer(layer)) {
         t.dense += gemms;
         continue;

@@ -27,8 +27,9 @@ workload::MicroShape llama_shape(bool eager, bool compiled = false) {
   workload::MicroShape s;
   s.micro_batch = 2;
   s.seq_length = 8192;
-  s.eager_kernels = eager;
-  s.compiled_blocks = compiled;
+  s.kernel_fusion = compiled ? strategy::KernelFusion::Compiled
+                    : eager  ? strategy::KernelFusion::Eager
+                             : strategy::KernelFusion::Fused;
   return s;
 }
 constexpr double N = 2 * 8192, h = 4096, q = 4096, kv = 1024, f = 14336;
@@ -183,7 +184,7 @@ TEST_CASE("Compiled blocks keep torchtitan's linears and copies and fuse each me
 TEST_CASE("torchtitan's op checkpointing runs over compiled blocks, rerunning the fused kernels", "[workload][eager]") {
   const auto [m, st] = eager_llama(2, "op", "compiled");
   const auto run = config::resolve_run(m, st);
-  REQUIRE(run.parallel.compiled_blocks);
+  REQUIRE(run.parallel.kernel_fusion == strategy::KernelFusion::Compiled);
   const auto step = workload::build_step_workload(run.model, run.parallel);
   // The same GEMMs rerun as under eager kernels: wk, wo and w3.
   const double n = 1024;

@@ -32,7 +32,7 @@ workload::MicroShape float8_shape(bool weights_gathered) {
   workload::MicroShape s;
   s.micro_batch = 2;
   s.seq_length = 8192;
-  s.eager_kernels = s.compiled_blocks = true;
+  s.kernel_fusion = strategy::KernelFusion::Compiled;
   s.gemm_dtype = Dtype::Fp8;
   s.quantization = strategy::quantization_of(Dtype::Fp8, strategy::Fp8Recipe::Tensorwise);
   s.fp8_weights_gathered = weights_gathered;

@@ -33,6 +33,13 @@ enum class RecomputeKind {
   Op,
 };
 
+/// How the layers' memory-bound ops run (--kernel-fusion).
+enum class KernelFusion {
+  Fused,     // Transformer Engine's and Megatron-Core's fused kernels
+  Eager,     // torchtitan's PyTorch modules, one kernel an ATen op
+  Compiled,  // the same modules, each transformer block under torch.compile
+};
+
 enum class AttentionBackend {
   Flash,    // fused attention kernels at the profile's FlashAttention efficiency
   Unfused,  // QKᵀ, softmax, dropout and PV as separate kernels (Megatron-LM 2021)
@@ -60,6 +67,7 @@ enum class MoeDispatcher {
 };
 
 std::string_view to_string(AttentionBackend a);
+std::string_view to_string(KernelFusion k);
 std::string_view to_string(MoeDispatcher d);
 std::string_view to_string(Fp8Recipe r);
 
@@ -214,17 +222,17 @@ struct ParallelConfig {
   /// issued, beside it, instead of before it.
   bool delay_wgrad_compute = false;
   AttentionBackend attention = AttentionBackend::Flash;
-  /// The layers as torchtitan's PyTorch modules run them (--kernel-fusion
-  /// eager or compiled): separate query, key and value linears, gate and up
-  /// linears, grouped keys and values copied to every head, and the
-  /// memory-bound ops outside the compiled blocks (final norm, loss) one
-  /// kernel an ATen op (workload/layer_ops.hpp says which).
-  bool eager_kernels = false;
-  /// With eager_kernels: each transformer block under torch.compile
-  /// (--kernel-fusion compiled, torchtitan's apply_compile), Inductor fusing
-  /// each chain of memory-bound ops between two GEMMs or attention kernels
-  /// into one kernel.
-  bool compiled_blocks = false;
+  /// Eager or Compiled: the layers as torchtitan's PyTorch modules run them
+  /// (separate query, key and value linears, gate and up linears, grouped
+  /// keys and values copied to every head, and the memory-bound ops outside
+  /// the compiled blocks, final norm and loss, one kernel an ATen op:
+  /// workload/layer_ops.hpp says which). Compiled: each transformer block
+  /// under torch.compile (torchtitan's apply_compile), Inductor fusing each
+  /// chain of memory-bound ops between two GEMMs or attention kernels into
+  /// one kernel.
+  KernelFusion kernel_fusion = KernelFusion::Fused;
+  /// torchtitan's PyTorch modules, eager or compiled.
+  bool torch_modules() const { return kernel_fusion != KernelFusion::Fused; }
   /// PyTorch FSDP as ZeRO-3 (0: not FSDP): 1, FullyShardedDataParallel's
   /// flat parameters, gathered straight into their buffer, the casts on side
   /// streams; 2, fully_shard per block, whose copy-out and reduce-scatter

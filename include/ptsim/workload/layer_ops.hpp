@@ -43,10 +43,10 @@ struct MicroShape {
   bool flash_attention = true;   // fused attention kernels; false: Megatron's unfused path
   bool cudnn_attention = false;  // the fused kernels are cuDNN's (taskgraph::kCudnn)
   bool flash2_attention = false;  // the fused kernels are FlashAttention-2 (taskgraph::kFlash2)
-  /// torchtitan's PyTorch modules, eager ops outside compiled blocks (ParallelConfig::eager_kernels).
-  bool eager_kernels = false;
-  /// The blocks under torch.compile (ParallelConfig::compiled_blocks).
-  bool compiled_blocks = false;
+  /// Fused kernels, or torchtitan's PyTorch modules eager or with compiled
+  /// blocks (ParallelConfig::kernel_fusion).
+  strategy::KernelFusion kernel_fusion = strategy::KernelFusion::Fused;
+  bool torch_modules() const { return kernel_fusion != strategy::KernelFusion::Fused; }
   /// The layer weights arrive in fp8 from FSDP2's all-gather (torchao's
   /// float8 all-gather, ParallelConfig::fp8_param_gather under ZeRO-3).
   bool fp8_weights_gathered = false;

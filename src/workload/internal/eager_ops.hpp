@@ -22,8 +22,8 @@ struct EagerOps {
 
 // Eager kernels split a norm only when it is RMSNorm: PyTorch's LayerNorm
 // is one ATen kernel each way, as fused as Transformer Engine's.
-inline bool splits_norm(const model::ModelSpec& m, bool eager_kernels) {
-  return eager_kernels && m.normalization == model::Normalization::RmsNorm;
+inline bool splits_norm(const model::ModelSpec& m, bool eager) {
+  return eager && m.normalization == model::Normalization::RmsNorm;
 }
 
 // torchtitan's RMSNorm class (torchtitan/models/norms.py at 9dec370, the

@@ -69,8 +69,8 @@ class LayerBuilder {
         sp_(shape.sequence_parallel),
         dropout_(m.dropout > 0),
         fp8_(shape.quantization.active),
-        modules_(shape.eager_kernels),
-        eager_(shape.eager_kernels && !shape.compiled_blocks),
+        modules_(shape.torch_modules()),
+        eager_(shape.kernel_fusion == strategy::KernelFusion::Eager),
         torchao_(modules_ && fp8_),
         q_(shape.quantization) {}
 
