@@ -426,6 +426,15 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
                        strategy::Fp8Recipe::Mxfp8},
             "FP8 recipe");
   check_model_splits(check, m, c, s);
+  // torchtitan's context parallelism is PyTorch's (context_parallel: the
+  // shard's K and V all-gathered or passed round, merged in fp32), which
+  // costs what Megatron's ring does not: at 4 and 8 ranks torchtitan's
+  // benchmark (Table 2) is 21-24% slower than that ring.
+  if (c.cp > 1 && c.torch_modules())
+    check.fail("cp", c.cp,
+               "with torchtitan's modules (--kernel-fusion eager or compiled) would be PyTorch's context parallelism, "
+               "which ptsim does not model; its --cp is Megatron-Core's ring attention",
+               "use --cp 1, or --kernel-fusion fused for Megatron-Core's");
   if (c.pp > m.num_layers)
     check.fail("pp", c.pp,
                fmt::format("exceeds num_layers = {} (model {}): every stage needs a layer", m.num_layers, m.name),
