@@ -155,8 +155,8 @@ const std::vector<StrategyField> kFields = {
      "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)"},
     {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn", "flash2"},
      "NAME",
-     "flash (fused attention kernels at the profile's FlashAttention figures, default: FlashAttention-2's on "
-     "Ampere, FlashAttention-3's on Hopper) | unfused (separate QK, softmax, dropout, PV kernels) | cudnn "
+     "flash (fused attention kernels at the profile's flash figures, default: FlashAttention-2's on the A100, "
+     "FlashAttention-3's on the H100; the profile's sources say which) | unfused (separate QK, softmax, dropout, PV kernels) | cudnn "
      "(cuDNN's fused attention, as Transformer Engine runs it on Hopper; needs the profile's cuDNN efficiencies) "
      "| flash2 (FlashAttention-2 on any GPU, as PyTorch's scaled_dot_product_attention bundles it; needs the "
      "profile's flash2 efficiencies)"},
