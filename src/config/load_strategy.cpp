@@ -178,6 +178,11 @@ const std::vector<StrategyField> kFields = {
      "fsdp1 (FullyShardedDataParallel's flat parameters, as Composer runs them: gathered straight into their "
      "buffer, cast and divided on side streams; FULL_SHARD is --reshard-after-forward always, its default, "
      "SHARD_GRAD_OP never)"},
+    {"optimizer_impl", "optimizer_impl", "", &S::optimizer_impl, 1, 1, {"fused", "foreach"}, "HOW",
+     "with --fsdp, how AdamW updates the fp32 shards: fused (default: one kernel, 28 bytes a parameter) | "
+     "foreach (PyTorch's torch.optim.AdamW with foreach=True, torchtitan's default: eight passes over the shard, "
+     "84 bytes a parameter, after clip_grad_norm_'s foreach norm, 4 bytes, an all-reduce of the norm and the "
+     "foreach scale, 8 bytes)"},
     {"reshard_after_forward", "reshard_after_forward", "", &S::reshard_after_forward, 1, 1,
      {"default", "always", "never"}, "POLICY",
      "with --fsdp: free a block's gathered parameters after its forward and gather them again for its backward "

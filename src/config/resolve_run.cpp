@@ -115,6 +115,12 @@ void check_fsdp(const Checker& check, strategy::ParallelConfig& c, const Strateg
                       "drop --zero3-blocking or --fsdp");
     c.zero_stage = 3;
   }
+  c.foreach_optimizer = s.optimizer_impl.value_or("fused") == "foreach";
+  if (s.optimizer_impl && !c.fsdp())
+    check.fail("optimizer_impl", *s.optimizer_impl,
+               "is how PyTorch's AdamW runs over FSDP's fp32 shards; without --fsdp the optimizer is the "
+               "framework's fused kernel",
+               "add --fsdp fsdp1|fsdp2, or drop --optimizer-impl");
   if (!s.reshard_after_forward) {
     // FSDP1's default FULL_SHARD frees every unit; torchtitan's FSDP2 all but
     // the last block, none under pipeline parallelism.

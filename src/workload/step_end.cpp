@@ -130,12 +130,36 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
   // (strategy::Quantization): the optimizer writes it as without fp8.
   const strategy::Quantization q = strategy::quantization_of(c);
   const bool quantized_gather = c.fp8_param_gather && q.param_gather_quantized();
-  // FSDP2's Adam updates the fp32 shards, the parameters themselves: it
-  // reads fp32 gradients and writes no bf16 copy.
-  const OpSpec step = c.fsdp() ? optimizer_step_op(updated, 4, 0)
-                               : optimizer_step_op(updated, c.gradient_bytes(), quantized_gather ? 0 : 2);
+  // FSDP's Adam updates the fp32 shards, the parameters themselves: it
+  // reads fp32 gradients and writes no bf16 copy. PyTorch's foreach AdamW
+  // (torch/optim/adamw.py _multi_tensor_adamw, foreach=True, as torchtitan
+  // builds it: torchtitan/optimizer.py at 9dec370) makes eight passes over
+  // the shard, bytes read + written a parameter: weight decay's _foreach_mul_
+  // 4 + 4, the first moment's _foreach_lerp_ 8 + 4, the second's
+  // _foreach_mul_ 4 + 4 and _foreach_addcmul_ 12 + 4, _foreach_sqrt 4 + 4,
+  // _foreach_div_ 4 + 4, _foreach_add_ (eps) 4 + 4, _foreach_addcdiv_ 12 + 4:
+  // 84, where the fused kernel moves 28. Before it torchtitan clips the
+  // gradients (train.py, utils.clip_grad_norm_ with foreach=True): the
+  // shard's norm (_foreach_norm, 4), its all-reduce over the shard group
+  // (the DTensor's full_tensor), and the scale by the clip coefficient,
+  // applied whatever its value (_foreach_mul_, 4 + 4).
+  const double shard_parameters = static_cast<double>(updated);
+  if (c.foreach_optimizer) {
+    step_end_ops(fmt::format("optimizer.grad_norm.{}", updated),
+                 {memory_op("optimizer.grad_norm", 4 * shard_parameters, taskgraph::KernelClass::Optimizer)});
+    if (dp.group_of(slots::kDataParallel) > 1)
+      out.instantiate(dp.collective("optimizer.grad_norm_allreduce", slots::kDataParallel, CollectiveKind::AllReduce, 4,
+                                    true),
+                      -1, -1);
+    step_end_ops(fmt::format("optimizer.grad_clip.{}", updated),
+                 {memory_op("optimizer.grad_clip", 8 * shard_parameters, taskgraph::KernelClass::Optimizer)});
+  }
+  const OpSpec step = c.foreach_optimizer ? memory_op("optimizer.adamw_foreach", 84 * shard_parameters,
+                                                      taskgraph::KernelClass::Optimizer)
+                      : c.fsdp()          ? optimizer_step_op(updated, 4, 0)
+                                          : optimizer_step_op(updated, c.gradient_bytes(), quantized_gather ? 0 : 2);
   if (!quantized_gather) {
-    step_end_ops(fmt::format("optimizer.{}", updated), {step});
+    step_end_ops(fmt::format("optimizer.{}{}", updated, c.foreach_optimizer ? ".foreach" : ""), {step});
   } else {
     const std::string tag(q.tag);
     const OpSpec cast = memory_op(tag + ".param_shard_cast", (4 + q.param_gather_bytes) * static_cast<double>(updated),

@@ -1,5 +1,10 @@
 // --fsdp fsdp2: PyTorch FSDP2 as torchtitan runs it, against closed forms of
 // its traffic and memory for Llama 3 8B on eight GPUs.
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "ptsim/simulate/kernel_inventory.hpp"
 #include "test_support.hpp"
 
 using namespace ptsim;
@@ -118,4 +123,32 @@ TEST_CASE("FSDP2 refuses what it cannot be, and what ptsim does not model", "[co
   st.dp_shard.reset();
   st.fsdp.reset();
   CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("is an FSDP policy"));
+}
+
+TEST_CASE("torchtitan's foreach AdamW moves 84 bytes a shard parameter after a 12-byte gradient clip",
+          "[simulate][fsdp]") {
+  const auto m = test::shipped_model("llama3-8b");
+  config::StrategyInput st = llama_fsdp(8, "fsdp2");
+  const auto bytes_of = [&](const config::StrategyInput& in) {
+    const auto run = config::resolve_run(m, in);
+    std::map<std::string, double> out;
+    for (const auto& k : simulate::kernel_inventory(run.model, test::shipped_hardware("h100-sxm5-80gb"), run.parallel))
+      for (const auto& name : k.names)
+        if (name.rfind("optimizer.", 0) == 0) out[name] += static_cast<double>(k.bytes * k.count);
+    return out;
+  };
+  // The fp32 shard of every parameter (the vocabulary padded to 128,256 already).
+  const double shard = std::ceil(kParameters / 8);
+  const auto fused = bytes_of(st);
+  CHECK(fused.at("optimizer.adam") == Approx(28 * shard));  // 4 gradient + 12 read + 12 written
+  CHECK(fused.count("optimizer.grad_norm") == 0);
+  st.optimizer_impl = "foreach";
+  const auto foreach = bytes_of(st);
+  CHECK(foreach.count("optimizer.adam") == 0);
+  CHECK(foreach.at("optimizer.adamw_foreach") == Approx(84 * shard));
+  CHECK(foreach.at("optimizer.grad_norm") == Approx(4 * shard));
+  CHECK(foreach.at("optimizer.grad_clip") == Approx(8 * shard));
+  // Without FSDP the optimizer is the framework's fused kernel.
+  st.fsdp.reset();
+  CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("over FSDP's fp32 shards"));
 }

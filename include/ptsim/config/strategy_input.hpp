@@ -70,6 +70,7 @@ struct StrategyInput {
   std::optional<std::string> attention_backend;  // flash | unfused
   std::optional<std::string> kernel_fusion;      // fused | eager
   std::optional<std::string> fsdp;               // fsdp1 | fsdp2: PyTorch FSDP as the data parallelism
+  std::optional<std::string> optimizer_impl;     // fused | foreach: how Adam runs over FSDP's shards
   std::optional<std::string> reshard_after_forward;  // default | always | never (with fsdp)
   std::optional<std::int64_t> dp_shard;              // HSDP: ranks a parameter is sharded over (torchtitan's name)
   std::optional<std::int64_t> dp_replicate;          // HSDP: replicas of each shard group

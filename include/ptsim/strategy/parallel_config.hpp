@@ -240,6 +240,9 @@ struct ParallelConfig {
   /// are the only parameter copy.
   int fsdp_version = 0;
   bool fsdp() const { return fsdp_version > 0; }
+  /// Under FSDP: AdamW as PyTorch's foreach implementation after a foreach
+  /// gradient-norm clip (torchtitan's), not one fused kernel.
+  bool foreach_optimizer = false;
   /// Under FSDP2, whether a block frees its gathered parameters after its
   /// forward (and gathers them again for its backward).
   enum class Reshard { Always, Never, AllButLast };
