@@ -170,32 +170,28 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   gpu.attention_forward_efficiency = attention.number("forward", 0.01, 1.0);
   gpu.attention_backward_efficiency = attention.number("backward", 0.01, 1.0);
   // Kernels other than the default flash one, each with both passes or neither.
-  const auto kernel_pair = [&attention](const std::string& kernel, const char* what, std::optional<double>& forward,
-                                        std::optional<double>& backward) {
-    forward = attention.optional_number(kernel + "_forward", 0.01, 1.0);
-    backward = attention.optional_number(kernel + "_backward", 0.01, 1.0);
+  const auto kernel = [&attention](const std::string& name, const char* what) {
+    const auto forward = attention.optional_number(name + "_forward", 0.01, 1.0);
+    const auto backward = attention.optional_number(name + "_backward", 0.01, 1.0);
     if (forward.has_value() != backward.has_value())
-      attention.fail(kernel + (forward ? "_backward" : "_forward"),
+      attention.fail(name + (forward ? "_backward" : "_forward"),
                      fmt::format("is missing; {} needs both its forward and backward efficiency", what));
+    return forward ? std::optional(hardware::AttentionKernel{*forward, *backward, {}}) : std::nullopt;
   };
-  kernel_pair("cudnn", "cuDNN's attention", gpu.cudnn_attention_forward_efficiency,
-              gpu.cudnn_attention_backward_efficiency);
-  kernel_pair("flash2", "FlashAttention-2", gpu.flash2_attention_forward_efficiency,
-              gpu.flash2_attention_backward_efficiency);
+  gpu.cudnn_attention = kernel("cudnn", "cuDNN's attention");
+  gpu.flash2_attention = kernel("flash2", "FlashAttention-2");
   if (attention.has("by_sequence")) {
     ObjectReader by_sequence = attention.object("by_sequence");
     if (by_sequence.has("flash")) gpu.flash_attention_by_sequence = parse_attention_kernel(by_sequence.object("flash"));
-    const auto scaled = [&by_sequence](const std::string& kernel, const std::optional<double>& efficiency,
-                                       std::optional<hardware::AttentionSequenceFactors>& out) {
-      if (!by_sequence.has(kernel)) return;
-      if (!efficiency)
-        by_sequence.fail(kernel, fmt::format("has no {0}_forward and {0}_backward efficiencies to scale; add them "
-                                             "first",
-                                             kernel));
-      out = parse_attention_kernel(by_sequence.object(kernel));
+    const auto scaled = [&by_sequence](const std::string& name, std::optional<hardware::AttentionKernel>& k) {
+      if (!by_sequence.has(name)) return;
+      if (!k)
+        by_sequence.fail(name, fmt::format("has no {0}_forward and {0}_backward efficiencies to scale; add them first",
+                                           name));
+      k->by_sequence = parse_attention_kernel(by_sequence.object(name));
     };
-    scaled("cudnn", gpu.cudnn_attention_forward_efficiency, gpu.cudnn_attention_by_sequence);
-    scaled("flash2", gpu.flash2_attention_forward_efficiency, gpu.flash2_attention_by_sequence);
+    scaled("cudnn", gpu.cudnn_attention);
+    scaled("flash2", gpu.flash2_attention);
     by_sequence.reject_unknown_keys("accepted keys: flash, cudnn, flash2");
   }
   attention.reject_unknown_keys(

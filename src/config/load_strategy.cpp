@@ -156,9 +156,9 @@ const std::vector<StrategyField> kFields = {
     {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn", "flash2"},
      "NAME",
      "flash (fused attention kernels at the profile's flash figures, default: FlashAttention-2's on the A100, "
-     "FlashAttention-3's on the H100; the profile's sources say which) | unfused (separate QK, softmax, dropout, PV kernels) | cudnn "
-     "(cuDNN's fused attention, as Transformer Engine runs it on Hopper; needs the profile's cuDNN efficiencies) "
-     "| flash2 (FlashAttention-2 on any GPU, as PyTorch's scaled_dot_product_attention bundles it; needs the "
+     "FlashAttention-3's on the H100; the profile's sources say which) | unfused (separate QK, softmax, dropout, "
+     "PV kernels) | cudnn (cuDNN's fused attention, as Transformer Engine runs it on Hopper; needs the profile's "
+     "cuDNN efficiencies) | flash2 (FlashAttention-2 on any GPU, as PyTorch's scaled_dot_product_attention bundles it; needs the "
      "profile's flash2 efficiencies)"},
     {"kernel_fusion", "kernel_fusion", "", &S::kernel_fusion, 1, 1, {"fused", "eager", "compiled"}, "HOW",
      "how the layers' memory-bound ops run: fused (default: Transformer Engine's and Megatron-Core's fused norm, "

@@ -77,18 +77,15 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
         // (calibration tables describe the kernel the micro-benchmarks ran,
         // not this one).
         const bool cudnn = task.flags & taskgraph::kCudnn;
-        const auto& own =
-            cudnn ? (backward ? gpu.cudnn_attention_backward_efficiency : gpu.cudnn_attention_forward_efficiency)
-                  : (backward ? gpu.flash2_attention_backward_efficiency : gpu.flash2_attention_forward_efficiency);
+        const auto& own = cudnn ? gpu.cudnn_attention : gpu.flash2_attention;
         if (!own)
           throw ConfigError(fmt::format(
               "{0}: --attention-backend {1} needs the profile's attention_efficiency.{1}_forward and {1}_backward "
               "(measured {2} efficiencies); this profile has none: use --attention-backend flash or add them "
               "with their source",
               hw.name, cudnn ? "cudnn" : "flash2", cudnn ? "cuDNN fused-attention" : "FlashAttention-2"));
-        efficiency = *own;
-        const auto& factors = cudnn ? gpu.cudnn_attention_by_sequence : gpu.flash2_attention_by_sequence;
-        by_sequence = factors ? &*factors : nullptr;
+        efficiency = own->efficiency(backward);
+        by_sequence = own->by_sequence ? &*own->by_sequence : nullptr;
       } else if (hw.calibration) {
         // A calibration measured this GPU's kernel at its own lengths; the
         // profile's factors describe the kernel the profile's figure came from.

@@ -87,7 +87,8 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
   const std::int64_t seq = r.seq_length.value_or(m.seq_length);
   const std::int64_t domain = r.hardware.nvlink.domain_gpus;
   const bool flash = r.fixed.attention_backend.value_or("flash") != "unfused";  // fused kernels
-  // torchtitan's modules run PyTorch's context parallelism, which ptsim does not model (resolve_run).
+  // torchtitan's modules: op checkpointing searched, context parallelism
+  // not (PyTorch's, which ptsim does not model: resolve_run).
   const bool torch_modules = r.fixed.kernel_fusion.value_or("fused") != "fused";
   std::vector<config::StrategyInput> out;
   std::size_t index = 0;
@@ -156,7 +157,7 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
                   r.fixed.fsdp ? std::optional<std::int64_t>(3) : r.fixed.zero;
               for (const char* recompute : {"none", "selective", "full", "op"}) {
                 // torchtitan's op checkpointing runs over its PyTorch modules only.
-                if (std::string(recompute) == "op" && r.fixed.kernel_fusion.value_or("fused") == "fused") continue;
+                if (std::string(recompute) == "op" && !torch_modules) continue;
                 // Under fused attention, recomputing core attention alone frees
                 // only the softmax statistics for a rerun attention forward:
                 // left out of the search unless --recompute-modules says what

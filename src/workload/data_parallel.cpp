@@ -22,15 +22,17 @@ std::uint32_t DataParallel::collective(const std::string& name, std::uint8_t slo
                     });
 }
 
-std::uint64_t DataParallel::gathered_bytes(std::int64_t layer) const {
+std::uint64_t DataParallel::gathered_bytes(std::int64_t layer, double bytes_per_parameter) const {
   std::uint64_t total = 0;
-  for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) { total += others_shards(n, group_of(slot)); });
+  for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
+    total += others_shards(n, group_of(slot), bytes_per_parameter);
+  });
   return total;
 }
-std::uint64_t DataParallel::others_shards(std::int64_t n, std::int64_t group) {
+std::uint64_t DataParallel::others_shards(std::int64_t n, std::int64_t group, double bytes_per_parameter) {
   return group <= 1 ? 0
-                    : static_cast<std::uint64_t>(2.0 * static_cast<double>(n) * static_cast<double>(group - 1) /
-                                                 static_cast<double>(group));
+                    : static_cast<std::uint64_t>(bytes_per_parameter * static_cast<double>(n) *
+                                                 static_cast<double>(group - 1) / static_cast<double>(group));
 }
 
 bool DataParallel::reduce_now(bool final) const {

@@ -65,10 +65,7 @@ class StageBuilder {
         shape_(micro_shape(m_, c_)),
         dp_(ctx, out_),
         blocks_(m_, c_, shape_, out_, [this](std::int64_t layer) {
-          // others_shards counts bf16; torchao's float8 all-gather holds one byte a parameter.
-          return zero3() ? static_cast<std::uint64_t>(layer_parameter_bytes() / 2 *
-                                                      static_cast<double>(dp_.gathered_bytes(layer)))
-                         : 0;
+          return zero3() ? dp_.gathered_bytes(layer, layer_parameter_bytes()) : 0;
         }) {
     activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));
     total_virtual_ = strategy::path_stages(c_.schedule, c_.pp, strategy::chunks_per_stage(c_));
@@ -264,8 +261,7 @@ class StageBuilder {
       // Under torchao's float8 all-gather (FSDP2) one byte a parameter: the
       // block's norm weights, 2 in 10^4 of its parameters, counted with them.
       const double bytes = layer_parameter_bytes();
-      const auto alloc =
-          static_cast<std::uint64_t>(bytes / 2 * static_cast<double>(dp_.others_shards(n, dp_.group_of(slot))));
+      const std::uint64_t alloc = dp_.others_shards(n, dp_.group_of(slot), bytes);
       const auto i = out_.instantiate(dp_.collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
                                                      static_cast<std::uint64_t>(bytes * static_cast<double>(n)), false,
                                                      alloc, dp_.zero3_flags()),

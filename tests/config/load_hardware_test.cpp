@@ -192,8 +192,9 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
                       Catch::Contains("cudnn_backward") && Catch::Contains("needs both"));
     // Both present, as shipped: loaded as given.
     const auto shipped = config::parse_hardware(read("h100-sxm5-80gb"), "hw.json");
-    CHECK(shipped.gpu.cudnn_attention_forward_efficiency == 0.60);
-    CHECK(shipped.gpu.cudnn_attention_backward_efficiency == 0.52);
+    REQUIRE(shipped.gpu.cudnn_attention);
+    CHECK(shipped.gpu.cudnn_attention->forward == 0.60);
+    CHECK(shipped.gpu.cudnn_attention->backward == 0.52);
   }
   SECTION("FlashAttention-2 efficiency without its pair, or a table without the efficiencies it scales") {
     json h = read("h100-sxm5-80gb");
@@ -206,8 +207,9 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
     CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"),
                       Catch::Contains("flash2") && Catch::Contains("add them first"));
     const auto shipped = config::parse_hardware(read("h100-sxm5-80gb"), "hw.json");
-    CHECK(shipped.gpu.flash2_attention_forward_efficiency == 0.3741);
-    CHECK(shipped.gpu.flash2_attention_backward_efficiency == 0.3256);
+    REQUIRE(shipped.gpu.flash2_attention);
+    CHECK(shipped.gpu.flash2_attention->forward == 0.3741);
+    CHECK(shipped.gpu.flash2_attention->backward == 0.3256);
   }
   SECTION("efficiency above one") {
     j["gpu"]["gemm_efficiency"]["bf16"] = 1.2;
@@ -225,8 +227,9 @@ TEST_CASE("Attention tables by sequence length are read with their sources, or r
   const std::string table = "/gpu/attention_efficiency/by_sequence/cudnn/forward";
   SECTION("the shipped table: lengths as log2, one factor per length") {
     const auto hw = config::parse_hardware(j, "hw.json");
-    REQUIRE(hw.gpu.cudnn_attention_by_sequence);
-    const auto& f = hw.gpu.cudnn_attention_by_sequence->forward;
+    REQUIRE(hw.gpu.cudnn_attention);
+    REQUIRE(hw.gpu.cudnn_attention->by_sequence);
+    const auto& f = hw.gpu.cudnn_attention->by_sequence->forward;
     REQUIRE(f.log2_seq.size() == 6);
     CHECK(f.log2_seq.front() == 9);  // 512 tokens
     CHECK(f.causal.size() == 6);

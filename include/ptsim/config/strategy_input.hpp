@@ -67,8 +67,8 @@ struct StrategyInput {
   std::optional<double> host_overhead_us;
   std::optional<double> memory_headroom_gib;
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp
-  std::optional<std::string> attention_backend;  // flash | unfused
-  std::optional<std::string> kernel_fusion;      // fused | eager
+  std::optional<std::string> attention_backend;  // flash | unfused | cudnn | flash2
+  std::optional<std::string> kernel_fusion;      // fused | eager | compiled
   std::optional<std::string> fsdp;               // fsdp1 | fsdp2: PyTorch FSDP as the data parallelism
   std::optional<std::string> optimizer_impl;     // fused | foreach: how Adam runs over FSDP's shards
   std::optional<std::string> reshard_after_forward;  // default | always | never (with fsdp)

@@ -30,6 +30,16 @@ struct AttentionSequenceFactors {
   AttentionSequenceTable backward;
 };
 
+/// A fused attention kernel other than the profile's default flash one, at
+/// its own measured efficiencies: fractions of the bf16 peak at 16k tokens
+/// without a mask, and where measured, by sequence length and mask.
+struct AttentionKernel {
+  double forward = 0;
+  double backward = 0;
+  std::optional<AttentionSequenceFactors> by_sequence;
+  double efficiency(bool backward_pass) const { return backward_pass ? backward : forward; }
+};
+
 /// What a GPU keeps of its burst rates through a training step. A short
 /// micro-benchmark (and every GEMM table and efficiency above it) runs at
 /// boost clock; seconds of continuous tensor-core load reach the board's
@@ -65,19 +75,14 @@ struct GpuSpec {
   double memory_efficiency = 0;  // achievable fraction of HBM peak for streaming kernels
   double attention_forward_efficiency = 0;   // fused attention, fraction of the bf16 peak
   double attention_backward_efficiency = 0;
+  /// Where measured: the two efficiencies above by sequence length and mask.
+  std::optional<AttentionSequenceFactors> flash_attention_by_sequence;
   /// cuDNN's fused attention (what Transformer Engine runs on Hopper), where
   /// it was measured; --attention-backend cudnn needs it.
-  std::optional<double> cudnn_attention_forward_efficiency;
-  std::optional<double> cudnn_attention_backward_efficiency;
+  std::optional<AttentionKernel> cudnn_attention;
   /// FlashAttention-2 (PyTorch's bundled flash kernel), where it was
   /// measured; --attention-backend flash2 needs it.
-  std::optional<double> flash2_attention_forward_efficiency;
-  std::optional<double> flash2_attention_backward_efficiency;
-  /// Where measured: the efficiencies above by sequence length and mask,
-  /// for the flash kernel, cuDNN's and FlashAttention-2's.
-  std::optional<AttentionSequenceFactors> flash_attention_by_sequence;
-  std::optional<AttentionSequenceFactors> cudnn_attention_by_sequence;
-  std::optional<AttentionSequenceFactors> flash2_attention_by_sequence;
+  std::optional<AttentionKernel> flash2_attention;
   double kernel_launch_overhead_s = 0;  // added to every kernel
   /// Kernels take (1 + this) times longer while a communication kernel runs
   /// on the same GPU (NCCL occupies SMs and HBM bandwidth).

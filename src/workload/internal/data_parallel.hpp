@@ -54,9 +54,10 @@ class DataParallel {
   }
   std::uint8_t zero3_flags() const { return c_.zero3_blocking ? taskgraph::kTensorList : 0; }
   /// Parameters a ZeRO-3 rank gathers for one layer, as its gathers
-  /// allocate them: the other ranks' shards of each gathered tensor (bf16).
-  std::uint64_t gathered_bytes(std::int64_t layer) const;
-  static std::uint64_t others_shards(std::int64_t n, std::int64_t group);
+  /// allocate them: the other ranks' shards of each gathered tensor, at
+  /// `bytes_per_parameter` (2 in bf16; 1 under torchao's float8 all-gather).
+  std::uint64_t gathered_bytes(std::int64_t layer, double bytes_per_parameter) const;
+  static std::uint64_t others_shards(std::int64_t n, std::int64_t group, double bytes_per_parameter);
 
   // ---- gradients, as each part of the model's backward finishes ----
   // `final`: the last micro-batch's backward of that part.
