@@ -30,6 +30,13 @@ FA2  FlashAttention-2 (Dao, arXiv 2307.08691) Fig. 4(b) and 4(d): forward +
      labels, each checked against its bar's height in pixels (1.839 pixels per
      TFLOP/s from the axis). Without a mask the 512 and 1k bars sit behind
      the legend, label and top both, so the table starts at 2k.
+TRI  The same figure's FlashAttention Triton bars (Fig. 4(b) and 4(d)): the
+     Triton kernel of the FlashAttention repository (flash_attn_triton.py),
+     which llm-foundry's attn_impl: triton runs, forward + backward TFLOP/s,
+     512 to 16k, without a mask (78 85 90 93 95 95) and causal (50 61 68 74
+     78 80). Bar labels, each checked against its bar's height in pixels
+     (1.84 pixels per TFLOP/s; the causal 4k and 8k bars read 72.9 and 76.7,
+     within 1.5% of their labels).
 FA2H FlashAttention-2's own H100 benchmark, released with it
      (Dao-AILab/flash-attention assets/flash2_h100_fwd_bwd_benchmark.png,
      added in 4f285b35, 2023-07-17; read at 0251105a): forward + backward
@@ -55,6 +62,9 @@ Which table goes where, and why:
                     measured combined time at every length; how it splits
                     between the passes is not measured here
     flash2, both    the same: FlashAttention-2 is the A100's flash kernel
+    triton, both    TRI forward + backward / its 16k no-mask figure (95),
+                    one factor for both passes as for FlashAttention-2; no
+                    other GPU has a published measurement of this kernel
   H100 and H200 profiles, FlashAttention-2 (flash2: the FA3 paper's
   FlashAttention-2 bars as their 16k efficiencies)
     flash2, both    FA2H forward + backward / its 16k no-mask figure (338),
@@ -102,6 +112,10 @@ REFERENCE = 16384
 FA2_SEQ = [2048, 4096, 8192, 16384]
 FA2_A100 = {"full": [187, 196, 201, 203], "causal": [155, 173, 182, 189]}
 
+# The same figure's FlashAttention Triton bars, 512 to 16k.
+TRITON_A100_SEQ = [512, 1024, 2048, 4096, 8192, 16384]
+TRITON_A100 = {"full": [78, 85, 90, 93, 95, 95], "causal": [50, 61, 68, 74, 78, 80]}
+
 # FlashAttention-2's H100 benchmark, panels (b) (no mask) and (d) (causal),
 # head dim 128, forward + backward TFLOP/s, FlashAttention-2's bars.
 FA2_H100_SEQ = [512, 1024, 2048, 4096, 8192, 16384]
@@ -140,6 +154,10 @@ def fa2_a100():
     return fa2_table(FA2_SEQ, FA2_A100)
 
 
+def triton_a100():
+    return fa2_table(TRITON_A100_SEQ, TRITON_A100)
+
+
 def fa2_h100():
     return fa2_table(FA2_H100_SEQ, FA2_H100)
 
@@ -148,7 +166,8 @@ def tables():
     backward = cudnn_h200(1)
     return {
         "a100": {"flash": {"forward": fa2_a100(), "backward": fa2_a100()},
-                 "flash2": {"forward": fa2_a100(), "backward": fa2_a100()}},
+                 "flash2": {"forward": fa2_a100(), "backward": fa2_a100()},
+                 "triton": {"forward": triton_a100(), "backward": triton_a100()}},
         "h100": {"flash": {"forward": fa3_forward("flashattention3"), "backward": backward},
                  "cudnn": {"forward": fa3_forward("cudnn"), "backward": backward},
                  "flash2": {"forward": fa2_h100(), "backward": fa2_h100()}},

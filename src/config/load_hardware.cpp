@@ -180,6 +180,7 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   };
   gpu.cudnn_attention = kernel("cudnn", "cuDNN's attention");
   gpu.flash2_attention = kernel("flash2", "FlashAttention-2");
+  gpu.triton_attention = kernel("triton", "FlashAttention's Triton kernel");
   if (attention.has("by_sequence")) {
     ObjectReader by_sequence = attention.object("by_sequence");
     if (by_sequence.has("flash")) gpu.flash_attention_by_sequence = parse_attention_kernel(by_sequence.object("flash"));
@@ -192,11 +193,12 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
     };
     scaled("cudnn", gpu.cudnn_attention);
     scaled("flash2", gpu.flash2_attention);
-    by_sequence.reject_unknown_keys("accepted keys: flash, cudnn, flash2");
+    scaled("triton", gpu.triton_attention);
+    by_sequence.reject_unknown_keys("accepted keys: flash, cudnn, flash2, triton");
   }
   attention.reject_unknown_keys(
       "accepted keys: forward, backward, cudnn_forward, cudnn_backward, flash2_forward, flash2_backward, "
-      "by_sequence");
+      "triton_forward, triton_backward, by_sequence");
   gpu.kernel_launch_overhead_s = in.number("kernel_launch_overhead_us", 0.0, 1e4) * 1e-6;
   gpu.comm_compute_slowdown = in.number("comm_compute_slowdown", 0.0, 10.0);
   if (in.has("sustained")) gpu.sustained = parse_sustained(in.object("sustained"), gpu);

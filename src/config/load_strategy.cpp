@@ -153,13 +153,14 @@ const std::vector<StrategyField> kFields = {
      "context and three NCCL communicators of 0.688 GB, docs/formats.md; 0: the whole HBM)"},
     {"rank_order", "rank_order", "", &S::rank_order, 1, 1, {}, "ORDER",
      "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)"},
-    {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn", "flash2"},
+    {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn", "flash2", "triton"},
      "NAME",
      "flash (fused attention kernels at the profile's flash figures, default: FlashAttention-2's on the A100, "
      "FlashAttention-3's on the H100; the profile's sources say which) | unfused (separate QK, softmax, dropout, "
      "PV kernels) | cudnn (cuDNN's fused attention, as Transformer Engine runs it on Hopper; needs the profile's "
      "cuDNN efficiencies) | flash2 (FlashAttention-2 on any GPU, as PyTorch's scaled_dot_product_attention bundles it; needs the "
-     "profile's flash2 efficiencies)"},
+     "profile's flash2 efficiencies) | triton (FlashAttention's Triton kernel, llm-foundry's attn_impl: triton; needs "
+     "the profile's triton efficiencies, measured on the A100 only)"},
     {"kernel_fusion", "kernel_fusion", "", &S::kernel_fusion, 1, 1, {"fused", "eager", "compiled"}, "HOW",
      "how the layers' memory-bound ops run: fused (default: Transformer Engine's and Megatron-Core's fused norm, "
      "RoPE, SwiGLU and cross-entropy kernels) | eager (PyTorch eager, one kernel an op, as torchtitan's Llama code "

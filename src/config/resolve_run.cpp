@@ -396,7 +396,8 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   const std::string attention = s.attention_backend.value_or("flash");
   c.attention = named(attention,
                       std::array{strategy::AttentionBackend::Flash, strategy::AttentionBackend::Unfused,
-                                 strategy::AttentionBackend::Cudnn, strategy::AttentionBackend::Flash2},
+                                 strategy::AttentionBackend::Cudnn, strategy::AttentionBackend::Flash2,
+                                 strategy::AttentionBackend::Triton},
                       "attention backend");
   std::string precision = s.precision.value_or("bf16");
   if (s.fp4_format) {

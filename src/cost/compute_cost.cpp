@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -41,6 +43,26 @@ double attention_executed_flops(const taskgraph::Task& task) {
   return task.flops * (causal ? 0.5 : 1.0) * (backward ? 1.25 : 1.0);
 }
 
+namespace {
+
+// The profile's figures for an attention task's kernel when the task names
+// one other than the default flash kernel (taskgraph::kCudnn, kFlash2, kTriton).
+struct OwnAttentionKernel {
+  const std::optional<hardware::AttentionKernel>* kernel;
+  const char* name;  // the --attention-backend value and the profile's key prefix
+  const char* what;
+};
+
+std::optional<OwnAttentionKernel> own_attention_kernel(const hardware::GpuSpec& gpu, std::uint8_t flags) {
+  if (flags & taskgraph::kCudnn) return OwnAttentionKernel{&gpu.cudnn_attention, "cudnn", "cuDNN fused-attention"};
+  if (flags & taskgraph::kFlash2) return OwnAttentionKernel{&gpu.flash2_attention, "flash2", "FlashAttention-2"};
+  if (flags & taskgraph::kTriton)
+    return OwnAttentionKernel{&gpu.triton_attention, "triton", "FlashAttention Triton-kernel"};
+  return std::nullopt;
+}
+
+}  // namespace
+
 double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Task& task, Load load) {
   using taskgraph::ComputeKind;
   const auto& gpu = hw.gpu;
@@ -72,20 +94,19 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
       double tensor = rate_scale(hw, Dtype::Bf16, load).tensor;
       const hardware::AttentionSequenceFactors* by_sequence =
           gpu.flash_attention_by_sequence ? &*gpu.flash_attention_by_sequence : nullptr;
-      if (task.flags & (taskgraph::kCudnn | taskgraph::kFlash2)) {
-        // cuDNN's kernel or FlashAttention-2, at its own measured efficiency
-        // (calibration tables describe the kernel the micro-benchmarks ran,
-        // not this one).
-        const bool cudnn = task.flags & taskgraph::kCudnn;
-        const auto& own = cudnn ? gpu.cudnn_attention : gpu.flash2_attention;
-        if (!own)
+      if (const auto own = own_attention_kernel(gpu, task.flags)) {
+        // A kernel other than the profile's flash one, at its own measured
+        // efficiency (calibration tables describe the kernel the
+        // micro-benchmarks ran, not this one).
+        const auto& kernel = *own->kernel;
+        if (!kernel)
           throw ConfigError(fmt::format(
               "{0}: --attention-backend {1} needs the profile's attention_efficiency.{1}_forward and {1}_backward "
               "(measured {2} efficiencies); this profile has none: use --attention-backend flash or add them "
               "with their source",
-              hw.name, cudnn ? "cudnn" : "flash2", cudnn ? "cuDNN fused-attention" : "FlashAttention-2"));
-        efficiency = own->efficiency(backward);
-        by_sequence = own->by_sequence ? &*own->by_sequence : nullptr;
+              hw.name, own->name, own->what));
+        efficiency = kernel->efficiency(backward);
+        by_sequence = kernel->by_sequence ? &*kernel->by_sequence : nullptr;
       } else if (hw.calibration) {
         // A calibration measured this GPU's kernel at its own lengths; the
         // profile's factors describe the kernel the profile's figure came from.

@@ -51,6 +51,7 @@ std::string_view to_string(AttentionBackend a) {
     case AttentionBackend::Unfused: return "unfused";
     case AttentionBackend::Cudnn: return "cudnn";
     case AttentionBackend::Flash2: return "flash2";
+    case AttentionBackend::Triton: return "triton";
   }
   return "?";
 }

@@ -76,7 +76,7 @@ void LayerBuilder::core_attention(double qk_d, double v_d, double kv_ratio) {
   const double lse = 4 * bh * s / static_cast<double>(shape_.cp);
   const double qkv_saved = 2 * N_ * (q_width + kv_width);
   const std::size_t attention_at = fw_.size();
-  if (!shape_.flash_attention) {
+  if (!shape_.flash_attention()) {
     unfused_attention(qk_d, v_d, kv_ratio);
   } else if (shape_.cp > 1) {
     ring_attention(bh, qk_d, v_d, kv_ratio, qkv_saved + lse, qkv_saved);
@@ -98,7 +98,7 @@ void LayerBuilder::core_attention(double qk_d, double v_d, double kv_ratio) {
   // Under "mla_up_proj" the Q, K and V that attention keeps are the
   // checkpoint's outputs, freed once attention has run
   // (discard_output_and_register_recompute(core_attn_out)).
-  if (m_.multi_latent_attention && shape_.flash_attention)
+  if (m_.multi_latent_attention && shape_.flash_attention())
     drop(fw_.size() - 1, strategy::kRecomputeMlaUpProj, qkv_saved);
   // When RoPE or the per-head norms make the query and key new tensors, the
   // value stays a view of the QKV projection's output (TE's SplitAlongDim
@@ -112,7 +112,7 @@ void LayerBuilder::core_attention(double qk_d, double v_d, double kv_ratio) {
     const double pinned = 2 * N_ * (q_width + heads * kv_ratio * qk_d);
     hold_until_backward(attention_at, strategy::kRecomputeCoreAttn, pinned);
   }
-  row("attn.proj", N_, static_cast<double>(m_.num_attention_heads) * v_d, h_, shape_.flash_attention);
+  row("attn.proj", N_, static_cast<double>(m_.num_attention_heads) * v_d, h_, shape_.flash_attention());
 }
 
 void LayerBuilder::unfused_attention(double d, double v_d, double kv_ratio) {

@@ -78,9 +78,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.gradient_accumulation_fusion = c.gradient_accumulation_fusion;
   s.cross_entropy_fusion = c.cross_entropy_fusion;
   s.main_grad_bytes = c.gradient_bytes();
-  s.flash_attention = c.attention != strategy::AttentionBackend::Unfused;
-  s.cudnn_attention = c.attention == strategy::AttentionBackend::Cudnn;
-  s.flash2_attention = c.attention == strategy::AttentionBackend::Flash2;
+  s.attention = c.attention;
   s.kernel_fusion = c.kernel_fusion;
   s.fp8_weights_gathered = c.fp8_param_gather && c.zero_stage == 3;
   s.gemm_dtype = c.gemm_dtype();

@@ -257,6 +257,42 @@ TEST_CASE("FlashAttention-2 runs at its own H100 figures and its own shape by le
                     Catch::Contains("flash2_forward") && Catch::Contains("b200"));
 }
 
+TEST_CASE("FlashAttention's Triton kernel takes the A100 times its benchmark measured, and only there", "[cost]") {
+  // FlashAttention-2's paper, Fig. 4 (A100 80GB, head dim 128), forward +
+  // backward TFLOP/s of the Triton kernel: 95 at 16k without a mask, 68 at 2k
+  // and 80 at 16k causal, 78 at 512 without a mask. A step's forward and
+  // backward together must take the FLOP at those rates.
+  const auto a100 = test::shipped_hardware("a100-sxm4-80gb");
+  const double launch = cost::launch_overhead_seconds(a100);
+  const auto pair = [&](std::uint32_t seq, bool causal) {
+    taskgraph::Task fwd = attention_forward(seq);
+    fwd.flags = taskgraph::kTriton;
+    if (causal) fwd.flags |= taskgraph::kCausal;
+    taskgraph::Task bwd = fwd;
+    bwd.flags |= taskgraph::kBackwardPass;
+    bwd.flops *= 2;
+    const double executed = 3.5 * fwd.flops * (causal ? 0.5 : 1.0);
+    const double s = cost::compute_seconds(a100, fwd, cost::Load::Burst) +
+                     cost::compute_seconds(a100, bwd, cost::Load::Burst) - 2 * launch;
+    return executed / s;  // FLOP/s over both passes
+  };
+  CHECK(pair(16384, false) == Approx(95e12).epsilon(1e-3));
+  CHECK(pair(512, false) == Approx(78e12).epsilon(1e-3));
+  CHECK(pair(2048, true) == Approx(68e12).epsilon(1e-3));
+  CHECK(pair(16384, true) == Approx(80e12).epsilon(1e-3));
+  // At the same length and mask it is FlashAttention-2's 189 against 80.
+  taskgraph::Task fa2 = attention_forward(16384);
+  fa2.flags = taskgraph::kFlash2 | taskgraph::kCausal;
+  taskgraph::Task triton = fa2;
+  triton.flags = taskgraph::kTriton | taskgraph::kCausal;
+  CHECK(cost::compute_seconds(a100, triton, cost::Load::Burst) - launch >
+        2 * (cost::compute_seconds(a100, fa2, cost::Load::Burst) - launch));
+  // No Hopper measurement of it is published: refused, by name.
+  const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
+  CHECK_THROWS_WITH(cost::compute_seconds(h100, triton, cost::Load::Burst),
+                    Catch::Contains("triton_forward") && Catch::Contains("h100-sxm5-80gb"));
+}
+
 TEST_CASE("GEMM ratio interpolation is exact on the grid and monotone between", "[cost]") {
   hardware::GemmTable t;
   t.log2_m = {8, 12};

@@ -203,7 +203,7 @@ TEST_CASE("Selective recomputation of unfused attention reruns the whole core at
   workload::MicroShape s;
   s.seq_length = m.seq_length;
   s.tp = 8;
-  s.flash_attention = false;
+  s.attention = strategy::AttentionBackend::Unfused;
   std::vector<std::string> core;
   for (const auto& op : workload::transformer_layer_ops(m, s, 0).forward)
     if (op.rerun_by & strategy::kRecomputeCoreAttn) {

@@ -83,6 +83,9 @@ struct GpuSpec {
   /// FlashAttention-2 (PyTorch's bundled flash kernel), where it was
   /// measured; --attention-backend flash2 needs it.
   std::optional<AttentionKernel> flash2_attention;
+  /// FlashAttention's Triton kernel (llm-foundry's attn_impl: triton), where
+  /// it was measured; --attention-backend triton needs it.
+  std::optional<AttentionKernel> triton_attention;
   double kernel_launch_overhead_s = 0;  // added to every kernel
   /// Kernels take (1 + this) times longer while a communication kernel runs
   /// on the same GPU (NCCL occupies SMs and HBM bandwidth).

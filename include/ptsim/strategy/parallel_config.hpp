@@ -45,6 +45,7 @@ enum class AttentionBackend {
   Unfused,  // QKᵀ, softmax, dropout and PV as separate kernels (Megatron-LM 2021)
   Cudnn,    // fused attention by cuDNN (Transformer Engine's choice on Hopper in 2024)
   Flash2,   // FlashAttention-2, as PyTorch's SDPA flash backend bundles it (torchtitan's, Composer's)
+  Triton,   // FlashAttention's Triton kernel (flash_attn_triton.py), llm-foundry's attn_impl: triton
 };
 
 std::string_view to_string(ScheduleKind s);

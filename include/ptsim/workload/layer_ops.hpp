@@ -40,9 +40,10 @@ struct MicroShape {
   int main_grad_bytes = 4;       // bytes of a main-gradient element (ParallelConfig::gradient_bytes)
   /// Whether the TP reduction of an input gradient runs beside the GEMMs after it.
   bool async_dgrad_reduce() const { return sequence_parallel || async_tp_allreduce; }
-  bool flash_attention = true;   // fused attention kernels; false: Megatron's unfused path
-  bool cudnn_attention = false;  // the fused kernels are cuDNN's (taskgraph::kCudnn)
-  bool flash2_attention = false;  // the fused kernels are FlashAttention-2 (taskgraph::kFlash2)
+  /// Which attention kernels (ParallelConfig::attention): the fused ones of a
+  /// backend, or Megatron's unfused path.
+  strategy::AttentionBackend attention = strategy::AttentionBackend::Flash;
+  bool flash_attention() const { return attention != strategy::AttentionBackend::Unfused; }
   /// Fused kernels, or torchtitan's PyTorch modules eager or with compiled
   /// blocks (ParallelConfig::kernel_fusion).
   strategy::KernelFusion kernel_fusion = strategy::KernelFusion::Fused;

@@ -478,12 +478,18 @@ class LayerBuilder {
   // stays under core_attn recomputation (Q, K and V, the checkpoint's inputs).
   void ring_attention(double bh, double qk_d, double v_d, double kv_ratio, double saved, double kept);
 
-  // A fused attention kernel, cuDNN's when the run says so.
+  // A fused attention kernel of the run's backend (the profile's flash one
+  // unless the run names another).
   OpSpec fused_attention(std::string name, double bh, double seq_q, double seq_kv, double qk_d, double v_d,
                          double kv_ratio, bool causal, bool backward_pass) const {
     OpSpec op = attention_op(std::move(name), bh, seq_q, seq_kv, qk_d, v_d, kv_ratio, causal, backward_pass);
-    if (shape_.cudnn_attention) op.flags |= taskgraph::kCudnn;
-    if (shape_.flash2_attention) op.flags |= taskgraph::kFlash2;
+    switch (shape_.attention) {
+      case strategy::AttentionBackend::Cudnn: op.flags |= taskgraph::kCudnn; break;
+      case strategy::AttentionBackend::Flash2: op.flags |= taskgraph::kFlash2; break;
+      case strategy::AttentionBackend::Triton: op.flags |= taskgraph::kTriton; break;
+      case strategy::AttentionBackend::Flash:
+      case strategy::AttentionBackend::Unfused: break;
+    }
     return op;
   }
 
