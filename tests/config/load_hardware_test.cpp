@@ -211,6 +211,20 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
     CHECK(shipped.gpu.flash2_attention->forward == 0.3741);
     CHECK(shipped.gpu.flash2_attention->backward == 0.3256);
   }
+  SECTION("FlashAttention's Triton kernel: the A100's measured figures, a table only with them") {
+    const auto a100 = config::parse_hardware(read("a100-sxm4-80gb"), "hw.json");
+    REQUIRE(a100.gpu.triton_attention);
+    CHECK(a100.gpu.triton_attention->forward == 0.3045);  // 95 of 312 TFLOP/s
+    REQUIRE(a100.gpu.triton_attention->by_sequence);
+    CHECK_FALSE(config::parse_hardware(read("h100-sxm5-80gb"), "hw.json").gpu.triton_attention);
+    json h = read("a100-sxm4-80gb");
+    for (const char* pass : {"triton_forward", "triton_backward"}) {
+      h["gpu"]["attention_efficiency"].erase(pass);
+      h["sources"].erase(std::string("/gpu/attention_efficiency/") + pass);
+    }
+    CHECK_THROWS_WITH(config::parse_hardware(h, "hw.json"),
+                      Catch::Contains("triton") && Catch::Contains("add them first"));
+  }
   SECTION("efficiency above one") {
     j["gpu"]["gemm_efficiency"]["bf16"] = 1.2;
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
