@@ -55,8 +55,9 @@ std::map<std::string, std::string> text_map(internal::ObjectReader& in, const nl
 
 }  // namespace
 
-SoftwareStack load_stack(const std::string& path, InputFiles& inputs) {
-  const nlohmann::json document = internal::read_json_file(path, inputs);
+namespace {
+
+SoftwareStack parse_stack(const nlohmann::json& document, const std::string& path) {
   internal::ObjectReader in(document, path);
   if (in.string("schema") != "ptsim-stack/1")
     in.fail("schema", "is not a stack schema ptsim reads; expected \"ptsim-stack/1\"");
@@ -103,6 +104,22 @@ SoftwareStack load_stack(const std::string& path, InputFiles& inputs) {
       throw ConfigError(fmt::format("{}: /evidence/{} is evidence for a setting the stack does not give; settings: {}",
                                     path, key, fmt::join(given, ", ")));
   return s;
+}
+
+}  // namespace
+
+SoftwareStack load_stack(const std::string& path, InputFiles& inputs) {
+  return parse_stack(internal::read_json_file(path, inputs), path);
+}
+
+std::string fitted_stack_json(const std::string& path, InputFiles& inputs, const std::string& name,
+                              double host_overhead_us, const std::string& evidence) {
+  nlohmann::ordered_json out = internal::read_ordered_json_file(path, inputs);
+  out["name"] = name;
+  out["settings"]["host_overhead_us"] = host_overhead_us;
+  out["evidence"]["host_overhead_us"] = evidence;
+  parse_stack(nlohmann::json::parse(out.dump()), path + " (as fitted)");
+  return out.dump(2) + "\n";
 }
 
 StrategyInput apply_stack(const SoftwareStack& stack, const StrategyInput& over) {

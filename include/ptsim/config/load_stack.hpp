@@ -32,6 +32,13 @@ struct SoftwareStack {
 /// and the fix (a setting without evidence, a layout key, an unknown schedule).
 SoftwareStack load_stack(const std::string& path, InputFiles& inputs);
 
+/// The stack file at `path`, renamed `name`, with the host's time per kernel
+/// or collective set to `host_overhead_us` (µs) and `evidence` as its
+/// evidence, as JSON text (what `ptsim fit --out-stack` writes); throws
+/// ConfigError when the result is not a stack ptsim reads.
+std::string fitted_stack_json(const std::string& path, InputFiles& inputs, const std::string& name,
+                              double host_overhead_us, const std::string& evidence);
+
 /// The settings under a stack: `stack`'s, then `over` on top; each value the
 /// stack gave is marked as coming from it. Throws ConfigError when the
 /// strategy pins a schedule the stack cannot run.
