@@ -182,6 +182,21 @@ std::vector<Candidate> candidates(const model::ModelSpec& m, const config::Strat
   return out;
 }
 
+namespace {
+
+// When nothing fits: the candidate that needs the least memory, and of those
+// that need the same (an interleaving depth whose warm-up the micro-batches
+// cap, say), the fastest, as among those that fit.
+bool needs_less(const Evaluated& e, const std::optional<Evaluated>& least) {
+  if (!least) return true;
+  const auto& a = e.result;
+  const auto& b = least->result;
+  return a.memory.peak_bytes < b.memory.peak_bytes ||
+         (a.memory.peak_bytes == b.memory.peak_bytes && a.step_time_s < b.step_time_s);
+}
+
+}  // namespace
+
 SearchResult fastest_fitting(const model::ModelSpec& m, const hardware::HardwareProfile& hw,
                              const std::vector<Candidate>& candidates, const Progress& progress) {
   SearchResult r;
@@ -207,7 +222,7 @@ SearchResult fastest_fitting(const model::ModelSpec& m, const hardware::Hardware
       Evaluated e{c, run.parallel, outcome.result};
       if (e.result.memory.fits) {
         if (!best_here || e.result.step_time_s < best_here->result.step_time_s) best_here = std::move(e);
-      } else if (!least_memory || e.result.memory.peak_bytes < least_memory->result.memory.peak_bytes) {
+      } else if (needs_less(e, least_memory)) {
         least_memory = std::move(e);
       }
     }

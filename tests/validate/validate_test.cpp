@@ -129,6 +129,40 @@ TEST_CASE("Candidates cover the open fields and the search takes the fastest tha
   CHECK(simulate_with(std::nullopt).step_time_s > r.best->result.step_time_s);
 }
 
+TEST_CASE("When nothing fits, the search takes the least memory, and the fastest of those needing it",
+          "[validate][plan]") {
+  // Llama 3 405B on 16,384 H100s as Meta ran it (TP 8, PP 16, 16 sequences of
+  // 8,192 tokens a replica, no recomputation): 16 micro-batches over 16
+  // stages cap every interleaving depth's warm-up alike, so each depth needs
+  // the same memory, more than an 80 GB GPU has.
+  const auto m = test::shipped_model("llama3-405b");
+  config::StrategyInput s;
+  s.gpus = 16384;
+  s.tp = 8;
+  s.pp = 16;
+  s.global_batch_size = 2048;
+  s.micro_batch_size = 1;
+  s.seq_length = 8192;
+  s.sequence_parallel = true;
+  s.zero = 1;
+  s.recompute = "none";
+  s.schedule = "interleaved";
+  const auto hw = test::shipped_hardware("h100-roce-llama3");
+  const auto candidates = plan::candidates(m, s, {"vpp"});
+  REQUIRE(candidates.size() >= 3);
+  const auto r = plan::fastest_fitting(m, hw, candidates);
+  REQUIRE(r.best);
+  CHECK_FALSE(r.fits);
+  for (const auto& c : candidates) {
+    const auto run = config::resolve_run(m, c.strategy);
+    const auto other = simulate::simulate_step({run.model, hw, run.parallel, simulate::Mode::Auto, {}, {}}).result;
+    CHECK_FALSE(other.memory.fits);
+    CHECK(other.memory.peak_bytes == r.best->result.memory.peak_bytes);
+    CHECK(other.step_time_s >= r.best->result.step_time_s);
+  }
+  CHECK(r.best->candidate.chosen.at("vpp") != candidates.front().chosen.at("vpp"));  // not merely the first
+}
+
 TEST_CASE("Uneven stages interleave with any depth that leaves a layer per virtual stage", "[validate][plan]") {
   // Llama 3 405B: 126 layers over 16 stages (7 + 14 × 8 + 7), interleaved as
   // Meta ran it. Equal chunks are impossible, so every v ≤ 8 with 16·v ≤ 126
