@@ -134,34 +134,36 @@ std::string fitted_stack_text(const std::string& stack_file, const std::string& 
 }  // namespace
 
 int run_fit(const std::vector<std::string>& args, std::ostream& out) {
-  std::string runs_path, hw_path, out_path, json_path, params, software_path = shipped_file("validation/software.json"),
-                                                               op, min_bytes_text, stack_arg, out_stack_path;
+  std::string runs_path, hw_path, out_path, json_path, params, op, min_bytes_text, stack_arg, out_stack_path;
+  std::string software_path = shipped_file("validation/software.json");
   std::vector<std::string> logs, excludes;
   po::options_description options("Options");
-  options.add_options()("runs", po::value(&runs_path)->value_name("FILE"), "measured steps (ptsim-runs/1)")(
-      "nccl-tests", po::value(&logs)->multitoken()->value_name("LOG..."),
-      "nccl-tests output, as printed")("hw", po::value(&hw_path)->value_name("PROFILE"),
-                                       "the hardware profile to fit")("out",
-                                                                      po::value(&out_path)->value_name("PROFILE"),
-                                                                      "the fitted profile to write")(
-      "json", po::value(&json_path)->value_name("FILE"),
-      "write the fit (parameters, points, errors) as JSON")("params", po::value(&params)->value_name("LIST"),
-                                                            "comma-separated parameters to fit (default: all)")(
-      "exclude", po::value(&excludes)->value_name("GLOB"),
-      "with --runs: leave out runs whose id matches (shell pattern; repeatable)")(
-      "software", po::value(&software_path)->value_name("FILE"),
-      "with --runs: what each source's framework ran (default: the shipped validation/software.json)")(
-      "stack", po::value(&stack_arg)->value_name("STACK"),
-      "with --runs: simulate every run under this software stack (a shipped name or a file) instead of "
-      "--software's sources")("out-stack", po::value(&out_stack_path)->value_name("FILE"),
-                              "with --stack: write the stack with the fitted host.overhead_us as its host_overhead_us")(
-      "op", po::value(&op)->value_name("OP"),
-      "with --nccl-tests: the collective of logs that do not name it (all_reduce, all_gather, reduce_scatter, "
-      "alltoall)")("min-bytes", po::value(&min_bytes_text)->value_name("SIZE"),
-                   "with --nccl-tests: fit only the rows of at least this size (K, M, G: powers of 1024), e.g. 64M to "
-                   "fit bandwidths on the sizes they dominate")("quiet,q",
-                                                                "no progress on standard error")("help,h",
-                                                                                                 "show this help");
+  // clang-format off
+  options.add_options()
+      ("runs", po::value(&runs_path)->value_name("FILE"), "measured steps (ptsim-runs/1)")
+      ("nccl-tests", po::value(&logs)->multitoken()->value_name("LOG..."), "nccl-tests output, as printed")
+      ("hw", po::value(&hw_path)->value_name("PROFILE"), "the hardware profile to fit")
+      ("out", po::value(&out_path)->value_name("PROFILE"), "the fitted profile to write")
+      ("json", po::value(&json_path)->value_name("FILE"), "write the fit (parameters, points, errors) as JSON")
+      ("params", po::value(&params)->value_name("LIST"), "comma-separated parameters to fit (default: all)")
+      ("exclude", po::value(&excludes)->value_name("GLOB"),
+       "with --runs: leave out runs whose id matches (shell pattern; repeatable)")
+      ("software", po::value(&software_path)->value_name("FILE"),
+       "with --runs: what each source's framework ran (default: the shipped validation/software.json)")
+      ("stack", po::value(&stack_arg)->value_name("STACK"),
+       "with --runs: simulate every run under this software stack (a shipped name or a file) instead of "
+       "--software's sources")
+      ("out-stack", po::value(&out_stack_path)->value_name("FILE"),
+       "with --stack: write the stack with the fitted host.overhead_us as its host_overhead_us")
+      ("op", po::value(&op)->value_name("OP"),
+       "with --nccl-tests: the collective of logs that do not name it (all_reduce, all_gather, reduce_scatter, "
+       "alltoall)")
+      ("min-bytes", po::value(&min_bytes_text)->value_name("SIZE"),
+       "with --nccl-tests: fit only the rows of at least this size (K, M, G: powers of 1024), e.g. 64M to "
+       "fit bandwidths on the sizes they dominate")
+      ("quiet,q", "no progress on standard error")
+      ("help,h", "show this help");
+  // clang-format on
   po::variables_map vm;
   parse_args(args, options, nullptr, vm, "fit");
   if (vm.count("help")) {

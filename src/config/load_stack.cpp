@@ -53,10 +53,6 @@ std::map<std::string, std::string> text_map(internal::ObjectReader& in, const nl
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 SoftwareStack parse_stack(const nlohmann::json& document, const std::string& path) {
   internal::ObjectReader in(document, path);
   if (in.string("schema") != "ptsim-stack/1")

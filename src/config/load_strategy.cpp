@@ -153,8 +153,8 @@ const std::vector<StrategyField> kFields = {
      "context and three NCCL communicators of 0.688 GB, docs/formats.md; 0: the whole HBM)"},
     {"rank_order", "rank_order", "", &S::rank_order, 1, 1, {}, "ORDER",
      "how ranks map to parallel coordinates, innermost first (default tp-cp-ep-dp-pp, Megatron's)"},
-    {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1, {"flash", "unfused", "cudnn", "flash2", "triton"},
-     "NAME",
+    {"attention_backend", "attention_backend", "", &S::attention_backend, 1, 1,
+     {"flash", "unfused", "cudnn", "flash2", "triton"}, "NAME",
      "flash (fused attention kernels at the profile's flash figures, default: FlashAttention-2's on the A100, "
      "FlashAttention-3's on the H100; the profile's sources say which) | unfused (separate QK, softmax, dropout, "
      "PV kernels) | cudnn (cuDNN's fused attention, as Transformer Engine runs it on Hopper; needs the profile's "
