@@ -189,7 +189,8 @@ const std::vector<StrategyField> kFields = {
      "with --fsdp: free a block's gathered parameters after its forward and gather them again for its backward "
      "(always: FSDP1's FULL_SHARD, its default), keep them to the backward (never: SHARD_GRAD_OP), or "
      "torchtitan's default for fsdp2: always but for the last block, whose backward follows at once (never with "
-     "pipeline parallelism, which ptsim does not model yet)"},
+     "pipeline parallelism, where fsdp2 gathers a block once a step and reduce-scatters its accumulated gradients "
+     "once, after the stage's last backward, as torch.distributed.pipelining runs it)"},
     {"dp_shard", "data_parallel_shard_degree", "", &S::dp_shard, 1, std::int64_t{1} << 24, {}, "N",
      "with --fsdp: HSDP, parameters sharded over groups of N data-parallel ranks (times cp) and replicated "
      "across the groups: all-gathers and reduce-scatters inside a group, the reduced shard all-reduced across "

@@ -136,14 +136,14 @@ void check_fsdp(const Checker& check, strategy::ParallelConfig& c, const Strateg
                               : c.pp > 1          ? strategy::ParallelConfig::Reshard::Never
                                                   : strategy::ParallelConfig::Reshard::AllButLast;
   }
-  // Kept across micro-batches in flight, a block's gathered parameters serve
-  // several forwards before their backward frees them: not modelled.
-  if (c.fsdp() && c.pp > 1 && c.reshard_after_forward != strategy::ParallelConfig::Reshard::Always)
-    check.fail_flag(s.reshard_after_forward ? "reshard_after_forward" : "fsdp",
-                    "keeps blocks gathered across pipeline micro-batches under pipeline parallelism (torchtitan's "
-                    "default there is never), which ptsim does not model yet",
-                    "give --reshard-after-forward always (each micro-batch gathers again: an upper bound on its "
-                    "traffic), or --pp 1");
+  // FSDP2 under pipeline parallelism keeps its blocks gathered through the
+  // step (ParallelConfig::fsdp_gathers_once_a_step); FSDP1 is not a module
+  // torch.distributed.pipelining knows, and what it would do is not modelled.
+  if (c.fsdp_version == 1 && c.pp > 1 && c.reshard_after_forward != strategy::ParallelConfig::Reshard::Always)
+    check.fail_flag("reshard_after_forward",
+                    "keeps FSDP1's units gathered across pipeline micro-batches, which ptsim does not model "
+                    "(torch.distributed.pipelining drives FSDP2 modules only)",
+                    "give --reshard-after-forward always, --fsdp fsdp2, or --pp 1");
 }
 
 // HSDP: FSDP2 sharding inside groups of data-parallel ranks, replicated

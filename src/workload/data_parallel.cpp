@@ -57,16 +57,39 @@ void DataParallel::fsdp_copy_in(std::int64_t n, std::int32_t mb, std::int32_t la
   out_.instantiate(block, mb, layer);
 }
 
+// A shard's gradients reduce-scattered (FSDP2: after its copy-in), then,
+// under HSDP, all-reduced across the replicas.
+void DataParallel::reduce_scatter_gradients(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer) {
+  if (c_.fsdp_version == 2) fsdp_copy_in(n, mb, layer);
+  out_.instantiate(collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
+                              static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0, zero3_flags()),
+                   mb, layer);
+  hsdp_allreduce(n, slot, mb, layer);
+}
+
+// A later micro-batch's gradients added to the unsharded ones (autograd's
+// AccumulateGrad, param.grad += grad: read both, write one, 2 bytes each).
+void DataParallel::accumulate_unsharded(std::int64_t n, std::int32_t mb, std::int32_t layer) {
+  const auto block = out_.block(fmt::format("fsdp.grad_accumulate.{}", n), [&](BlockRecorder& b) {
+    const OpSpec op = memory_op("fsdp.grad_accumulate", 6.0 * static_cast<double>(n));
+    b.begin_list();
+    b.emit(op, b.names_of({op}, "")[0], categories::kBackward, 0, 0);
+  });
+  out_.instantiate(block, mb, layer);
+}
+
 void DataParallel::layer_gradients(std::int64_t layer, std::int32_t mb, bool final) {
-  if (zero3()) {
+  const auto at = static_cast<std::int32_t>(layer);
+  if (zero3() && c_.fsdp_gathers_once_a_step()) {
+    const bool later = !has_unsharded_gradients_.insert(layer).second;  // not the block's first backward
     for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
-      if (c_.fsdp_version == 2) fsdp_copy_in(n, mb, static_cast<std::int32_t>(layer));
-      out_.instantiate(collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
-                                  static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
-                                  zero3_flags()),
-                       mb, static_cast<std::int32_t>(layer));
-      hsdp_allreduce(n, slot, mb, static_cast<std::int32_t>(layer));
+      if (later) accumulate_unsharded(n, mb, at);
+      if (final) deferred_.push_back({n, slot, mb, at});
     });
+    return;
+  }
+  if (zero3()) {
+    for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) { reduce_scatter_gradients(n, slot, mb, at); });
     return;
   }
   if (reduce_now(final)) gradients_ready(layer_parameters_per_rank(m_, c_, layer));
@@ -76,7 +99,7 @@ void DataParallel::output_gradients(bool final) {
   RankParameters p{output_parameters_per_rank(m_, c_.tp, separate_head()), 0};
   p += mtp_parameters_per_rank(m_, c_, separate_head() && !m_.tie_embeddings);
   if (zero3()) {
-    zero3_boundary_gradients(p.total());  // the MTP depths' experts, if any, counted as dense here
+    zero3_boundary_gradients(p.total(), final);  // the MTP depths' experts, if any, counted as dense here
   } else if (reduce_now(final)) {
     gradients_ready(p);
   }
@@ -85,20 +108,25 @@ void DataParallel::output_gradients(bool final) {
 void DataParallel::embedding_gradients(bool final) {
   const std::int64_t n = embedding_parameters_per_rank(m_, c_.tp);
   if (zero3()) {
-    zero3_boundary_gradients(n);
+    zero3_boundary_gradients(n, final);
   } else if (reduce_now(final)) {
     gradients_ready({n, 0});
   }
 }
 
-void DataParallel::zero3_boundary_gradients(std::int64_t n) {
-  if (ctx_.dense_group > 1 && c_.fsdp_version == 2) fsdp_copy_in(n, -1, -1);
-  if (ctx_.dense_group > 1)
-    out_.instantiate(collective("zero3.grad_reducescatter", slots::kDataParallel, CollectiveKind::ReduceScatter,
-                                static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
-                                zero3_flags()),
-                     -1, -1);
-  hsdp_allreduce(n, slots::kDataParallel, -1, -1);
+// The root module's parameters (embedding, output layer), reduced with the
+// step's blocks; under pipeline parallelism FSDP2 accumulates them too
+// (their additions, under a thousandth of the blocks', not counted).
+void DataParallel::zero3_boundary_gradients(std::int64_t n, bool final) {
+  if (c_.fsdp_gathers_once_a_step()) {
+    if (final) deferred_.push_back({n, slots::kDataParallel, -1, -1});
+    return;
+  }
+  if (ctx_.dense_group > 1) {
+    reduce_scatter_gradients(n, slots::kDataParallel, -1, -1);
+  } else {
+    hsdp_allreduce(n, slots::kDataParallel, -1, -1);
+  }
 }
 
 // HSDP: the reduce-scattered shard is all-reduced across the replicas
@@ -113,6 +141,17 @@ void DataParallel::hsdp_allreduce(std::int64_t n, std::uint8_t slot, std::int32_
 }
 
 void DataParallel::end_of_gradients(bool final) {
+  if (final) {
+    // torch.distributed.pipelining's post_backward of each FSDP2 parameter
+    // group after the chunk's last backward.
+    for (const Deferred& d : deferred_)
+      if (group_of(d.slot) > 1) {
+        reduce_scatter_gradients(d.n, d.slot, d.mb, d.layer);
+      } else {
+        hsdp_allreduce(d.n, d.slot, d.mb, d.layer);
+      }
+    deferred_.clear();
+  }
   if (c_.zero_stage == 2 || (reduce_now(final) && final)) flush_buckets();
 }
 

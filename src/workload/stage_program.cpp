@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "internal/data_parallel.hpp"
 #include "internal/layer_blocks.hpp"
@@ -65,7 +66,10 @@ class StageBuilder {
         shape_(micro_shape(m_, c_)),
         dp_(ctx, out_),
         blocks_(m_, c_, shape_, out_, [this](std::int64_t layer) {
-          return zero3() ? dp_.gathered_bytes(layer, layer_parameter_bytes()) : 0;
+          if (!zero3()) return std::uint64_t{0};
+          std::uint64_t held = dp_.gathered_bytes(layer, layer_parameter_bytes());
+          dp_.for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t) { held += unsharded_gradient_bytes(n); });
+          return held;
         }) {
     activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));
     total_virtual_ = strategy::path_stages(c_.schedule, c_.pp, strategy::chunks_per_stage(c_));
@@ -253,6 +257,14 @@ class StageBuilder {
     }
   }
 
+  // FSDP2 under pipeline parallelism holds a block's unsharded bf16
+  // gradients from its first backward to the reduce-scatter after its last;
+  // counted with the gathered parameters, from the gather on (an upper bound
+  // on the memory of the forwards before the first backward).
+  std::uint64_t unsharded_gradient_bytes(std::int64_t n) const {
+    return c_.fsdp_gathers_once_a_step() ? static_cast<std::uint64_t>(2 * n) : 0;
+  }
+
   // A layer's parameter all-gather: it waits for the kernel issued before it,
   // and the layer waits for it (wait_gathered).
   void zero3_gather(std::int64_t layer, std::int32_t mb) {
@@ -261,7 +273,7 @@ class StageBuilder {
       // Under torchao's float8 all-gather (FSDP2) one byte a parameter: the
       // block's norm weights, 2 in 10^4 of its parameters, counted with them.
       const double bytes = layer_parameter_bytes();
-      const std::uint64_t alloc = dp_.others_shards(n, dp_.group_of(slot), bytes);
+      const std::uint64_t alloc = dp_.others_shards(n, dp_.group_of(slot), bytes) + unsharded_gradient_bytes(n);
       const auto i = out_.instantiate(dp_.collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
                                                      static_cast<std::uint64_t>(bytes * static_cast<double>(n)), false,
                                                      alloc, dp_.zero3_flags()),
@@ -269,6 +281,7 @@ class StageBuilder {
       refs.push_back({i, 0});
     });
     gathers_[layer] = refs;
+    gathered_this_step_.insert(layer);
   }
 
   // Whether `layer` had a gather to wait for.
@@ -316,9 +329,13 @@ class StageBuilder {
     const auto layer_at = [first, n, reverse](std::int64_t i) { return first + (reverse ? n - 1 - i : i); };
     const std::int64_t ahead = c_.zero3_blocking ? 0 : 1;  // layers gathered before the one running
     std::vector<std::function<void()>> pieces;
-    // In backward FSDP gathers again only the blocks it resharded after their forward.
+    // In backward FSDP gathers again only the blocks it resharded after their
+    // forward; under pipeline parallelism FSDP2 gathers in a block's first
+    // forward of the step only.
     const auto gathers = [this, reverse](std::int64_t layer) {
-      return zero3() && (!reverse || c_.reshards_after_forward(layer, m_.num_layers));
+      if (!zero3()) return false;
+      if (reverse) return c_.reshards_after_forward(layer, m_.num_layers);
+      return !c_.fsdp_gathers_once_a_step() || !gathered_this_step_.contains(layer);
     };
     for (std::int64_t i = 0; i < n; ++i)
       pieces.emplace_back([this, i, n, ahead, first, layer_at, mb, run, gathers, reverse] {
@@ -404,7 +421,8 @@ class StageBuilder {
           } else if (!blocks_.lists(layer).recomputed.empty()) {
             out_.instantiate(blocks_.layer_recompute(layer, false), mb, static_cast<std::int32_t>(layer));
           }
-          out_.instantiate(blocks_.layer_backward(layer, which), mb, static_cast<std::int32_t>(layer));
+          out_.instantiate(blocks_.layer_backward(layer, which, c_.fsdp_gathers_once_a_step() && !final), mb,
+                           static_cast<std::int32_t>(layer));
           if (!input_only) dp_.layer_gradients(layer, mb, final);
         });
     pass.after = [this, mb, chunk, final, input_only, which, call] {
@@ -464,6 +482,7 @@ class StageBuilder {
   std::uint64_t activation_bytes_ = 0;
   std::int64_t total_virtual_ = 1;
   std::unordered_map<std::int64_t, std::vector<TaskRef>> gathers_, param_gather_;
+  std::unordered_set<std::int64_t> gathered_this_step_;  // blocks FSDP2 keeps gathered (fsdp_gathers_once_a_step)
 };
 
 }  // namespace

@@ -115,14 +115,68 @@ TEST_CASE("FSDP2 refuses what it cannot be, and what ptsim does not model", "[co
   CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("contradicts --fsdp, which shards"));
   st.zero.reset();
   st.pp = 2;  // torchtitan keeps blocks gathered under pipeline parallelism
-  CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("does not model yet"));
+  CHECK(config::resolve_run(m, st).parallel.fsdp_gathers_once_a_step());
   st.reshard_after_forward = "always";
+  CHECK_FALSE(config::resolve_run(m, st).parallel.fsdp_gathers_once_a_step());
   CHECK(config::resolve_run(m, st).parallel.zero_stage == 3);
   st.dp_shard = 3;  // of dp 8
   CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("must divide the data parallelism, 8"));
   st.dp_shard.reset();
   st.fsdp.reset();
   CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("is an FSDP policy"));
+}
+
+TEST_CASE("FSDP2 under pipeline parallelism gathers a block once a step and reduce-scatters once what it accumulated",
+          "[simulate][fsdp]") {
+  // Llama 3 8B on 16 GPUs, two stages of 16 blocks, FSDP over 8: `m`
+  // micro-batches of 2 × 8192 tokens a replica. torch.distributed.pipelining
+  // keeps an FSDP2 stage's blocks gathered and its gradients unsharded until
+  // the stage's last backward (torchtitan's default there).
+  const auto m = test::shipped_model("llama3-8b");
+  const auto pipeline = [&](std::int64_t micro_batches, const char* reshard) {
+    config::StrategyInput st = llama_fsdp(16, "fsdp2");
+    st.pp = 2;
+    st.global_batch_size = 8 * 2 * micro_batches;
+    if (reshard != nullptr) st.reshard_after_forward = reshard;
+    return st;
+  };
+  // Stage 0 (rank 0): 16 blocks gathered once (2 bytes a parameter) and
+  // reduce-scattered once (fp32), and the embedding's gradients.
+  const double once = 16 * (2 + 4) * kLayer + 4 * 128256.0 * 4096;
+  for (const std::int64_t mb : {4, 8}) {
+    const auto r = run(pipeline(mb, nullptr));
+    CHECK(static_cast<double>(r.communication.at("dp").bytes) == Approx(once));
+  }
+  // Resharding after every forward gathers twice and reduces every micro-batch.
+  const auto always = run(pipeline(4, "always"));
+  CHECK(static_cast<double>(always.communication.at("dp").bytes) ==
+        Approx(4 * (16 * (2 + 2 + 4) * kLayer + 4 * 128256.0 * 4096)));
+  // Every later micro-batch adds each block's gradients to the unsharded
+  // ones: 3 of 4 backwards of 32 blocks (both stages), 6 bytes a parameter.
+  // (Reduced in bf16 here, so that the copy into the reduce-scatter's input,
+  // 4 bytes a parameter, is a kernel of another size.)
+  config::StrategyInput bf16_reduce = pipeline(4, nullptr);
+  bf16_reduce.grad_reduce_in_bf16 = true;
+  const auto run_of = config::resolve_run(m, bf16_reduce);
+  double accumulated = 0, calls = 0;
+  for (const auto& k :
+       simulate::kernel_inventory(run_of.model, test::shipped_hardware("h100-sxm5-80gb"), run_of.parallel))
+    for (const auto& name : k.names)
+      if (name == "fsdp.grad_accumulate") {
+        accumulated += static_cast<double>(k.bytes * k.count);
+        calls += static_cast<double>(k.count);
+      }
+  CHECK(calls == 3 * 32);
+  CHECK(accumulated == Approx(3 * 32 * 6 * kLayer));
+  // The stage holds its blocks' gathered parameters (7/8 of them from the
+  // others, bf16) and unsharded bf16 gradients through the step: more than
+  // resharding after every forward, which holds one or two blocks at a time.
+  const auto kept = run(pipeline(4, nullptr));
+  CHECK(static_cast<double>(kept.memory.peak_bytes - always.memory.peak_bytes) > 14 * kLayer * (2.0 * 7 / 8 + 2));
+  // FSDP1 is not what torch.distributed.pipelining drives.
+  config::StrategyInput fsdp1 = pipeline(4, "never");
+  fsdp1.fsdp = "fsdp1";
+  CHECK_THROWS_WITH(config::resolve_run(m, fsdp1), Catch::Contains("FSDP2 modules only"));
 }
 
 TEST_CASE("torchtitan's foreach AdamW moves 84 bytes a shard parameter after a 12-byte gradient clip",

@@ -259,6 +259,17 @@ struct ParallelConfig {
     }
     return true;
   }
+  /// FSDP2 under pipeline parallelism without resharding after the forward
+  /// (torchtitan's default there): torch.distributed.pipelining runs every
+  /// backward of a stage with set_reshard_after_backward(False) and
+  /// set_requires_gradient_sync(False), then calls each parameter group's
+  /// post_backward after the stage's last backward (stage.py
+  /// backward_maybe_with_nosync). A block is gathered once a step, in its
+  /// first forward, and kept to its last backward; its gradients accumulate
+  /// unsharded and are reduce-scattered once, after that backward.
+  bool fsdp_gathers_once_a_step() const {
+    return fsdp_version == 2 && pp > 1 && reshard_after_forward != Reshard::Always;
+  }
   /// Inputs of the transformer layers' linear GEMMs: bf16, fp8 (e4m3) under
   /// FP8 training or nvfp4 (e2m1, Transformer Engine's NVFP4 recipe) under
   /// FP4 training; everything else stays bf16.

@@ -4,11 +4,15 @@
 // micro-batch; ZeRO-2 reduce-scatters buckets in every micro-batch; plain
 // data parallelism (all-reduce) and ZeRO-1 (reduce-scatter) reduce buckets in
 // the last micro-batch's backward with --overlap-grad-reduce, else all after
-// the last backward. Private to workload/.
+// the last backward. FSDP2 under pipeline parallelism accumulates unsharded
+// gradients and reduce-scatters them once, after each chunk's last backward
+// (ParallelConfig::fsdp_gathers_once_a_step). Private to workload/.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "internal/program_builder.hpp"
 #include "internal/stage_program.hpp"
@@ -65,7 +69,8 @@ class DataParallel {
   void output_gradients(bool final);
   void embedding_gradients(bool final);
   /// After a backward step's gradients: ZeRO-2 and a final overlapped
-  /// reduction flush the buckets.
+  /// reduction flush the buckets; after a chunk's last backward, FSDP2
+  /// under pipeline parallelism reduce-scatters what it accumulated.
   void end_of_gradients(bool final);
   /// At the step's end: all of the stage's gradients not yet reduced, in buckets.
   void reduce_remaining();
@@ -75,7 +80,9 @@ class DataParallel {
  private:
   bool zero3() const { return c_.zero_stage >= 3; }
   bool reduce_now(bool final) const;
-  void zero3_boundary_gradients(std::int64_t n);
+  void zero3_boundary_gradients(std::int64_t n, bool final);
+  void reduce_scatter_gradients(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer);
+  void accumulate_unsharded(std::int64_t n, std::int32_t mb, std::int32_t layer);
   void fsdp_copy_in(std::int64_t n, std::int32_t mb, std::int32_t layer);
   void hsdp_allreduce(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer);
   void gradients_ready(const RankParameters& p);
@@ -88,6 +95,14 @@ class DataParallel {
   const model::ModelSpec& m_;
   ProgramBuilder& out_;
   std::int64_t dense_bucket_ = 0, expert_bucket_ = 0;
+  /// Gradients FSDP2 reduce-scatters after the chunk's last backward.
+  struct Deferred {
+    std::int64_t n;
+    std::uint8_t slot;
+    std::int32_t mb, layer;
+  };
+  std::vector<Deferred> deferred_;
+  std::unordered_set<std::int64_t> has_unsharded_gradients_;  // blocks with accumulated gradients
 };
 
 }  // namespace ptsim::workload::internal
