@@ -22,13 +22,6 @@ std::uint32_t DataParallel::collective(const std::string& name, std::uint8_t slo
                     });
 }
 
-std::uint64_t DataParallel::gathered_bytes(std::int64_t layer, double bytes_per_parameter) const {
-  std::uint64_t total = 0;
-  for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
-    total += others_shards(n, group_of(slot), bytes_per_parameter);
-  });
-  return total;
-}
 std::uint64_t DataParallel::others_shards(std::int64_t n, std::int64_t group, double bytes_per_parameter) {
   return group <= 1 ? 0
                     : static_cast<std::uint64_t>(bytes_per_parameter * static_cast<double>(n) *
@@ -48,18 +41,28 @@ bool DataParallel::reduce_now(bool final) const {
 // bf16, write fp32 by default; on the current stream since pytorch/pytorch
 // PR #129721, June 2024).
 void DataParallel::fsdp_copy_in(std::int64_t n, std::int32_t mb, std::int32_t layer) {
-  const double bytes = static_cast<double>(n) * (2.0 + c_.gradient_bytes());
-  const auto block = out_.block(fmt::format("fsdp.copy_in.{}", n), [&](BlockRecorder& b) {
-    const OpSpec op = memory_op("fsdp.reduce_scatter_copy_in", bytes);
+  compute_memory_kernel("fsdp.reduce_scatter_copy_in", static_cast<double>(n) * (2.0 + c_.gradient_bytes()), mb, layer);
+}
+
+// One memory-bound kernel of the backward on the compute stream.
+void DataParallel::compute_memory_kernel(const std::string& op_name, double bytes, std::int32_t mb,
+                                         std::int32_t layer) {
+  const auto block = out_.block(fmt::format("{}.{}", op_name, bytes), [&](BlockRecorder& b) {
+    const OpSpec op = memory_op(op_name, bytes);
     b.begin_list();
     b.emit(op, b.names_of({op}, "")[0], categories::kBackward, 0, 0);
   });
   out_.instantiate(block, mb, layer);
 }
 
-// A shard's gradients reduce-scattered (FSDP2: after its copy-in), then,
-// under HSDP, all-reduced across the replicas.
+// Gradients reduce-scattered over their shard group (FSDP2: after its
+// copy-in; nothing on a group of one), then, under HSDP, the shard
+// all-reduced across the replicas.
 void DataParallel::reduce_scatter_gradients(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer) {
+  if (group_of(slot) <= 1) {
+    hsdp_allreduce(n, slot, mb, layer);
+    return;
+  }
   if (c_.fsdp_version == 2) fsdp_copy_in(n, mb, layer);
   out_.instantiate(collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
                               static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0, zero3_flags()),
@@ -70,12 +73,7 @@ void DataParallel::reduce_scatter_gradients(std::int64_t n, std::uint8_t slot, s
 // A later micro-batch's gradients added to the unsharded ones (autograd's
 // AccumulateGrad, param.grad += grad: read both, write one, 2 bytes each).
 void DataParallel::accumulate_unsharded(std::int64_t n, std::int32_t mb, std::int32_t layer) {
-  const auto block = out_.block(fmt::format("fsdp.grad_accumulate.{}", n), [&](BlockRecorder& b) {
-    const OpSpec op = memory_op("fsdp.grad_accumulate", 6.0 * static_cast<double>(n));
-    b.begin_list();
-    b.emit(op, b.names_of({op}, "")[0], categories::kBackward, 0, 0);
-  });
-  out_.instantiate(block, mb, layer);
+  compute_memory_kernel("fsdp.grad_accumulate", 6.0 * static_cast<double>(n), mb, layer);
 }
 
 void DataParallel::layer_gradients(std::int64_t layer, std::int32_t mb, bool final) {
@@ -122,11 +120,7 @@ void DataParallel::zero3_boundary_gradients(std::int64_t n, bool final) {
     if (final) deferred_.push_back({n, slots::kDataParallel, -1, -1});
     return;
   }
-  if (ctx_.dense_group > 1) {
-    reduce_scatter_gradients(n, slots::kDataParallel, -1, -1);
-  } else {
-    hsdp_allreduce(n, slots::kDataParallel, -1, -1);
-  }
+  reduce_scatter_gradients(n, slots::kDataParallel, -1, -1);
 }
 
 // HSDP: the reduce-scattered shard is all-reduced across the replicas
@@ -144,12 +138,7 @@ void DataParallel::end_of_gradients(bool final) {
   if (final) {
     // torch.distributed.pipelining's post_backward of each FSDP2 parameter
     // group after the chunk's last backward.
-    for (const Deferred& d : deferred_)
-      if (group_of(d.slot) > 1) {
-        reduce_scatter_gradients(d.n, d.slot, d.mb, d.layer);
-      } else {
-        hsdp_allreduce(d.n, d.slot, d.mb, d.layer);
-      }
+    for (const Deferred& d : deferred_) reduce_scatter_gradients(d.n, d.slot, d.mb, d.layer);
     deferred_.clear();
   }
   if (c_.zero_stage == 2 || (reduce_now(final) && final)) flush_buckets();

@@ -66,9 +66,9 @@ class StageBuilder {
         shape_(micro_shape(m_, c_)),
         dp_(ctx, out_),
         blocks_(m_, c_, shape_, out_, [this](std::int64_t layer) {
-          if (!zero3()) return std::uint64_t{0};
-          std::uint64_t held = dp_.gathered_bytes(layer, layer_parameter_bytes());
-          dp_.for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t) { held += unsharded_gradient_bytes(n); });
+          std::uint64_t held = 0;
+          if (zero3())
+            dp_.for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) { held += gather_holds(n, slot); });
           return held;
         }) {
     activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));
@@ -264,6 +264,11 @@ class StageBuilder {
   std::uint64_t unsharded_gradient_bytes(std::int64_t n) const {
     return c_.fsdp_gathers_once_a_step() ? static_cast<std::uint64_t>(2 * n) : 0;
   }
+  // What a ZeRO-3 gather of `n` parameters allocates and the layer's release
+  // frees: the other ranks' shards, and the unsharded gradients above.
+  std::uint64_t gather_holds(std::int64_t n, std::uint8_t slot) const {
+    return dp_.others_shards(n, dp_.group_of(slot), layer_parameter_bytes()) + unsharded_gradient_bytes(n);
+  }
 
   // A layer's parameter all-gather: it waits for the kernel issued before it,
   // and the layer waits for it (wait_gathered).
@@ -273,10 +278,9 @@ class StageBuilder {
       // Under torchao's float8 all-gather (FSDP2) one byte a parameter: the
       // block's norm weights, 2 in 10^4 of its parameters, counted with them.
       const double bytes = layer_parameter_bytes();
-      const std::uint64_t alloc = dp_.others_shards(n, dp_.group_of(slot), bytes) + unsharded_gradient_bytes(n);
       const auto i = out_.instantiate(dp_.collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
                                                      static_cast<std::uint64_t>(bytes * static_cast<double>(n)), false,
-                                                     alloc, dp_.zero3_flags()),
+                                                     gather_holds(n, slot), dp_.zero3_flags()),
                                       mb, static_cast<std::int32_t>(layer));
       refs.push_back({i, 0});
     });

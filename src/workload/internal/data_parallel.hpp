@@ -57,10 +57,9 @@ class DataParallel {
     if (p.expert > 0 && group_of(slots::kExpertDataParallel) > 1) f(p.expert, slots::kExpertDataParallel);
   }
   std::uint8_t zero3_flags() const { return c_.zero3_blocking ? taskgraph::kTensorList : 0; }
-  /// Parameters a ZeRO-3 rank gathers for one layer, as its gathers
-  /// allocate them: the other ranks' shards of each gathered tensor, at
-  /// `bytes_per_parameter` (2 in bf16; 1 under torchao's float8 all-gather).
-  std::uint64_t gathered_bytes(std::int64_t layer, double bytes_per_parameter) const;
+  /// What a ZeRO-3 rank's gather of `n` parameters over `group` ranks
+  /// allocates: the other ranks' shards, at `bytes_per_parameter` (2 in
+  /// bf16; 1 under torchao's float8 all-gather).
   static std::uint64_t others_shards(std::int64_t n, std::int64_t group, double bytes_per_parameter);
 
   // ---- gradients, as each part of the model's backward finishes ----
@@ -83,6 +82,7 @@ class DataParallel {
   void zero3_boundary_gradients(std::int64_t n, bool final);
   void reduce_scatter_gradients(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer);
   void accumulate_unsharded(std::int64_t n, std::int32_t mb, std::int32_t layer);
+  void compute_memory_kernel(const std::string& op_name, double bytes, std::int32_t mb, std::int32_t layer);
   void fsdp_copy_in(std::int64_t n, std::int32_t mb, std::int32_t layer);
   void hsdp_allreduce(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer);
   void gradients_ready(const RankParameters& p);
