@@ -158,22 +158,23 @@ std::uint32_t LayerBlocks::make_layer_forward(std::int64_t layer, bool checkpoin
 }
 
 // `part`: a full backward, or the B or W of a zero-bubble split.
-std::uint32_t LayerBlocks::layer_backward(std::int64_t layer, strategy::Pass part, bool keep_gathered) {
-  const bool weight = part == strategy::Pass::BackwardWeight;
-  const bool kept = keep_gathered && !weight;  // a W releases nothing either way
-  const LayerBlock kind = !kept                              ? backward_kind(part)
-                          : part == strategy::Pass::Backward ? LayerBlock::FullBackwardKept
-                                                             : LayerBlock::BackwardInputKept;
-  return memo_block(layer, kind, [&] { return make_layer_backward(layer, part, kept); });
+std::uint32_t LayerBlocks::layer_backward(std::int64_t layer, strategy::Pass part, bool release_gathered) {
+  using strategy::Pass;
+  const LayerBlock kind = part == Pass::BackwardWeight
+                              ? (release_gathered ? LayerBlock::BackwardWeightRelease : LayerBlock::BackwardWeight)
+                          : release_gathered       ? backward_kind(part)
+                          : part == Pass::Backward ? LayerBlock::FullBackwardKept
+                                                   : LayerBlock::BackwardInputKept;
+  return memo_block(layer, kind, [&] { return make_layer_backward(layer, part, release_gathered); });
 }
-std::uint32_t LayerBlocks::make_layer_backward(std::int64_t layer, strategy::Pass part, bool keep_gathered) {
+std::uint32_t LayerBlocks::make_layer_backward(std::int64_t layer, strategy::Pass part, bool release_gathered) {
   using strategy::Pass;
   const auto& l = lists(layer);
   const bool weight = part == Pass::BackwardWeight;
   const auto& ops = part == Pass::Backward        ? l.ops.backward
                     : part == Pass::BackwardInput ? l.input_backward
                                                   : l.weight_backward;
-  const std::uint64_t release = weight || keep_gathered ? 0 : release_bytes_(layer);
+  const std::uint64_t release = release_gathered ? release_bytes_(layer) : 0;
   const char* name = part == Pass::Backward ? "bwd" : part == Pass::BackwardInput ? "bwd_input" : "bwd_weight";
   const std::string key = fmt::format("layer.{}.{}{}", name, layer_kind_key(m_, layer), release ? ".zero3" : "");
   return ops_block(

@@ -403,6 +403,17 @@ class StageBuilder {
     return pass;
   }
 
+  // Whether a backward block of `part` frees its layer's gathered ZeRO-3
+  // parameters: the last block of the step to use them. Each full backward
+  // or B otherwise, its W never (the B has freed them); FSDP2 under pipeline
+  // parallelism keeps them to the step's last backward of the chunk, which
+  // under a zero-bubble split is its last W (the unsharded gradients it
+  // accumulates into are held with them).
+  bool releases_gathered(strategy::Pass part, bool final) const {
+    if (c_.fsdp_gathers_once_a_step()) return final && part != Pass::BackwardInput;
+    return part != Pass::BackwardWeight;
+  }
+
   // Full backward (input_only false) or the B of a zero-bubble split.
   PassPieces backward_pieces(std::int32_t mb, std::size_t chunk, bool final, bool input_only, const P2pCall* call) {
     const strategy::Pass which = input_only ? Pass::BackwardInput : Pass::Backward;
@@ -425,7 +436,7 @@ class StageBuilder {
           } else if (!blocks_.lists(layer).recomputed.empty()) {
             out_.instantiate(blocks_.layer_recompute(layer, false), mb, static_cast<std::int32_t>(layer));
           }
-          out_.instantiate(blocks_.layer_backward(layer, which, c_.fsdp_gathers_once_a_step() && !final), mb,
+          out_.instantiate(blocks_.layer_backward(layer, which, releases_gathered(which, final)), mb,
                            static_cast<std::int32_t>(layer));
           if (!input_only) dp_.layer_gradients(layer, mb, final);
         });
@@ -453,7 +464,9 @@ class StageBuilder {
     const std::int64_t n = ctx_.chunks[chunk].count;
     for (std::int64_t i = n - 1; i >= 0; --i) {
       const std::int64_t layer = ctx_.chunks[chunk].first + i;
-      out_.instantiate(blocks_.layer_backward(layer, Pass::BackwardWeight), mb, static_cast<std::int32_t>(layer));
+      out_.instantiate(blocks_.layer_backward(layer, Pass::BackwardWeight,
+                                              releases_gathered(Pass::BackwardWeight, final)),
+                       mb, static_cast<std::int32_t>(layer));
       dp_.layer_gradients(layer, mb, final);
     }
     if (first_virtual(chunk)) {

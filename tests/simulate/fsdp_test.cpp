@@ -179,6 +179,38 @@ TEST_CASE("FSDP2 under pipeline parallelism gathers a block once a step and redu
   CHECK_THROWS_WITH(config::resolve_run(m, fsdp1), Catch::Contains("FSDP2 modules only"));
 }
 
+TEST_CASE("FSDP2 under a zero-bubble pipeline frees a block's gathered parameters after its last W",
+          "[simulate][fsdp]") {
+  // Llama 3 8B on 16 GPUs, two stages, FSDP over 8, 4 micro-batches. A
+  // stage keeps its blocks gathered (and their gradients unsharded) through
+  // the step; the last block to use them is the last backward, which under
+  // a zero-bubble split is the W, whose weight gradients go into them.
+  const auto m = test::shipped_model("llama3-8b");
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  const auto end_of_step = [&](const char* schedule) {
+    config::StrategyInput st = llama_fsdp(16, "fsdp2");
+    st.pp = 2;
+    st.global_batch_size = 8 * 2 * 4;
+    st.schedule = schedule;
+    const config::ResolvedRun r = config::resolve_run(m, st);
+    simulate::Request request{r.model, hw, r.parallel, simulate::Mode::Explicit, {0}, {}};
+    const auto out = simulate::simulate_step(request);
+    REQUIRE_FALSE(out.run.memory_samples.empty());
+    const auto& stats = out.run.ranks.at(0);
+    return std::pair{static_cast<double>(out.run.memory_samples.back().bytes - stats.base_memory_bytes),
+                     static_cast<double>(stats.peak_memory_bytes - stats.base_memory_bytes)};
+  };
+  // Stage 0 holds 16 blocks: 7/8 of each gathered from the others and its
+  // unsharded bf16 gradients, 2 · 7/8 + 2 bytes a parameter.
+  const double held = 16 * kLayer * (2.0 * 7 / 8 + 2);
+  for (const char* schedule : {"1f1b", "zb-h1"}) {
+    INFO(schedule);
+    const auto [end, peak] = end_of_step(schedule);
+    CHECK(peak > held);       // held through the step ...
+    CHECK(end < kLayer / 2);  // ... and none of it after
+  }
+}
+
 TEST_CASE("torchtitan's foreach AdamW moves 84 bytes a shard parameter after a 12-byte gradient clip",
           "[simulate][fsdp]") {
   const auto m = test::shipped_model("llama3-8b");

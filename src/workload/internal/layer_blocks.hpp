@@ -52,11 +52,13 @@ class LayerBlocks {
   /// not drop (OpSpec::kept_bytes); a ZeRO-3 layer releases its gathered
   /// parameters at its end.
   std::uint32_t layer_forward(std::int64_t layer, bool checkpoint);
-  /// `part`: a full backward, or the B or W of a zero-bubble split; a
-  /// ZeRO-3 layer's full backward or B releases its gathered parameters
-  /// unless `keep_gathered` (FSDP2 under pipeline parallelism keeps them to
-  /// the step's last backward, ParallelConfig::fsdp_gathers_once_a_step).
-  std::uint32_t layer_backward(std::int64_t layer, strategy::Pass part, bool keep_gathered = false);
+  /// `part`: a full backward, or the B or W of a zero-bubble split; with
+  /// `release_gathered` a ZeRO-3 layer's block frees its gathered
+  /// parameters at its end (the caller says which block is the last to use
+  /// them: FSDP2 under pipeline parallelism keeps them to the step's last
+  /// backward, ParallelConfig::fsdp_gathers_once_a_step, and under a
+  /// zero-bubble split that is its last W).
+  std::uint32_t layer_backward(std::int64_t layer, strategy::Pass part, bool release_gathered);
   /// The recomputed forward: every op but the checkpointed input (full), or
   /// the recomputed modules' ops (selective), allocating again what the
   /// forward dropped.
@@ -76,11 +78,12 @@ class LayerBlocks {
     Forward,
     ForwardCheckpointed,  // full recomputation: only the layer input kept
     FullBackward,
-    BackwardInput,      // B of a zero-bubble split
-    BackwardWeight,     // W of a zero-bubble split
-    FullBackwardKept,   // a full backward that keeps the gathered parameters
-    BackwardInputKept,  // a B that keeps them
-    Recompute,          // full recomputation's rerun forward
+    BackwardInput,          // B of a zero-bubble split
+    BackwardWeight,         // W of a zero-bubble split
+    FullBackwardKept,       // a full backward that keeps the gathered parameters
+    BackwardInputKept,      // a B that keeps them
+    BackwardWeightRelease,  // a W that frees them (FSDP2's last under pipeline parallelism)
+    Recompute,              // full recomputation's rerun forward
     RecomputeSelective,
     Count,
   };
@@ -93,7 +96,7 @@ class LayerBlocks {
   std::uint32_t ops_block(const std::string& key, const std::vector<OpSpec>& ops, const std::string& prefix,
                           std::uint8_t category, Alloc alloc, Free free);
   std::uint32_t make_layer_forward(std::int64_t layer, bool checkpoint);
-  std::uint32_t make_layer_backward(std::int64_t layer, strategy::Pass part, bool keep_gathered);
+  std::uint32_t make_layer_backward(std::int64_t layer, strategy::Pass part, bool release_gathered);
   std::uint32_t make_layer_recompute(std::int64_t layer, bool full);
   std::uint32_t backward_part(const std::string& what, const std::vector<OpSpec>& ops, strategy::Pass part);
   strategy::RecomputeModules selective() const { return c_.selective_modules(); }
