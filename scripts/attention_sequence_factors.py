@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints the attention_efficiency.by_sequence tables of the A100, Hopper and GB200 profiles.
+"""Prints the attention_efficiency.by_sequence tables of the A100, Hopper, GB200 and GB300 profiles.
 
 A fused attention kernel's throughput depends on the sequence length and the
 causal mask: short sequences leave a larger share of each tile's prologue and
@@ -55,6 +55,8 @@ Which table goes where, and why:
     flash, both     cuDNN H200 / its 16k no-mask figures
   GB200 profile (whose 16k efficiencies are the same run set's GB200 figures)
     flash, both     cuDNN GB200 (CUDNN_GB200 below) / its 16k no-mask figures
+  GB300 profile (whose 16k efficiencies are NVIDIA's GB300 run below)
+    flash, both     cuDNN GB300 (CUDNN_GB300 below) / its 16k no-mask figures
   A100 profiles (whose 16k efficiencies are the FA2 paper's forward and
   backward maxima, head dim 128 without a mask at 16k)
     flash, both     FA2 forward + backward / its 16k no-mask figure (203):
@@ -103,6 +105,19 @@ CUDNN_GB200 = {
     ("top_left", 8192): (1598, 1311), ("no_mask", 8192): (1709, 1409),
     ("top_left", 4096): (1335, 1132), ("no_mask", 4096): (1593, 1287),
     ("top_left", 2048): (1042, 836), ("no_mask", 2048): (1245, 1089),
+}
+# NVIDIA's later run set on a GB300 (results/llama3.1/gb300/llama3.1_20260424_100757.csv,
+# added in fb682ce, cuDNN Frontend v1.23.0 release notes, 2026-04-29; read
+# at 3929da2): cuDNN 9.22.0, the same attention (64 query and 8 KV heads,
+# head dim 128) at batch 2, BF16, forward and the non-deterministic backward
+# (deterministic_bwd False, as the GB200 run above), whose 16k figures the
+# gb300-nvl72 profile carries.
+CUDNN_GB300 = {
+    ("top_left", 32768): (1953, 1490), ("no_mask", 32768): (1836, 1427),
+    ("top_left", 16384): (1915, 1507), ("no_mask", 16384): (2014, 1536),
+    ("top_left", 8192): (1856, 1435), ("no_mask", 8192): (2017, 1531),
+    ("top_left", 4096): (1703, 1248), ("no_mask", 4096): (1900, 1429),
+    ("top_left", 2048): (1373, 967), ("no_mask", 2048): (1805, 1213),
 }
 CUDNN_SEQ = [2048, 4096, 8192, 16384, 32768]
 REFERENCE = 16384
@@ -174,12 +189,13 @@ def tables():
         "h200": {"flash": {"forward": cudnn_h200(0), "backward": backward},
                  "flash2": {"forward": fa2_h100(), "backward": fa2_h100()}},
         "gb200": {"flash": {"forward": cudnn_run(CUDNN_GB200, 0), "backward": cudnn_run(CUDNN_GB200, 1)}},
+        "gb300": {"flash": {"forward": cudnn_run(CUDNN_GB300, 0), "backward": cudnn_run(CUDNN_GB300, 1)}},
     }
 
 
 PROFILES = {"a100-sxm4-80gb": "a100", "a100-sxm4-40gb": "a100", "dgx-a100-superpod": "a100", "h100-sxm5-80gb": "h100", "dgx-h100-superpod": "h100", "h100-roce-llama3": "h100",
             "h100-hbm2e-96gb-500w": "h100",
-            "h200-sxm-141gb": "h200", "gb200-nvl72": "gb200", "gb300-nvl72": "gb200",
+            "h200-sxm-141gb": "h200", "gb200-nvl72": "gb200", "gb300-nvl72": "gb300",
             # The B200 and B300 carry FlashAttention-4's 16k figures; no FA4
             # run by length and mask is published, so they take cuDNN's
             # Blackwell shape from the GB200 run (the same GPU die), as the

@@ -206,6 +206,28 @@ TEST_CASE("On Hopper, fused attention runs at the measured rate for its length a
         Approx((579.0 + 602.0) / 2).epsilon(2e-3));
 }
 
+TEST_CASE("On a GB300, fused attention runs at NVIDIA's GB300 measurement", "[cost]") {
+  // cudnn-frontend's GB300 run (cuDNN 9.22.0, head dim 128, batch 2), the
+  // measured times themselves: forward 0.323 ms at 4k causal and 8.734 ms at
+  // 16k without a mask; backward 1.101 ms at 4k causal; 64 query heads.
+  const auto gb300 = test::shipped_hardware("gb300-nvl72");
+  const double launch = cost::launch_overhead_seconds(gb300);
+  const auto seconds = [&](taskgraph::Task t) { return cost::compute_seconds(gb300, t, cost::Load::Burst) - launch; };
+  const auto batch2 = [](std::uint32_t s) {
+    taskgraph::Task t = attention_forward(s);
+    t.shape[0] = 2 * 64;
+    t.flops = 4.0 * 2 * 64 * s * s * 128;
+    return t;
+  };
+  taskgraph::Task t = batch2(4096);
+  t.flags = taskgraph::kCausal;
+  CHECK(seconds(t) == Approx(0.323e-3).epsilon(5e-3));
+  t.flags |= taskgraph::kBackwardPass;
+  t.flops *= 2;  // the task's FLOPs of a backward: twice the forward's GEMM work
+  CHECK(seconds(t) == Approx(1.101e-3).epsilon(5e-3));
+  CHECK(seconds(batch2(16384)) == Approx(8.734e-3).epsilon(5e-3));
+}
+
 TEST_CASE("cuDNN's fused attention runs at the profile's cuDNN efficiency, or is refused", "[cost]") {
   // FlashAttention-3's paper measures cuDNN on H100 at 595 (forward) and 516
   // (backward) of 989 TFLOP/s at 16k tokens without a mask.
