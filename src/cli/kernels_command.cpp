@@ -44,7 +44,9 @@ std::string shape_text(const simulate::KernelUse& k) {
                           : fmt::format("{}×{}×{}", k.shape[0], k.shape[1], k.shape[2]);
   if (k.kernel == KernelClass::Attention)
     return fmt::format("bh {} · s {} · d {}{}{}", k.shape[0], k.shape[1], k.shape[3],
-                       k.flags & taskgraph::kCausal ? " causal" : "",
+                       k.flags & taskgraph::kCausal          ? " causal"
+                       : k.flags & taskgraph::kSlidingWindow ? fmt::format(" window {}", k.shape[2])
+                                                             : std::string(),
                        k.flags & taskgraph::kBackwardPass ? " bwd" : " fwd");
   return fmt::format("{:.1f} MB", static_cast<double>(k.bytes) / 1e6);
 }
@@ -54,8 +56,12 @@ nlohmann::ordered_json shape_json(const simulate::KernelUse& k) {
   if (k.kernel == KernelClass::Gemm)
     return {{"m", k.shape[0]}, {"n", k.shape[1]}, {"k", k.shape[2]}, {"batch", std::max<std::uint32_t>(1, k.shape[3])}};
   if (k.kernel == KernelClass::Attention)
-    return {{"batch_heads", k.shape[0]}, {"seq_q", k.shape[1]}, {"seq_kv", k.shape[2]},
-            {"head_dim", k.shape[3]}, {"causal", (k.flags & taskgraph::kCausal) != 0},
+    return {{"batch_heads", k.shape[0]},
+            {"seq_q", k.shape[1]},
+            {"seq_kv", k.shape[2]},
+            {"head_dim", k.shape[3]},
+            {"causal", (k.flags & taskgraph::kCausal) != 0},
+            {"sliding_window", (k.flags & taskgraph::kSlidingWindow) != 0},
             {"backward", (k.flags & taskgraph::kBackwardPass) != 0}};
   return {{"bytes", k.bytes}};
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <set>
 #include <string_view>
 
@@ -81,25 +82,40 @@ std::map<std::string, std::string> check_sources(const nlohmann::json& object,
   return out;
 }
 
-// Sequence lengths of attention benchmarks run from 128 to about 1M tokens;
-// factors of a kernel against its own 16k figure stay well inside (0, 4].
+// Sequence lengths of attention benchmarks run from 128 to about 1M tokens,
+// and windows are shorter; factors of a kernel against its own 16k figure
+// stay well inside (0, 4].
 constexpr double kMaxAttentionSeq = 1 << 24;
 constexpr double kMaxAttentionFactor = 4;
 
-hardware::AttentionSequenceTable parse_attention_pass(ObjectReader in) {
-  hardware::AttentionSequenceTable t;
-  const std::vector<double> seq = in.numbers("seq_lengths", 1, kMaxAttentionSeq);
-  for (std::size_t i = 1; i < seq.size(); ++i)
-    if (!(seq[i - 1] < seq[i]))
-      in.fail(fmt::format("seq_lengths/{}", i), "does not exceed the length before it; lengths are strictly ascending");
-  for (const double s : seq) t.log2_seq.push_back(std::log2(s));
-  t.full = in.numbers("full", 1e-3, kMaxAttentionFactor);
-  t.causal = in.numbers("causal", 1e-3, kMaxAttentionFactor);
-  const std::pair<const char*, const std::vector<double>*> lists[] = {{"full", &t.full}, {"causal", &t.causal}};
-  for (const auto& [key, list] : lists)
-    if (list->size() != seq.size()) in.fail(key, fmt::format("needs one factor per sequence length ({})", seq.size()));
-  in.reject_unknown_keys("accepted keys: seq_lengths, full, causal");
+// An attention table: strictly ascending lengths under `axis` (returned as
+// log2) and, under each of `columns`, one number in [1e-3, max] per length.
+struct AttentionTable {
+  std::vector<double> log2_axis;
+  std::vector<std::vector<double>> columns;
+};
+AttentionTable parse_attention_table(ObjectReader& in, const char* axis, const char* what,
+                                     std::initializer_list<const char*> columns, double max) {
+  AttentionTable t;
+  const std::vector<double> lengths = in.numbers(axis, 1, kMaxAttentionSeq);
+  for (std::size_t i = 1; i < lengths.size(); ++i)
+    if (!(lengths[i - 1] < lengths[i]))
+      in.fail(fmt::format("{}/{}", axis, i), fmt::format("does not exceed the {0} before it; {0}s are strictly "
+                                                         "ascending",
+                                                         what));
+  for (const double l : lengths) t.log2_axis.push_back(std::log2(l));
+  for (const char* key : columns) {
+    t.columns.push_back(in.numbers(key, 1e-3, max));
+    if (t.columns.back().size() != lengths.size())
+      in.fail(key, fmt::format("needs one figure per {} ({})", what, lengths.size()));
+  }
   return t;
+}
+
+hardware::AttentionSequenceTable parse_attention_pass(ObjectReader in) {
+  AttentionTable t = parse_attention_table(in, "seq_lengths", "length", {"full", "causal"}, kMaxAttentionFactor);
+  in.reject_unknown_keys("accepted keys: seq_lengths, full, causal");
+  return {std::move(t.log2_axis), std::move(t.columns[0]), std::move(t.columns[1])};
 }
 
 hardware::AttentionSequenceFactors parse_attention_kernel(ObjectReader in) {
@@ -107,6 +123,13 @@ hardware::AttentionSequenceFactors parse_attention_kernel(ObjectReader in) {
                                        parse_attention_pass(in.object("backward"))};
   in.reject_unknown_keys("accepted keys: forward, backward");
   return f;
+}
+
+// Efficiencies under windows of `windows` keys per query: fractions of the peak.
+hardware::SlidingWindowAttention parse_sliding_window(ObjectReader in) {
+  AttentionTable t = parse_attention_table(in, "windows", "window", {"forward", "backward"}, 1.0);
+  in.reject_unknown_keys("accepted keys: windows, forward, backward");
+  return {std::move(t.log2_axis), std::move(t.columns[0]), std::move(t.columns[1])};
 }
 
 // A fraction per dtype (gemm_efficiency, sustained.tensor): each in [min, 1],
@@ -196,9 +219,17 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
     scaled("triton", gpu.triton_attention);
     by_sequence.reject_unknown_keys("accepted keys: flash, cudnn, flash2, triton");
   }
+  if (attention.has("sliding_window")) {
+    // Above its largest window the kernel's causal table takes over.
+    if (!gpu.flash_attention_by_sequence)
+      attention.fail("sliding_window",
+                     "needs by_sequence.flash (the kernel's causal figures by length), which "
+                     "prices windows above the measured ones; add it first");
+    gpu.sliding_window_attention = parse_sliding_window(attention.object("sliding_window"));
+  }
   attention.reject_unknown_keys(
       "accepted keys: forward, backward, cudnn_forward, cudnn_backward, flash2_forward, flash2_backward, "
-      "triton_forward, triton_backward, by_sequence");
+      "triton_forward, triton_backward, by_sequence, sliding_window");
   gpu.kernel_launch_overhead_s = in.number("kernel_launch_overhead_us", 0.0, 1e4) * 1e-6;
   gpu.comm_compute_slowdown = in.number("comm_compute_slowdown", 0.0, 10.0);
   if (in.has("sustained")) gpu.sustained = parse_sustained(in.object("sustained"), gpu);

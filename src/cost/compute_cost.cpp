@@ -37,6 +37,23 @@ double attention_sequence_factor(const hardware::AttentionSequenceFactors& facto
   return internal::interpolate(t.log2_seq, causal ? t.causal : t.full, std::log2(std::max(seq, 1.0)));
 }
 
+double sliding_window_equivalent_length(double window) {
+  constexpr double kTileRows = 128;  // FlashAttention's and cuDNN's query and key tiles on Hopper and Blackwell
+  return 2 * window + kTileRows;
+}
+
+double sliding_window_efficiency(const hardware::SlidingWindowAttention& table, bool backward, double window,
+                                 double causal_efficiency, double shortest_length) {
+  const auto& measured = backward ? table.backward : table.forward;
+  const double w = std::log2(std::max(window, 1.0));
+  const double largest = table.log2_window.back();
+  if (w <= largest) return internal::interpolate(table.log2_window, measured, w);
+  // The window whose tile-equivalent length is the table's shortest.
+  const double joins = std::log2(std::max((shortest_length - sliding_window_equivalent_length(0)) / 2, 1.0));
+  if (w >= joins) return causal_efficiency;
+  return internal::interpolate({largest, joins}, {measured.back(), causal_efficiency}, w);
+}
+
 double attention_executed_flops(const taskgraph::Task& task) {
   const bool backward = task.flags & taskgraph::kBackwardPass;
   const bool causal = task.flags & taskgraph::kCausal;
@@ -118,7 +135,20 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
           if (sustained_tables) tensor = 1;
         }
       }
-      if (by_sequence) efficiency *= attention_sequence_factor(*by_sequence, backward, causal, seq);
+      // A sliding window prices as causal attention over its tile-equivalent
+      // length, and below the kernel's table at its measured figures.
+      const bool sliding = task.flags & taskgraph::kSlidingWindow;
+      const double window = static_cast<double>(task.shape[2]);
+      if (by_sequence)
+        efficiency *=
+            sliding ? attention_sequence_factor(*by_sequence, backward, true, sliding_window_equivalent_length(window))
+                    : attention_sequence_factor(*by_sequence, backward, causal, seq);
+      const bool flash_tables = gpu.flash_attention_by_sequence && by_sequence == &*gpu.flash_attention_by_sequence;
+      if (sliding && flash_tables && gpu.sliding_window_attention) {
+        const auto& lengths = backward ? by_sequence->backward.log2_seq : by_sequence->forward.log2_seq;
+        efficiency = sliding_window_efficiency(*gpu.sliding_window_attention, backward, window, efficiency,
+                                               std::exp2(lengths.front()));
+      }
       s = std::max(executed / (gpu.peak_flops(Dtype::Bf16) * efficiency * tensor), memory_s);
       break;
     }

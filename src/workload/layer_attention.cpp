@@ -81,19 +81,15 @@ void LayerBuilder::core_attention(double qk_d, double v_d, double kv_ratio) {
   } else if (shape_.cp > 1) {
     ring_attention(bh, qk_d, v_d, kv_ratio, qkv_saved + lse, qkv_saved);
   } else {
-    const bool sliding = sliding_;
-    const double keys = sliding ? std::min(s, static_cast<double>(m_.sliding_window)) : s;
-    const bool causal = m_.causal && !sliding;  // a window of w keys per query: no further halving
+    const auto kernel = [&](const char* name, bool backward_pass) {
+      return windowed_attention(name, bh, s, qk_d, v_d, kv_ratio, backward_pass);
+    };
     // Megatron-Core checkpoints core attention under selective
     // recomputation whatever its backend (core_r0.8.0 attention.py,
     // checkpoint_core_attention): the fused kernel is rerun in backward,
     // with Q, K and V kept as the checkpoint's inputs.
-    fw_.push_back(
-        core_attention_op(saving(fused_attention("attn.flash", bh, s, keys, qk_d, v_d, kv_ratio, causal, false),
-                                 qkv_saved + lse),
-                          qkv_saved));
-    backward(
-        {freeing(fused_attention("attn.flash.bwd", bh, s, keys, qk_d, v_d, kv_ratio, causal, true), qkv_saved + lse)});
+    fw_.push_back(core_attention_op(saving(kernel("attn.flash", false), qkv_saved + lse), qkv_saved));
+    backward({freeing(kernel("attn.flash.bwd", true), qkv_saved + lse)});
   }
   // Under "mla_up_proj" the Q, K and V that attention keeps are the
   // checkpoint's outputs, freed once attention has run
@@ -113,6 +109,24 @@ void LayerBuilder::core_attention(double qk_d, double v_d, double kv_ratio) {
     hold_until_backward(attention_at, strategy::kRecomputeCoreAttn, pinned);
   }
   row("attn.proj", N_, static_cast<double>(m_.num_attention_heads) * v_d, h_, shape_.flash_attention());
+}
+
+OpSpec LayerBuilder::windowed_attention(const char* name, double bh, double s, double qk_d, double v_d, double kv_ratio,
+                                        bool backward_pass) const {
+  const double w = static_cast<double>(m_.sliding_window);
+  // A window as long as the sequence is causal attention.
+  if (!sliding_ || w >= s) return fused_attention(name, bh, s, s, qk_d, v_d, kv_ratio, m_.causal, backward_pass);
+  // Without a causal mask every query has its w keys (as before windows were causal here).
+  if (!m_.causal) return fused_attention(name, bh, s, w, qk_d, v_d, kv_ratio, false, backward_pass);
+  // A causal window of w keys: query i sees min(i + 1, w) of them, so the
+  // band has w(w + 1)/2 + (s − w)·w scores (the count cudnn-frontend's
+  // benchmark_single_sdpa.py flops() takes for a window); the kernel reads
+  // the whole of K and V and is priced by its window (Task::shape[2]).
+  OpSpec op = fused_attention(name, bh, s, s, qk_d, v_d, kv_ratio, false, backward_pass);
+  op.flops *= (w * (w + 1) / 2 + (s - w) * w) / (s * s);
+  op.shape[2] = static_cast<std::uint32_t>(w);
+  op.flags |= taskgraph::kSlidingWindow;
+  return op;
 }
 
 void LayerBuilder::unfused_attention(double d, double v_d, double kv_ratio) {

@@ -261,7 +261,7 @@ TEST_CASE("Attention tables by sequence length are read with their sources, or r
   SECTION("one factor per length") {
     j["gpu"]["attention_efficiency"]["by_sequence"]["cudnn"]["forward"]["full"].erase(0);
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
-                      Catch::Contains(table + "/full") && Catch::Contains("one factor per sequence length (6)"));
+                      Catch::Contains(table + "/full") && Catch::Contains("one figure per length (6)"));
   }
   SECTION("a factor out of range") {
     j["gpu"]["attention_efficiency"]["by_sequence"]["cudnn"]["forward"]["causal"][2] = -1;
@@ -280,5 +280,36 @@ TEST_CASE("Attention tables by sequence length are read with their sources, or r
   SECTION("unknown keys") {
     j["gpu"]["attention_efficiency"]["by_sequence"]["sliding"] = json::object();
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("accepted keys: flash, cudnn"));
+  }
+}
+
+TEST_CASE("A sliding-window table is read with its sources, or refused", "[config]") {
+  json j = read("gb300-nvl72");
+  const std::string table = "/gpu/attention_efficiency/sliding_window";
+  SECTION("the shipped one: windows as log2, one figure each") {
+    const auto hw = config::parse_hardware(j, "hw.json");
+    REQUIRE(hw.gpu.sliding_window_attention);
+    CHECK(hw.gpu.sliding_window_attention->log2_window == std::vector<double>{7});  // 128 keys
+    CHECK(hw.gpu.sliding_window_attention->forward == std::vector<double>{0.0668});
+  }
+  SECTION("windows must ascend") {
+    auto& t = j["gpu"]["attention_efficiency"]["sliding_window"];
+    t["windows"] = {128, 64};
+    t["forward"] = {0.1, 0.1};
+    t["backward"] = {0.1, 0.1};
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains(table + "/windows/1") && Catch::Contains("strictly ascending"));
+  }
+  SECTION("one figure per window") {
+    j["gpu"]["attention_efficiency"]["sliding_window"]["backward"] = {0.1, 0.2};
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains(table + "/backward") && Catch::Contains("one figure per window (1)"));
+  }
+  SECTION("it needs the kernel's causal table, which prices longer windows") {
+    j["gpu"]["attention_efficiency"].erase("by_sequence");
+    for (auto it = j["sources"].begin(); it != j["sources"].end();)
+      it = it.key().find("/by_sequence/") != std::string::npos ? j["sources"].erase(it) : std::next(it);
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("sliding_window") && Catch::Contains("needs by_sequence.flash"));
   }
 }

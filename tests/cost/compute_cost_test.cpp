@@ -228,6 +228,47 @@ TEST_CASE("On a GB300, fused attention runs at NVIDIA's GB300 measurement", "[co
   CHECK(seconds(batch2(16384)) == Approx(8.734e-3).epsilon(5e-3));
 }
 
+TEST_CASE("A sliding window runs at its measured rate, and above it toward causal attention of its tile length",
+          "[cost]") {
+  // gpt-oss's windowed attention as cudnn-frontend times it on a GB300
+  // (window 128, head dim 64, 128 heads, batch 2, 4096 tokens): forward
+  // 0.202 ms, backward 0.442 ms, over the band's 4·256·(128·129/2 +
+  // 3968·128)·64 FLOPs.
+  const auto gb300 = test::shipped_hardware("gb300-nvl72");
+  const auto seconds = [&](const hardware::HardwareProfile& hw, const taskgraph::Task& t) {
+    return cost::compute_seconds(hw, t, cost::Load::Burst) - cost::launch_overhead_seconds(hw);
+  };
+  const auto window = [](double w, double s, bool backward) {
+    taskgraph::Task t = attention_forward(static_cast<std::uint32_t>(s));
+    t.shape = {256, static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(w), 64};
+    t.flags = static_cast<std::uint8_t>(taskgraph::kSlidingWindow | (backward ? taskgraph::kBackwardPass : 0));
+    t.flops = (backward ? 2 : 1) * 4.0 * 256 * (w * (w + 1) / 2 + (s - w) * w) * 64;
+    return t;
+  };
+  CHECK(seconds(gb300, window(128, 4096, false)) == Approx(0.202e-3).epsilon(0.01));
+  CHECK(seconds(gb300, window(128, 4096, true)) == Approx(0.442e-3).epsilon(0.01));
+  // Above it: a window of 960 keys meets 960/128 + 1 key tiles per query
+  // tile, as causal attention over 2048 tokens does on average, at the
+  // GB300's causal rate there (1373 forward); halfway in log2 between 128
+  // and 960 (about 350), halfway between 167 and 1373 TFLOP/s.
+  const auto rate = [&](double w) {
+    const taskgraph::Task t = window(w, 16384, false);
+    return t.flops / seconds(gb300, t);
+  };
+  CHECK(rate(960) == Approx(1373e12).epsilon(0.01));
+  CHECK(rate(std::sqrt(128.0 * 960)) == Approx((167e12 + 1373e12) / 2).epsilon(0.01));
+  // 4096 keys: causal attention over 8320 tokens, between 8k's 1856 and 16k's 1915.
+  CHECK(rate(4096) == Approx(1856e12 + (1915e12 - 1856e12) * std::log2(8320.0 / 8192)).epsilon(0.01));
+  // Without a measured window (the H100): causal attention over the
+  // tile-equivalent length, held at the table's shortest below it
+  // (FlashAttention-3 causal at 2k: 521; at 512, the window of 192: 292).
+  const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
+  const taskgraph::Task t960 = window(960, 16384, false);
+  CHECK(t960.flops / seconds(h100, t960) == Approx(521e12).epsilon(0.01));
+  const taskgraph::Task t192 = window(192, 16384, false);
+  CHECK(t192.flops / seconds(h100, t192) == Approx(292e12).epsilon(0.01));
+}
+
 TEST_CASE("cuDNN's fused attention runs at the profile's cuDNN efficiency, or is refused", "[cost]") {
   // FlashAttention-3's paper measures cuDNN on H100 at 595 (forward) and 516
   // (backward) of 989 TFLOP/s at 16k tokens without a mask.

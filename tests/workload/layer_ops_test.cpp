@@ -750,3 +750,45 @@ TEST_CASE("The host waits each MoE layer for the exchange that gives it the expe
   CHECK(waited(D::Flex, std::nullopt) == std::vector<std::string>{"moe.dispatch"});
   CHECK(waited(D::Flex, 1.0).empty());
 }
+
+TEST_CASE("A causal sliding window counts its band of scores, and a window as long as the sequence is causal",
+          "[workload]") {
+  // gpt-oss-120b: 64 query heads of 64, window 128 on its even layers. At
+  // 4096 tokens a head's band is 128·129/2 + (4096 − 128)·128 = 516,160
+  // scores, 4 FLOPs per score and head dim forward (Q·Kᵀ and P·V), twice
+  // that for the backward's task (its kernel executes 2.5×, compute_cost).
+  const auto m = test::shipped_model("gpt-oss-120b");
+  workload::MicroShape s;
+  s.seq_length = 4096;
+  REQUIRE(m.is_sliding_window_layer(0));
+  REQUIRE_FALSE(m.is_sliding_window_layer(1));
+  const auto attention = [&](std::int64_t layer, const char* name, bool backward) {
+    const auto ops = workload::transformer_layer_ops(m, s, layer);
+    for (const auto& op : backward ? ops.backward : ops.forward)
+      if (op.name == name) return op;
+    FAIL("no " << name);
+    return workload::OpSpec{};
+  };
+  const double band = 128.0 * 129 / 2 + (4096.0 - 128) * 128;
+  const auto windowed = attention(0, "attn.flash", false);
+  CHECK(windowed.flops == Approx(4 * 64 * band * 64));
+  CHECK(windowed.flags == taskgraph::kSlidingWindow);
+  CHECK(windowed.shape[2] == 128);
+  const auto windowed_bwd = attention(0, "attn.flash.bwd", true);
+  CHECK(windowed_bwd.flops == Approx(2 * 4 * 64 * band * 64));
+  CHECK(windowed_bwd.flags == (taskgraph::kSlidingWindow | taskgraph::kBackwardPass));
+  // The full layers: causal over the sequence.
+  const auto full = attention(1, "attn.flash", false);
+  CHECK(full.flags == taskgraph::kCausal);
+  CHECK(full.flops == Approx(4 * 64 * 4096.0 * 4096 * 64));
+  // Gemma 2's window of 4096 over 4096 tokens is causal attention (it was
+  // priced as every query seeing 4096 keys, twice the work).
+  const auto gemma = test::shipped_model("gemma2-2b-it");
+  REQUIRE(gemma.is_sliding_window_layer(0));
+  s.seq_length = 4096;
+  for (const auto& op : workload::transformer_layer_ops(gemma, s, 0).forward)
+    if (op.name == "attn.flash") {
+      CHECK(op.flags == taskgraph::kCausal);
+      CHECK(op.shape[2] == 4096);
+    }
+}

@@ -36,6 +36,20 @@ double attention_executed_flops(const taskgraph::Task& task);
 double attention_sequence_factor(const hardware::AttentionSequenceFactors& factors, bool backward, bool causal,
                                  double seq);
 
+/// The causal length whose attention visits, on average, as many key tiles
+/// per 128-row query tile as a sliding window of `window` keys does:
+/// window/128 + 1 = (length/128 + 1)/2, so 2·window + 128.
+double sliding_window_equivalent_length(double window);
+
+/// Efficiency (fraction of the bf16 peak) of the flash kernel under a
+/// sliding window of `window` keys: the profile's measured table up to its
+/// largest window; above it, interpolated in log2 of the window toward
+/// `causal_efficiency` (the kernel's causal figure at the tile-equivalent
+/// length), reached where that length enters the kernel's by-length table
+/// (whose shortest length is `shortest_length`), and that figure beyond.
+double sliding_window_efficiency(const hardware::SlidingWindowAttention& table, bool backward, double window,
+                                 double causal_efficiency, double shortest_length);
+
 /// compute_seconds rounded to integer simulated time, under sustained load.
 Time compute_time(const hardware::HardwareProfile& hw, const taskgraph::Task& task);
 

@@ -40,6 +40,17 @@ struct AttentionKernel {
   double efficiency(bool backward_pass) const { return backward_pass ? backward : forward; }
 };
 
+/// Sliding-window attention as the profile's default flash kernel runs it,
+/// where measured: fractions of the bf16 peak (FLOPs of the unmasked band)
+/// by window, interpolated in log2 of the window and held below the
+/// smallest; above the largest, toward the kernel's causal figure at the
+/// window's tile-equivalent length (cost/compute_cost.cpp).
+struct SlidingWindowAttention {
+  std::vector<double> log2_window;  // ascending
+  std::vector<double> forward;
+  std::vector<double> backward;
+};
+
 /// What a GPU keeps of its burst rates through a training step. A short
 /// micro-benchmark (and every GEMM table and efficiency above it) runs at
 /// boost clock; seconds of continuous tensor-core load reach the board's
@@ -77,6 +88,8 @@ struct GpuSpec {
   double attention_backward_efficiency = 0;
   /// Where measured: the two efficiencies above by sequence length and mask.
   std::optional<AttentionSequenceFactors> flash_attention_by_sequence;
+  /// Where measured: the flash kernel's efficiency under a sliding window.
+  std::optional<SlidingWindowAttention> sliding_window_attention;
   /// cuDNN's fused attention (what Transformer Engine runs on Hopper), where
   /// it was measured; --attention-backend cudnn needs it.
   std::optional<AttentionKernel> cudnn_attention;

@@ -66,6 +66,9 @@ inline constexpr std::uint8_t kBackwardPass = 2;
 inline constexpr std::uint8_t kCudnn = 8;  // cuDNN's fused kernel (the profile's cuDNN efficiencies)
 inline constexpr std::uint8_t kFlash2 = 64;  // FlashAttention-2 (the profile's flash2 efficiencies)
 inline constexpr std::uint8_t kTriton = 128;  // FlashAttention's Triton kernel (the profile's triton efficiencies)
+/// A causal sliding window (Task::shape[2] the window's keys, Task::flops
+/// the unmasked band's); its bit is kTensorList's, which only collectives carry.
+inline constexpr std::uint8_t kSlidingWindow = 4;
 /// Collective flag (Task::flags): an all-gather into, or a reduce-scatter
 /// from, a list of one tensor per member. PyTorch's ProcessGroupNCCL runs
 /// NCCL on a flat buffer and copies every member's piece between it and the
@@ -89,7 +92,8 @@ struct Task {
   CollectiveKind collective = CollectiveKind::None;
   Dtype dtype = Dtype::Bf16;
   KernelClass kernel = KernelClass::Elementwise;
-  std::uint8_t flags = 0;  // kCausal … kTriton (attention); kTensorList (collectives); kHostSync, kHostWaitsForTask
+  std::uint8_t flags =
+      0;  // kCausal … kSlidingWindow (attention); kTensorList (collectives); kHostSync, kHostWaitsForTask
   std::uint8_t stream = 0;     // index into Workload::stream_names
   std::uint8_t category = 0;   // index into Workload::category_names (for reports)
   std::uint8_t comm_slot = 0;  // communication tasks: index into Workload::comm_slot_names

@@ -474,6 +474,11 @@ class LayerBuilder {
 
   void unfused_attention(double d, double v_d, double kv_ratio);
 
+  // The fused kernel of one pass over `s` tokens: causal attention, or
+  // under this layer's sliding window its band of scores (taskgraph::kSlidingWindow).
+  OpSpec windowed_attention(const char* name, double bh, double s, double qk_d, double v_d, double kv_ratio,
+                            bool backward_pass) const;
+
   // `saved`: what the ring's last forward op keeps; `kept`: of that, what
   // stays under core_attn recomputation (Q, K and V, the checkpoint's inputs).
   void ring_attention(double bh, double qk_d, double v_d, double kv_ratio, double saved, double kept);
