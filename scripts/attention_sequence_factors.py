@@ -57,6 +57,10 @@ Which table goes where, and why:
     flash, both     cuDNN GB200 (CUDNN_GB200 below) / its 16k no-mask figures
   GB300 profile (whose 16k efficiencies are NVIDIA's GB300 run below)
     flash, both     cuDNN GB300 (CUDNN_GB300 below) / its 16k no-mask figures
+  GB200 and GB300 profiles, FP8 attention (fp8 and mxfp8: cuDNN's FP8
+  kernels as Transformer Engine runs them, whose 16k figures they carry)
+    fp8, mxfp8      the same GPU's FP8 rows (CUDNN_FP8 below) / their 16k
+                    no-mask figures
   A100 profiles (whose 16k efficiencies are the FA2 paper's forward and
   backward maxima, head dim 128 without a mask at 16k)
     flash, both     FA2 forward + backward / its 16k no-mask figure (203):
@@ -119,6 +123,46 @@ CUDNN_GB300 = {
     ("top_left", 4096): (1703, 1248), ("no_mask", 4096): (1900, 1429),
     ("top_left", 2048): (1373, 967), ("no_mask", 2048): (1805, 1213),
 }
+# The same two runs' FP8 rows (fp8: per-tensor scales; mxfp8: MXFP8 blocks),
+# TFLOP/s as the benchmark counts them, whose 16k no-mask figures over the
+# fp8 peak (5000) are the profiles' fp8_ and mxfp8_ efficiencies: Transformer
+# Engine's cuDNN FP8 attention (--fp8-dot-product-attention). GB200 from
+# results/llama3.1/gb200/llama3.1_20260424_100750.csv (cuDNN 9.22.0, batch 2;
+# its bf16 tables above come from the earlier 9.19.1 run, which has no FP8).
+CUDNN_FP8 = {
+    "gb300": {
+        "fp8": {
+            ("top_left", 32768): (3108, 2128), ("no_mask", 32768): (3050, 2178),
+            ("top_left", 16384): (3054, 2035), ("no_mask", 16384): (3182, 2177),
+            ("top_left", 8192): (2897, 1781), ("no_mask", 8192): (3160, 2111),
+            ("top_left", 4096): (2532, 1396), ("no_mask", 4096): (2988, 1839),
+            ("top_left", 2048): (1954, 944), ("no_mask", 2048): (2728, 1390),
+        },
+        "mxfp8": {
+            ("top_left", 32768): (2785, 1590), ("no_mask", 32768): (2814, 1654),
+            ("top_left", 16384): (2727, 1563), ("no_mask", 16384): (2889, 1689),
+            ("top_left", 8192): (2570, 1404), ("no_mask", 8192): (2870, 1636),
+            ("top_left", 4096): (2272, 1143), ("no_mask", 4096): (2693, 1469),
+            ("top_left", 2048): (1751, 811), ("no_mask", 2048): (2443, 1164),
+        },
+    },
+    "gb200": {
+        "fp8": {
+            ("top_left", 32768): (2197, 1687), ("no_mask", 32768): (2223, 1825),
+            ("top_left", 16384): (2154, 1632), ("no_mask", 16384): (2263, 1836),
+            ("top_left", 8192): (2047, 1454), ("no_mask", 8192): (2241, 1772),
+            ("top_left", 4096): (1805, 1178), ("no_mask", 4096): (2093, 1577),
+            ("top_left", 2048): (1420, 831), ("no_mask", 2048): (1881, 1214),
+        },
+        "mxfp8": {
+            ("top_left", 32768): (2046, 1425), ("no_mask", 32768): (2070, 1480),
+            ("top_left", 16384): (1999, 1436), ("no_mask", 16384): (2103, 1554),
+            ("top_left", 8192): (1902, 1287), ("no_mask", 8192): (2080, 1495),
+            ("top_left", 4096): (1685, 1054), ("no_mask", 4096): (1944, 1344),
+            ("top_left", 2048): (1330, 745), ("no_mask", 2048): (1754, 1069),
+        },
+    },
+}
 CUDNN_SEQ = [2048, 4096, 8192, 16384, 32768]
 REFERENCE = 16384
 
@@ -177,6 +221,11 @@ def fa2_h100():
     return fa2_table(FA2_H100_SEQ, FA2_H100)
 
 
+def fp8_tables(gpu):
+    return {kind: {"forward": cudnn_run(run, 0), "backward": cudnn_run(run, 1)}
+            for kind, run in CUDNN_FP8[gpu].items()}
+
+
 def tables():
     backward = cudnn_h200(1)
     return {
@@ -188,8 +237,11 @@ def tables():
                  "flash2": {"forward": fa2_h100(), "backward": fa2_h100()}},
         "h200": {"flash": {"forward": cudnn_h200(0), "backward": backward},
                  "flash2": {"forward": fa2_h100(), "backward": fa2_h100()}},
-        "gb200": {"flash": {"forward": cudnn_run(CUDNN_GB200, 0), "backward": cudnn_run(CUDNN_GB200, 1)}},
-        "gb300": {"flash": {"forward": cudnn_run(CUDNN_GB300, 0), "backward": cudnn_run(CUDNN_GB300, 1)}},
+        "gb200": {"flash": {"forward": cudnn_run(CUDNN_GB200, 0), "backward": cudnn_run(CUDNN_GB200, 1)},
+                  **fp8_tables("gb200")},
+        "gb300": {"flash": {"forward": cudnn_run(CUDNN_GB300, 0), "backward": cudnn_run(CUDNN_GB300, 1)},
+                  **fp8_tables("gb300")},
+        "gb200-shape": {"flash": {"forward": cudnn_run(CUDNN_GB200, 0), "backward": cudnn_run(CUDNN_GB200, 1)}},
     }
 
 
@@ -200,7 +252,8 @@ PROFILES = {"a100-sxm4-80gb": "a100", "a100-sxm4-40gb": "a100", "dgx-a100-superp
             # run by length and mask is published, so they take cuDNN's
             # Blackwell shape from the GB200 run (the same GPU die), as the
             # Hopper profiles take cuDNN's backward shape.
-            "b200-sxm-180gb": "gb200", "b300-sxm-288gb": "gb200"}
+            # No FP8 attention is measured on them.
+            "b200-sxm-180gb": "gb200-shape", "b300-sxm-288gb": "gb200-shape"}
 
 
 def verify_profiles(directory, out):

@@ -199,11 +199,17 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
     if (forward.has_value() != backward.has_value())
       attention.fail(name + (forward ? "_backward" : "_forward"),
                      fmt::format("is missing; {} needs both its forward and backward efficiency", what));
-    return forward ? std::optional(hardware::AttentionKernel{*forward, *backward, {}}) : std::nullopt;
+    return forward ? std::optional(hardware::AttentionKernel{*forward, *backward, {}, {}}) : std::nullopt;
   };
   gpu.cudnn_attention = kernel("cudnn", "cuDNN's attention");
   gpu.flash2_attention = kernel("flash2", "FlashAttention-2");
   gpu.triton_attention = kernel("triton", "FlashAttention's Triton kernel");
+  gpu.fp8_attention = kernel("fp8", "FP8 attention");
+  gpu.mxfp8_attention = kernel("mxfp8", "MXFP8 attention");
+  if (gpu.fp8_attention && !gpu.peak_flops_per_s[static_cast<std::size_t>(Dtype::Fp8)])
+    attention.fail("fp8_forward", "is given for a GPU with no fp8 peak_tflops, of which it is a fraction");
+  if (gpu.mxfp8_attention && !gpu.peak_flops_per_s[static_cast<std::size_t>(Dtype::Mxfp8)])
+    attention.fail("mxfp8_forward", "is given for a GPU with no mxfp8 peak_tflops, of which it is a fraction");
   if (attention.has("by_sequence")) {
     ObjectReader by_sequence = attention.object("by_sequence");
     if (by_sequence.has("flash")) gpu.flash_attention_by_sequence = parse_attention_kernel(by_sequence.object("flash"));
@@ -217,19 +223,35 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
     scaled("cudnn", gpu.cudnn_attention);
     scaled("flash2", gpu.flash2_attention);
     scaled("triton", gpu.triton_attention);
-    by_sequence.reject_unknown_keys("accepted keys: flash, cudnn, flash2, triton");
+    scaled("fp8", gpu.fp8_attention);
+    scaled("mxfp8", gpu.mxfp8_attention);
+    by_sequence.reject_unknown_keys("accepted keys: flash, cudnn, flash2, triton, fp8, mxfp8");
   }
   if (attention.has("sliding_window")) {
-    // Above its largest window the kernel's causal table takes over.
-    if (!gpu.flash_attention_by_sequence)
-      attention.fail("sliding_window",
-                     "needs by_sequence.flash (the kernel's causal figures by length), which "
-                     "prices windows above the measured ones; add it first");
-    gpu.sliding_window_attention = parse_sliding_window(attention.object("sliding_window"));
+    // Above its largest window a kernel's causal table takes over.
+    ObjectReader windows = attention.object("sliding_window");
+    const auto table = [&windows](const std::string& name, bool has_by_sequence) {
+      if (!has_by_sequence)
+        windows.fail(name, fmt::format("needs by_sequence.{} (the kernel's causal figures by length), which "
+                                       "prices windows above the measured ones; add it first",
+                                       name));
+      return parse_sliding_window(windows.object(name));
+    };
+    if (windows.has("flash"))
+      gpu.sliding_window_attention = table("flash", gpu.flash_attention_by_sequence.has_value());
+    for (auto* k : {&gpu.fp8_attention, &gpu.mxfp8_attention}) {
+      const std::string name = k == &gpu.fp8_attention ? "fp8" : "mxfp8";
+      if (!windows.has(name)) continue;
+      if (!*k)
+        windows.fail(name, fmt::format("has no {0}_forward and {0}_backward efficiencies; add them first", name));
+      (*k)->sliding_window = table(name, (*k)->by_sequence.has_value());
+    }
+    windows.reject_unknown_keys("accepted keys: flash, fp8, mxfp8");
   }
   attention.reject_unknown_keys(
       "accepted keys: forward, backward, cudnn_forward, cudnn_backward, flash2_forward, flash2_backward, "
-      "triton_forward, triton_backward, by_sequence, sliding_window");
+      "triton_forward, triton_backward, fp8_forward, fp8_backward, mxfp8_forward, mxfp8_backward, by_sequence, "
+      "sliding_window");
   gpu.kernel_launch_overhead_s = in.number("kernel_launch_overhead_us", 0.0, 1e4) * 1e-6;
   gpu.comm_compute_slowdown = in.number("comm_compute_slowdown", 0.0, 10.0);
   if (in.has("sustained")) gpu.sustained = parse_sustained(in.object("sustained"), gpu);

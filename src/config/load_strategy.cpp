@@ -141,6 +141,11 @@ const std::vector<StrategyField> kFields = {
      "the loss as Transformer Engine's fused parallel cross-entropy (Megatron-Core --cross-entropy-loss-fusion "
      "--cross-entropy-fusion-impl te): two passes over the bf16 logits and one in backward, instead of "
      "Megatron's eight kernels over fp32 logits"},
+    {"fp8_dot_product_attention", "fp8_dot_product_attention", "", &S::fp8_dot_product_attention, 1, 1, {}, "",
+     "with --precision fp8 (delayed, tensorwise or mxfp8 recipe): the fused attention in FP8, as Transformer "
+     "Engine runs it (cuDNN's FP8 kernel; Megatron-Core's TransformerConfig.fp8_dot_product_attention, which "
+     "Megatron-Bridge's MXFP8 recipes set); Q, K and V are quantized before it and the output gradient before "
+     "its backward; needs the profile's FP8 attention figures"},
     {"host_overhead_us", "host_overhead_us", "", &S::host_overhead_us, 0, 1, {}, "US",
      "CPU time in µs the framework spends issuing each kernel or collective, in program order; a task "
      "cannot start before its host has issued it (default 65, fitted to vTrain's measured A100 runs of "

@@ -212,6 +212,7 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   c.async_tp_allreduce = !s.no_async_tp_allreduce.value_or(false);
   c.gradient_accumulation_fusion = !s.no_gradient_accumulation_fusion.value_or(false);
   c.cross_entropy_fusion = s.cross_entropy_loss_fusion.value_or(false);
+  c.fp8_dot_product_attention = s.fp8_dot_product_attention.value_or(false);
   c.host_overhead_s = s.host_overhead_us ? *s.host_overhead_us * 1e-6 : strategy::kDefaultHostOverheadS;
   c.host_overhead_given = s.host_overhead_us.has_value();
   c.memory_headroom_bytes = s.memory_headroom_gib ? *s.memory_headroom_gib * double(1ull << 30)
@@ -363,6 +364,34 @@ void check_moe_overlap(const Checker& check, const model::ModelSpec& m, strategy
 
 // Text fields must hold one of their choices (flags and files check this
 // too; a StrategyInput built in code reaches here unchecked).
+// Transformer Engine runs FP8 attention in cuDNN's fused kernel only
+// (attention/dot_product_attention/utils.py at d0067d0da6: FlashAttention 2
+// and 4 and the unfused path are disabled for FP8, FlashAttention 3 for FP8
+// training; FusedAttention is disabled for Float8BlockScaling and NVFP4).
+void check_fp8_attention(const Checker& check, const strategy::ParallelConfig& c) {
+  if (!c.fp8_dot_product_attention) return;
+  const std::string fix = "drop --fp8-dot-product-attention";
+  if (c.precision != Dtype::Fp8)
+    check.fail_flag("fp8_dot_product_attention",
+                    fmt::format("needs FP8 training (precision is {})", to_string(c.precision)),
+                    "add --precision fp8 or " + fix);
+  if (c.fp8_recipe == strategy::Fp8Recipe::Blockwise)
+    check.fail_flag("fp8_dot_product_attention",
+                    "has no kernel under the blockwise recipe: Transformer Engine disables its fused attention "
+                    "for Float8BlockScaling, and no other backend runs FP8",
+                    "use --fp8-recipe delayed, tensorwise or mxfp8, or " + fix);
+  if (c.attention != strategy::AttentionBackend::Flash && c.attention != strategy::AttentionBackend::Cudnn)
+    check.fail_flag("fp8_dot_product_attention",
+                    fmt::format("is cuDNN's fused FP8 kernel, which attention backend {} is not",
+                                strategy::to_string(c.attention)),
+                    "use --attention-backend flash or cudnn, or " + fix);
+  if (c.torch_modules())
+    check.fail_flag("fp8_dot_product_attention", "is Transformer Engine's; torchtitan's modules attend in bf16",
+                    "use --kernel-fusion fused, or " + fix);
+  if (c.cp > 1)
+    check.fail_flag("fp8_dot_product_attention", "under context parallelism is not modelled", "use --cp 1, or " + fix);
+}
+
 void check_choices(const Checker& check, const StrategyInput& s) {
   for (const auto& f : strategy_fields()) {
     if (f.choices.empty()) continue;
@@ -507,6 +536,7 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   check_hsdp(check, m, c, s);
   check_recompute_modules(check, m, c, s);
   check_moe_overlap(check, m, c, s);
+  check_fp8_attention(check, c);
 
   c.rank_order = s.rank_order.value_or(strategy::kDefaultRankOrder);
   try {

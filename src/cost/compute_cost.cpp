@@ -63,18 +63,29 @@ double attention_executed_flops(const taskgraph::Task& task) {
 namespace {
 
 // The profile's figures for an attention task's kernel when the task names
-// one other than the default flash kernel (taskgraph::kCudnn, kFlash2, kTriton).
+// one other than the default flash kernel (taskgraph::kCudnn, kFlash2,
+// kTriton) or multiplies in FP8 (Transformer Engine's cuDNN FP8 kernel,
+// whatever the backend; its figures are fractions of that format's peak).
 struct OwnAttentionKernel {
   const std::optional<hardware::AttentionKernel>* kernel;
-  const char* name;  // the --attention-backend value and the profile's key prefix
+  const char* name;    // the profile's key prefix
+  const char* option;  // what asks for it
   const char* what;
 };
 
-std::optional<OwnAttentionKernel> own_attention_kernel(const hardware::GpuSpec& gpu, std::uint8_t flags) {
-  if (flags & taskgraph::kCudnn) return OwnAttentionKernel{&gpu.cudnn_attention, "cudnn", "cuDNN fused-attention"};
-  if (flags & taskgraph::kFlash2) return OwnAttentionKernel{&gpu.flash2_attention, "flash2", "FlashAttention-2"};
-  if (flags & taskgraph::kTriton)
-    return OwnAttentionKernel{&gpu.triton_attention, "triton", "FlashAttention Triton-kernel"};
+std::optional<OwnAttentionKernel> own_attention_kernel(const hardware::GpuSpec& gpu, const taskgraph::Task& task) {
+  if (task.dtype == Dtype::Fp8)
+    return OwnAttentionKernel{&gpu.fp8_attention, "fp8", "--fp8-dot-product-attention", "cuDNN FP8-attention"};
+  if (task.dtype == Dtype::Mxfp8)
+    return OwnAttentionKernel{&gpu.mxfp8_attention, "mxfp8", "--fp8-dot-product-attention with --fp8-recipe mxfp8",
+                              "cuDNN MXFP8-attention"};
+  if (task.flags & taskgraph::kCudnn)
+    return OwnAttentionKernel{&gpu.cudnn_attention, "cudnn", "--attention-backend cudnn", "cuDNN fused-attention"};
+  if (task.flags & taskgraph::kFlash2)
+    return OwnAttentionKernel{&gpu.flash2_attention, "flash2", "--attention-backend flash2", "FlashAttention-2"};
+  if (task.flags & taskgraph::kTriton)
+    return OwnAttentionKernel{&gpu.triton_attention, "triton", "--attention-backend triton",
+                              "FlashAttention Triton-kernel"};
   return std::nullopt;
 }
 
@@ -107,23 +118,28 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
       const double seq = std::sqrt(static_cast<double>(task.shape[1]) * static_cast<double>(task.shape[2]));
       const double executed = attention_executed_flops(task);
       double efficiency = backward ? gpu.attention_backward_efficiency : gpu.attention_forward_efficiency;
-      // Fused attention runs on the tensor cores in bf16, whatever the GEMMs' dtype.
-      double tensor = rate_scale(hw, Dtype::Bf16, load).tensor;
+      // Fused attention runs on the tensor cores in bf16, whatever the GEMMs'
+      // dtype, unless the run asks for FP8 attention.
+      const Dtype dtype = task.dtype == Dtype::Fp8 || task.dtype == Dtype::Mxfp8 ? task.dtype : Dtype::Bf16;
+      double tensor = rate_scale(hw, dtype, load).tensor;
       const hardware::AttentionSequenceFactors* by_sequence =
           gpu.flash_attention_by_sequence ? &*gpu.flash_attention_by_sequence : nullptr;
-      if (const auto own = own_attention_kernel(gpu, task.flags)) {
+      const hardware::SlidingWindowAttention* windows =
+          gpu.sliding_window_attention ? &*gpu.sliding_window_attention : nullptr;
+      if (const auto own = own_attention_kernel(gpu, task)) {
         // A kernel other than the profile's flash one, at its own measured
         // efficiency (calibration tables describe the kernel the
         // micro-benchmarks ran, not this one).
         const auto& kernel = *own->kernel;
         if (!kernel)
-          throw ConfigError(fmt::format(
-              "{0}: --attention-backend {1} needs the profile's attention_efficiency.{1}_forward and {1}_backward "
-              "(measured {2} efficiencies); this profile has none: use --attention-backend flash or add them "
-              "with their source",
-              hw.name, own->name, own->what));
+          throw ConfigError(
+              fmt::
+                  format("{0}: {1} needs the profile's attention_efficiency.{2}_forward and {2}_backward (measured {3} "
+                         "efficiencies); this profile has none: drop {1} or add them with their source",
+                         hw.name, own->option, own->name, own->what));
         efficiency = kernel->efficiency(backward);
         by_sequence = kernel->by_sequence ? &*kernel->by_sequence : nullptr;
+        windows = kernel->sliding_window ? &*kernel->sliding_window : nullptr;
       } else if (hw.calibration) {
         // A calibration measured this GPU's kernel at its own lengths; the
         // profile's factors describe the kernel the profile's figure came from.
@@ -132,6 +148,7 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
         if (cal) {
           efficiency = *cal;
           by_sequence = nullptr;
+          windows = nullptr;
           if (sustained_tables) tensor = 1;
         }
       }
@@ -143,13 +160,11 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
         efficiency *=
             sliding ? attention_sequence_factor(*by_sequence, backward, true, sliding_window_equivalent_length(window))
                     : attention_sequence_factor(*by_sequence, backward, causal, seq);
-      const bool flash_tables = gpu.flash_attention_by_sequence && by_sequence == &*gpu.flash_attention_by_sequence;
-      if (sliding && flash_tables && gpu.sliding_window_attention) {
+      if (sliding && by_sequence && windows) {
         const auto& lengths = backward ? by_sequence->backward.log2_seq : by_sequence->forward.log2_seq;
-        efficiency = sliding_window_efficiency(*gpu.sliding_window_attention, backward, window, efficiency,
-                                               std::exp2(lengths.front()));
+        efficiency = sliding_window_efficiency(*windows, backward, window, efficiency, std::exp2(lengths.front()));
       }
-      s = std::max(executed / (gpu.peak_flops(Dtype::Bf16) * efficiency * tensor), memory_s);
+      s = std::max(executed / (gpu.peak_flops(dtype) * efficiency * tensor), memory_s);
       break;
     }
     case ComputeKind::MemoryBound: break;

@@ -46,6 +46,7 @@ void write_json(const StepResult& r, std::ostream& out) {
               {"zero_stage", r.zero_stage},
               {"precision", r.precision},
               {"fp8_recipe", r.fp8_recipe.empty() ? nlohmann::json() : nlohmann::json(r.fp8_recipe)},
+              {"fp8_dot_product_attention", r.fp8_attention},
               {"micro_batch_size", r.micro_batch_size},
               {"num_microbatches", r.num_microbatches},
               {"global_batch_size", r.global_batch_size},

@@ -78,6 +78,7 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
   out.zero_stage = config.zero_stage;
   out.precision = std::string(to_string(config.precision));
   if (config.precision == Dtype::Fp8) out.fp8_recipe = std::string(strategy::to_string(config.fp8_recipe));
+  out.fp8_attention = config.fp8_dot_product_attention;
   out.micro_batch_size = config.micro_batch_size;
   out.num_microbatches = step.num_microbatches;
   out.global_batch_size = config.global_batch_size;

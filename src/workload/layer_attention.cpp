@@ -75,7 +75,7 @@ void LayerBuilder::core_attention(double qk_d, double v_d, double kv_ratio) {
   const double q_width = heads * qk_d, kv_width = heads * kv_ratio * (qk_d + v_d);
   const double lse = 4 * bh * s / static_cast<double>(shape_.cp);
   const double qkv_saved = 2 * N_ * (q_width + kv_width);
-  const std::size_t attention_at = fw_.size();
+  std::size_t attention_at = fw_.size();  // the attention kernel's forward op
   if (!shape_.flash_attention()) {
     unfused_attention(qk_d, v_d, kv_ratio);
   } else if (shape_.cp > 1) {
@@ -84,12 +84,23 @@ void LayerBuilder::core_attention(double qk_d, double v_d, double kv_ratio) {
     const auto kernel = [&](const char* name, bool backward_pass) {
       return windowed_attention(name, bh, s, qk_d, v_d, kv_ratio, backward_pass);
     };
+    // Transformer Engine's FP8 attention quantizes Q, K and V before the
+    // kernel and the output's gradient before its backward (the recipe's
+    // quantizer: an amax pass where it scales by the current amax, a read
+    // of bf16 and a write of one copy with its scales).
+    const bool fp8 = shape_.attention_dtype != Dtype::Bf16;
+    const double cast = shape_.quantization.amax_bytes + 2 + shape_.quantization.copy_bytes;
+    if (fp8) fw_.push_back(core_attention_op(memory_op("attn.fp8_quantize", cast * N_ * (q_width + kv_width))));
+    attention_at = fw_.size();
     // Megatron-Core checkpoints core attention under selective
     // recomputation whatever its backend (core_r0.8.0 attention.py,
     // checkpoint_core_attention): the fused kernel is rerun in backward,
     // with Q, K and V kept as the checkpoint's inputs.
     fw_.push_back(core_attention_op(saving(kernel("attn.flash", false), qkv_saved + lse), qkv_saved));
-    backward({freeing(kernel("attn.flash.bwd", true), qkv_saved + lse)});
+    std::vector<OpSpec> grad;
+    if (fp8) grad.push_back(memory_op("attn.grad_fp8_quantize", cast * N_ * heads * v_d));
+    grad.push_back(freeing(kernel("attn.flash.bwd", true), qkv_saved + lse));
+    backward(std::move(grad));
   }
   // Under "mla_up_proj" the Q, K and V that attention keeps are the
   // checkpoint's outputs, freed once attention has run

@@ -82,6 +82,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.kernel_fusion = c.kernel_fusion;
   s.fp8_weights_gathered = c.fp8_param_gather && c.zero_stage == 3;
   s.gemm_dtype = c.gemm_dtype();
+  s.attention_dtype = c.attention_dtype();
   s.quantization = strategy::quantization_of(c);
   s.ep = c.ep;
   s.expert_tp = c.expert_tp;

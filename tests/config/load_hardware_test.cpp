@@ -283,17 +283,23 @@ TEST_CASE("Attention tables by sequence length are read with their sources, or r
   }
 }
 
-TEST_CASE("A sliding-window table is read with its sources, or refused", "[config]") {
+TEST_CASE("Sliding-window and FP8 attention tables are read with their sources, or refused", "[config]") {
   json j = read("gb300-nvl72");
-  const std::string table = "/gpu/attention_efficiency/sliding_window";
-  SECTION("the shipped one: windows as log2, one figure each") {
+  const std::string table = "/gpu/attention_efficiency/sliding_window/flash";
+  auto& att = j["gpu"]["attention_efficiency"];
+  SECTION("the shipped ones: windows as log2, one figure each; FP8 kernels with their own tables") {
     const auto hw = config::parse_hardware(j, "hw.json");
     REQUIRE(hw.gpu.sliding_window_attention);
     CHECK(hw.gpu.sliding_window_attention->log2_window == std::vector<double>{7});  // 128 keys
     CHECK(hw.gpu.sliding_window_attention->forward == std::vector<double>{0.0668});
+    REQUIRE(hw.gpu.mxfp8_attention);
+    CHECK(hw.gpu.mxfp8_attention->forward == 0.5778);  // 2889 of 5000
+    REQUIRE(hw.gpu.mxfp8_attention->by_sequence);
+    REQUIRE(hw.gpu.mxfp8_attention->sliding_window);
+    CHECK(hw.gpu.mxfp8_attention->sliding_window->backward == std::vector<double>{0.009});  // 45 of 5000
   }
   SECTION("windows must ascend") {
-    auto& t = j["gpu"]["attention_efficiency"]["sliding_window"];
+    auto& t = att["sliding_window"]["flash"];
     t["windows"] = {128, 64};
     t["forward"] = {0.1, 0.1};
     t["backward"] = {0.1, 0.1};
@@ -301,15 +307,24 @@ TEST_CASE("A sliding-window table is read with its sources, or refused", "[confi
                       Catch::Contains(table + "/windows/1") && Catch::Contains("strictly ascending"));
   }
   SECTION("one figure per window") {
-    j["gpu"]["attention_efficiency"]["sliding_window"]["backward"] = {0.1, 0.2};
+    att["sliding_window"]["flash"]["backward"] = {0.1, 0.2};
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
                       Catch::Contains(table + "/backward") && Catch::Contains("one figure per window (1)"));
   }
-  SECTION("it needs the kernel's causal table, which prices longer windows") {
-    j["gpu"]["attention_efficiency"].erase("by_sequence");
+  SECTION("a window table needs its kernel's causal table, which prices longer windows") {
+    att["by_sequence"].erase("mxfp8");
     for (auto it = j["sources"].begin(); it != j["sources"].end();)
-      it = it.key().find("/by_sequence/") != std::string::npos ? j["sources"].erase(it) : std::next(it);
+      it = it.key().find("/by_sequence/mxfp8/") != std::string::npos ? j["sources"].erase(it) : std::next(it);
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
-                      Catch::Contains("sliding_window") && Catch::Contains("needs by_sequence.flash"));
+                      Catch::Contains("sliding_window/mxfp8") && Catch::Contains("needs by_sequence.mxfp8"));
+  }
+  SECTION("FP8 figures are fractions of an FP8 peak the GPU has") {
+    j["gpu"]["peak_tflops"].erase("mxfp8");
+    j["sources"].erase("/gpu/peak_tflops/mxfp8");
+    j["gpu"]["gemm_efficiency"].erase("mxfp8");
+    j["sources"].erase("/gpu/gemm_efficiency/mxfp8");
+    j["gpu"]["sustained"]["tensor"].erase("mxfp8");
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("mxfp8_forward") && Catch::Contains("no mxfp8 peak_tflops"));
   }
 }

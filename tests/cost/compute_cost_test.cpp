@@ -228,6 +228,41 @@ TEST_CASE("On a GB300, fused attention runs at NVIDIA's GB300 measurement", "[co
   CHECK(seconds(batch2(16384)) == Approx(8.734e-3).epsilon(5e-3));
 }
 
+TEST_CASE("FP8 attention runs at cuDNN's measured FP8 rates, or is refused where none is measured", "[cost]") {
+  // cudnn-frontend's GB300 run, head dim 128, 64 heads, batch 2: MXFP8 at
+  // 4k causal 0.242 ms forward and 1.203 ms backward; per-tensor FP8 at 16k
+  // without a mask 5.529 ms forward; gpt-oss's window of 128 at 4k, MXFP8
+  // backward 1.871 ms (a quarter of bf16's rate).
+  const auto gb300 = test::shipped_hardware("gb300-nvl72");
+  const auto seconds = [&](const taskgraph::Task& t) {
+    return cost::compute_seconds(gb300, t, cost::Load::Burst) - cost::launch_overhead_seconds(gb300);
+  };
+  const auto batch2 = [](std::uint32_t s, Dtype dtype) {
+    taskgraph::Task t = attention_forward(s);
+    t.shape[0] = 2 * 64;
+    t.flops = 4.0 * 2 * 64 * s * s * 128;
+    t.dtype = dtype;
+    return t;
+  };
+  taskgraph::Task t = batch2(4096, Dtype::Mxfp8);
+  t.flags = taskgraph::kCausal;
+  CHECK(seconds(t) == Approx(0.242e-3).epsilon(5e-3));
+  t.flags |= taskgraph::kBackwardPass;
+  t.flops *= 2;
+  CHECK(seconds(t) == Approx(1.203e-3).epsilon(5e-3));
+  CHECK(seconds(batch2(16384, Dtype::Fp8)) == Approx(5.529e-3).epsilon(5e-3));
+  taskgraph::Task window = batch2(4096, Dtype::Mxfp8);
+  const double band = 128.0 * 129 / 2 + (4096.0 - 128) * 128;
+  window.shape = {256, 4096, 128, 64};
+  window.flags = taskgraph::kSlidingWindow | taskgraph::kBackwardPass;
+  window.flops = 2 * 4.0 * 256 * band * 64;
+  CHECK(seconds(window) == Approx(1.871e-3).epsilon(0.01));
+  // The H100 profiles carry no FP8 attention measurement.
+  const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
+  CHECK_THROWS_WITH(cost::compute_seconds(h100, batch2(4096, Dtype::Fp8), cost::Load::Burst),
+                    Catch::Contains("--fp8-dot-product-attention") && Catch::Contains("fp8_forward"));
+}
+
 TEST_CASE("A sliding window runs at its measured rate, and above it toward causal attention of its tile length",
           "[cost]") {
   // gpt-oss's windowed attention as cudnn-frontend times it on a GB300

@@ -792,3 +792,62 @@ TEST_CASE("A causal sliding window counts its band of scores, and a window as lo
       CHECK(op.shape[2] == 4096);
     }
 }
+
+TEST_CASE("FP8 attention multiplies in the recipe's format after quantizing Q, K, V and the output gradient",
+          "[workload]") {
+  // Llama 3 8B, one GPU, 8192 tokens: Q is 32·128 = 4096 wide, K and V
+  // 8·128 = 1024 each. Per-tensor current scaling reads an element for its
+  // amax, again for the cast, and writes one byte: 5 bytes; MXFP8 reads it
+  // once and writes a byte and a 1-byte scale per 32: 3 + 1/32.
+  const auto m = test::shipped_model("llama3-8b");
+  config::StrategyInput s;
+  s.gpus = 1;
+  s.global_batch_size = 1;
+  s.precision = "fp8";
+  s.fp8_dot_product_attention = true;
+  const double tokens = 8192;
+  const auto check = [&](const char* recipe, Dtype dtype, double bytes_per_element) {
+    INFO(recipe);
+    s.fp8_recipe = recipe;
+    const auto run = config::resolve_run(m, s);
+    const auto ops = workload::transformer_layer_ops(m, workload::micro_shape(run.model, run.parallel), 0);
+    std::map<std::string, workload::OpSpec> by_name;
+    for (const auto& op : ops.forward) by_name[op.name] = op;
+    for (const auto& op : ops.backward) by_name[op.name] = op;
+    REQUIRE(by_name.contains("attn.fp8_quantize"));
+    CHECK(static_cast<double>(by_name["attn.fp8_quantize"].bytes) ==
+          Approx(bytes_per_element * tokens * (4096 + 2 * 1024)));
+    CHECK(static_cast<double>(by_name["attn.grad_fp8_quantize"].bytes) == Approx(bytes_per_element * tokens * 4096));
+    CHECK(by_name["attn.flash"].dtype == dtype);
+    CHECK(by_name["attn.flash.bwd"].dtype == dtype);
+  };
+  check("tensorwise", Dtype::Fp8, 5);
+  check("mxfp8", Dtype::Mxfp8, 3 + 1.0 / 32);
+  // Without it attention stays bf16 and nothing is quantized for it.
+  s.fp8_dot_product_attention.reset();
+  const auto run = config::resolve_run(m, s);
+  for (const auto& op : workload::transformer_layer_ops(m, workload::micro_shape(run.model, run.parallel), 0).forward) {
+    CHECK(op.name != "attn.fp8_quantize");
+    if (op.name == "attn.flash") CHECK(op.dtype == Dtype::Bf16);
+  }
+}
+
+TEST_CASE("FP8 attention is refused where Transformer Engine has no kernel for it", "[config]") {
+  const auto m = test::shipped_model("llama3-8b");
+  config::StrategyInput s;
+  s.gpus = 2;
+  s.global_batch_size = 2;
+  s.fp8_dot_product_attention = true;
+  CHECK_THROWS_WITH(config::resolve_run(m, s), Catch::Contains("needs FP8 training"));
+  s.precision = "fp8";
+  s.fp8_recipe = "blockwise";
+  CHECK_THROWS_WITH(config::resolve_run(m, s), Catch::Contains("Float8BlockScaling"));
+  s.fp8_recipe = "delayed";
+  s.attention_backend = "unfused";
+  CHECK_THROWS_WITH(config::resolve_run(m, s), Catch::Contains("attention backend unfused"));
+  s.attention_backend.reset();
+  s.cp = 2;
+  CHECK_THROWS_WITH(config::resolve_run(m, s), Catch::Contains("context parallelism is not modelled"));
+  s.cp.reset();
+  CHECK(config::resolve_run(m, s).parallel.attention_dtype() == Dtype::Fp8);
+}

@@ -59,6 +59,7 @@ struct StrategyInput {
   std::optional<bool> no_async_tp_allreduce;
   std::optional<bool> no_gradient_accumulation_fusion;
   std::optional<bool> cross_entropy_loss_fusion;
+  std::optional<bool> fp8_dot_product_attention;  // Megatron-Core's TransformerConfig field
   std::optional<double> moe_capacity_factor;
   std::optional<std::string> moe_token_dispatcher_type;    // alltoall | allgather | flex
   std::optional<std::string> moe_flex_dispatcher_backend;  // deepep | hybridep (with flex)

@@ -30,18 +30,7 @@ struct AttentionSequenceFactors {
   AttentionSequenceTable backward;
 };
 
-/// A fused attention kernel other than the profile's default flash one, at
-/// its own measured efficiencies: fractions of the bf16 peak at 16k tokens
-/// without a mask, and where measured, by sequence length and mask.
-struct AttentionKernel {
-  double forward = 0;
-  double backward = 0;
-  std::optional<AttentionSequenceFactors> by_sequence;
-  double efficiency(bool backward_pass) const { return backward_pass ? backward : forward; }
-};
-
-/// Sliding-window attention as the profile's default flash kernel runs it,
-/// where measured: fractions of the bf16 peak (FLOPs of the unmasked band)
+/// Sliding-window attention as a kernel runs it, where measured: fractions of the bf16 peak (FLOPs of the unmasked band)
 /// by window, interpolated in log2 of the window and held below the
 /// smallest; above the largest, toward the kernel's causal figure at the
 /// window's tile-equivalent length (cost/compute_cost.cpp).
@@ -49,6 +38,18 @@ struct SlidingWindowAttention {
   std::vector<double> log2_window;  // ascending
   std::vector<double> forward;
   std::vector<double> backward;
+};
+
+/// A fused attention kernel other than the profile's default flash one, at
+/// its own measured efficiencies: fractions of the bf16 peak (of its own
+/// format's for FP8 kernels) at 16k tokens without a mask, and where
+/// measured, by sequence length and mask and under sliding windows.
+struct AttentionKernel {
+  double forward = 0;
+  double backward = 0;
+  std::optional<AttentionSequenceFactors> by_sequence;
+  std::optional<SlidingWindowAttention> sliding_window;
+  double efficiency(bool backward_pass) const { return backward_pass ? backward : forward; }
 };
 
 /// What a GPU keeps of its burst rates through a training step. A short
@@ -90,6 +91,11 @@ struct GpuSpec {
   std::optional<AttentionSequenceFactors> flash_attention_by_sequence;
   /// Where measured: the flash kernel's efficiency under a sliding window.
   std::optional<SlidingWindowAttention> sliding_window_attention;
+  /// Transformer Engine's FP8 fused attention (cuDNN's kernel) with
+  /// per-tensor scales and with MXFP8 blocks, where measured; fractions of
+  /// the fp8 and mxfp8 peaks. --fp8-dot-product-attention needs the format's.
+  std::optional<AttentionKernel> fp8_attention;
+  std::optional<AttentionKernel> mxfp8_attention;
   /// cuDNN's fused attention (what Transformer Engine runs on Hopper), where
   /// it was measured; --attention-backend cudnn needs it.
   std::optional<AttentionKernel> cudnn_attention;

@@ -90,6 +90,7 @@ struct StepResult {
   int zero_stage = 0;
   std::string precision = "bf16";
   std::string fp8_recipe;  // delayed | tensorwise under fp8; empty under bf16
+  bool fp8_attention = false;  // fused attention in FP8 too (ParallelConfig::fp8_dot_product_attention)
   std::int64_t micro_batch_size = 1;
   std::int64_t num_microbatches = 1;
   std::int64_t global_batch_size = 1;

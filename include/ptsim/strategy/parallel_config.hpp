@@ -282,6 +282,12 @@ struct ParallelConfig {
   Dtype gemm_dtype() const {
     return precision == Dtype::Fp8 && fp8_recipe == Fp8Recipe::Mxfp8 ? Dtype::Mxfp8 : precision;
   }
+  /// Fused attention in FP8 (Megatron-Core's fp8_dot_product_attention):
+  /// Transformer Engine's cuDNN kernel in the recipe's format.
+  bool fp8_dot_product_attention = false;
+  /// The format fused attention multiplies in: the linears' FP8 format
+  /// under fp8_dot_product_attention (MXFP8 under that recipe), else bf16.
+  Dtype attention_dtype() const { return fp8_dot_product_attention ? gemm_dtype() : Dtype::Bf16; }
   /// How ranks map to (tp, cp, ep, dp, pp) coordinates; see RankLayout.
   std::string rank_order = "tp-cp-ep-dp-pp";
   /// Megatron's DDP bucket: gradients are reduced in buckets of this many

@@ -52,6 +52,7 @@ struct MicroShape {
   /// float8 all-gather, ParallelConfig::fp8_param_gather under ZeRO-3).
   bool fp8_weights_gathered = false;
   Dtype gemm_dtype = Dtype::Bf16;       // the format the layers' linear GEMMs multiply in (ParallelConfig::gemm_dtype)
+  Dtype attention_dtype = Dtype::Bf16;  // the format fused attention multiplies in (ParallelConfig::attention_dtype)
   strategy::Quantization quantization;  // how their operands are quantized (none under bf16)
   std::int64_t ep = 1;           // expert parallelism
   std::int64_t expert_tp = 1;    // tensor parallelism inside experts

@@ -488,6 +488,7 @@ class LayerBuilder {
   OpSpec fused_attention(std::string name, double bh, double seq_q, double seq_kv, double qk_d, double v_d,
                          double kv_ratio, bool causal, bool backward_pass) const {
     OpSpec op = attention_op(std::move(name), bh, seq_q, seq_kv, qk_d, v_d, kv_ratio, causal, backward_pass);
+    op.dtype = shape_.attention_dtype;
     switch (shape_.attention) {
       case strategy::AttentionBackend::Cudnn: op.flags |= taskgraph::kCudnn; break;
       case strategy::AttentionBackend::Flash2: op.flags |= taskgraph::kFlash2; break;
