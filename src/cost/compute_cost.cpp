@@ -89,6 +89,14 @@ std::optional<OwnAttentionKernel> own_attention_kernel(const hardware::GpuSpec& 
   return std::nullopt;
 }
 
+ConfigError missing_kernel(const hardware::HardwareProfile& hw, const OwnAttentionKernel& k) {
+  return ConfigError(
+      fmt::format("{0}: {1} needs the profile's attention_efficiency.{2}_forward and {2}_backward "
+                  "(measured {3} efficiencies); this profile has none: drop {1} or add them with their "
+                  "source",
+                  hw.name, k.option, k.name, k.what));
+}
+
 }  // namespace
 
 double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Task& task, Load load) {
@@ -131,12 +139,7 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
         // efficiency (calibration tables describe the kernel the
         // micro-benchmarks ran, not this one).
         const auto& kernel = *own->kernel;
-        if (!kernel)
-          throw ConfigError(
-              fmt::
-                  format("{0}: {1} needs the profile's attention_efficiency.{2}_forward and {2}_backward (measured {3} "
-                         "efficiencies); this profile has none: drop {1} or add them with their source",
-                         hw.name, own->option, own->name, own->what));
+        if (!kernel) throw missing_kernel(hw, *own);
         efficiency = kernel->efficiency(backward);
         by_sequence = kernel->by_sequence ? &*kernel->by_sequence : nullptr;
         windows = kernel->sliding_window ? &*kernel->sliding_window : nullptr;

@@ -67,8 +67,10 @@ std::string microbench_list(const std::vector<KernelUse>& kernels) {
                             k.shape[2], std::max<std::uint32_t>(1, k.shape[3]));
         break;
       case taskgraph::KernelClass::Attention:
-        // ptsim-microbench's attention kernel has no window.
+        // ptsim-microbench's attention kernel is bf16 and has no window.
         if (k.flags & taskgraph::kSlidingWindow) text += "# not measurable (sliding window): ";
+        else if (k.dtype != Dtype::Bf16)
+          text += "# not measurable (FP8 attention): ";
         text += fmt::format("attention {} {} {} {} {} {} {}\n", to_string(k.dtype), k.shape[0],
                             k.shape[1], k.shape[2], k.shape[3],
                             k.flags & taskgraph::kCausal ? "causal" : "full",

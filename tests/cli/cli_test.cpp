@@ -766,3 +766,22 @@ TEST_CASE("A sweep entry's power_limit_W runs its GPUs under that limit, and a l
   CHECK(bad.code == 2);
   CHECK_THAT(bad.err, Catch::Contains("/hardware/1/power_limit_W") && Catch::Contains("outside 200 … 700 W"));
 }
+
+TEST_CASE("ptsim kernels names windowed and FP8 attention, and leaves them out of the micro-benchmark list", "[cli]") {
+  // gpt-oss-120b at 4096 tokens, one sequence on one GB300, MXFP8 with FP8
+  // attention: 64 heads of 64; its even layers attend over windows of 128.
+  const std::string list = ptsim::test::scratch_path("kernels-window.txt");
+  const auto r = run("kernels --model " + ptsim::test::source_path("configs/models/gpt-oss-120b.json") + " --hw " +
+                     ptsim::test::source_path("hw_profiles/gb300-nvl72.json") +
+                     " --gpus 1 --global-batch-size 1 --seq-length 4096 --precision fp8 --fp8-recipe mxfp8"
+                     " --fp8-dot-product-attention --microbench-list " +
+                     list);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("bh 64 · s 4096 · d 64 window 128 fwd"));
+  CHECK_THAT(r.out, Catch::Contains("bh 64 · s 4096 · d 64 causal bwd"));
+  const std::string text = slurp(list);
+  CHECK_THAT(text, Catch::Contains("# not measurable (sliding window): attention mxfp8 64 4096 128 64 full forward"));
+  CHECK_THAT(text,
+             Catch::Contains("# not measurable (FP8 attention): attention mxfp8 64 4096 4096 64 causal backward"));
+  CHECK_THAT(text, !Catch::Contains("\nattention "));
+}
