@@ -239,13 +239,13 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
     };
     if (windows.has("flash"))
       gpu.sliding_window_attention = table("flash", gpu.flash_attention_by_sequence.has_value());
-    for (auto* k : {&gpu.fp8_attention, &gpu.mxfp8_attention}) {
-      const std::string name = k == &gpu.fp8_attention ? "fp8" : "mxfp8";
-      if (!windows.has(name)) continue;
-      if (!*k)
-        windows.fail(name, fmt::format("has no {0}_forward and {0}_backward efficiencies; add them first", name));
-      (*k)->sliding_window = table(name, (*k)->by_sequence.has_value());
-    }
+    const auto kernel_windows = [&](const std::string& name, std::optional<hardware::AttentionKernel>& k) {
+      if (!windows.has(name)) return;
+      if (!k) windows.fail(name, fmt::format("has no {0}_forward and {0}_backward efficiencies; add them first", name));
+      k->sliding_window = table(name, k->by_sequence.has_value());
+    };
+    kernel_windows("fp8", gpu.fp8_attention);
+    kernel_windows("mxfp8", gpu.mxfp8_attention);
     windows.reject_unknown_keys("accepted keys: flash, fp8, mxfp8");
   }
   attention.reject_unknown_keys(

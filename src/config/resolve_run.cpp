@@ -362,8 +362,6 @@ void check_moe_overlap(const Checker& check, const model::ModelSpec& m, strategy
            "use --zero 1 or --use-distributed-optimizer");
 }
 
-// Text fields must hold one of their choices (flags and files check this
-// too; a StrategyInput built in code reaches here unchecked).
 // Transformer Engine runs FP8 attention in cuDNN's fused kernel only
 // (attention/dot_product_attention/utils.py at d0067d0da6: FlashAttention 2
 // and 4 and the unfused path are disabled for FP8, FlashAttention 3 for FP8
@@ -392,6 +390,8 @@ void check_fp8_attention(const Checker& check, const strategy::ParallelConfig& c
     check.fail_flag("fp8_dot_product_attention", "under context parallelism is not modelled", "use --cp 1, or " + fix);
 }
 
+// Text fields must hold one of their choices (flags and files check this
+// too; a StrategyInput built in code reaches here unchecked).
 void check_choices(const Checker& check, const StrategyInput& s) {
   for (const auto& f : strategy_fields()) {
     if (f.choices.empty()) continue;

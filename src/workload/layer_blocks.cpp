@@ -89,20 +89,24 @@ const LayerLists& LayerBlocks::lists(std::int64_t layer) {
   return lists_.emplace(key, std::move(l)).first->second;
 }
 
-// A layer's block of one kind (forward, backward part, recomputation) is
-// made once per lane; every micro-batch then instantiates it by layer, kind
-// and lane without formatting its key again (that was a tenth of a symmetric run).
-LayerBlocks::LayerBlock LayerBlocks::backward_kind(strategy::Pass part) {
+// A backward part's kind: one each for freeing the gathered parameters and
+// keeping them.
+LayerBlocks::LayerBlock LayerBlocks::backward_kind(strategy::Pass part, bool release_gathered) {
   switch (part) {
-    case strategy::Pass::Backward: return LayerBlock::FullBackward;
-    case strategy::Pass::BackwardInput: return LayerBlock::BackwardInput;
-    case strategy::Pass::BackwardWeight: return LayerBlock::BackwardWeight;
+    case strategy::Pass::Backward: return release_gathered ? LayerBlock::FullBackward : LayerBlock::FullBackwardKept;
+    case strategy::Pass::BackwardInput:
+      return release_gathered ? LayerBlock::BackwardInput : LayerBlock::BackwardInputKept;
+    case strategy::Pass::BackwardWeight:
+      return release_gathered ? LayerBlock::BackwardWeightRelease : LayerBlock::BackwardWeight;
     case strategy::Pass::Forward: break;
   }
   PTSIM_ASSERT(false, "a backward block of a backward pass");
   return LayerBlock::FullBackward;
 }
 
+// A layer's block of one kind (forward, backward part, recomputation) is
+// made once per lane; every micro-batch then instantiates it by layer, kind
+// and lane without formatting its key again (that was a tenth of a symmetric run).
 template <typename Make>
 std::uint32_t LayerBlocks::memo_block(std::int64_t layer, LayerBlock kind, Make make) {
   PTSIM_ASSERT(out_.lane() >= 0 && static_cast<std::uint64_t>(out_.lane()) < kLanes, "a lane DualPipe's pairs have");
@@ -159,13 +163,8 @@ std::uint32_t LayerBlocks::make_layer_forward(std::int64_t layer, bool checkpoin
 
 // `part`: a full backward, or the B or W of a zero-bubble split.
 std::uint32_t LayerBlocks::layer_backward(std::int64_t layer, strategy::Pass part, bool release_gathered) {
-  using strategy::Pass;
-  const LayerBlock kind = part == Pass::BackwardWeight
-                              ? (release_gathered ? LayerBlock::BackwardWeightRelease : LayerBlock::BackwardWeight)
-                          : release_gathered       ? backward_kind(part)
-                          : part == Pass::Backward ? LayerBlock::FullBackwardKept
-                                                   : LayerBlock::BackwardInputKept;
-  return memo_block(layer, kind, [&] { return make_layer_backward(layer, part, release_gathered); });
+  return memo_block(layer, backward_kind(part, release_gathered),
+                    [&] { return make_layer_backward(layer, part, release_gathered); });
 }
 std::uint32_t LayerBlocks::make_layer_backward(std::int64_t layer, strategy::Pass part, bool release_gathered) {
   using strategy::Pass;

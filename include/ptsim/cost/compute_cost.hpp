@@ -41,8 +41,8 @@ double attention_sequence_factor(const hardware::AttentionSequenceFactors& facto
 /// window/128 + 1 = (length/128 + 1)/2, so 2·window + 128.
 double sliding_window_equivalent_length(double window);
 
-/// Efficiency (fraction of the bf16 peak) of the flash kernel under a
-/// sliding window of `window` keys: the profile's measured table up to its
+/// Efficiency (fraction of its peak) of an attention kernel under a sliding
+/// window of `window` keys: the kernel's measured table up to its
 /// largest window; above it, interpolated in log2 of the window toward
 /// `causal_efficiency` (the kernel's causal figure at the tile-equivalent
 /// length), reached where that length enters the kernel's by-length table

@@ -30,10 +30,11 @@ struct AttentionSequenceFactors {
   AttentionSequenceTable backward;
 };
 
-/// Sliding-window attention as a kernel runs it, where measured: fractions of the bf16 peak (FLOPs of the unmasked band)
-/// by window, interpolated in log2 of the window and held below the
-/// smallest; above the largest, toward the kernel's causal figure at the
-/// window's tile-equivalent length (cost/compute_cost.cpp).
+/// Sliding-window attention as a kernel runs it, where measured: fractions
+/// of the kernel's peak (FLOPs of the unmasked band) by window, interpolated
+/// in log2 of the window and held below the smallest; above the largest,
+/// toward the kernel's causal figure at the window's tile-equivalent length
+/// (cost/compute_cost.cpp).
 struct SlidingWindowAttention {
   std::vector<double> log2_window;  // ascending
   std::vector<double> forward;

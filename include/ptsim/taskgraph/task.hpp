@@ -92,8 +92,7 @@ struct Task {
   CollectiveKind collective = CollectiveKind::None;
   Dtype dtype = Dtype::Bf16;
   KernelClass kernel = KernelClass::Elementwise;
-  std::uint8_t flags =
-      0;  // kCausal … kSlidingWindow (attention); kTensorList (collectives); kHostSync, kHostWaitsForTask
+  std::uint8_t flags = 0;      // kCausal … kSlidingWindow (attention); kTensorList; kHostSync, kHostWaitsForTask
   std::uint8_t stream = 0;     // index into Workload::stream_names
   std::uint8_t category = 0;   // index into Workload::category_names (for reports)
   std::uint8_t comm_slot = 0;  // communication tasks: index into Workload::comm_slot_names

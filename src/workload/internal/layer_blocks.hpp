@@ -88,7 +88,7 @@ class LayerBlocks {
     Count,
   };
   static constexpr std::uint64_t kLanes = 2;  // DualPipe's overlapped pair: lanes 0 and 1
-  static LayerBlock backward_kind(strategy::Pass part);
+  static LayerBlock backward_kind(strategy::Pass part, bool release_gathered);
 
   template <typename Make>
   std::uint32_t memo_block(std::int64_t layer, LayerBlock kind, Make make);
