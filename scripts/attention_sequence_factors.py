@@ -77,8 +77,16 @@ Which table goes where, and why:
                     one factor for both passes as on the A100
 Lengths outside a table hold its end value (cost/compute_cost.cpp).
 
-usage: attention_sequence_factors.py [--check] [--verify-profiles DIR]
+Head shapes (by_head_dim): the GB200 and GB300 profiles also carry, for the
+query/key head dim 192 with value head dim 128 (DeepSeek-V3's multi-latent
+attention as the kernel sees it), the flash, fp8 and mxfp8 tables of NVIDIA's
+DeepSeek-V3 runs (DSV3 below); a task of that shape takes them in place of
+its kernel's by_sequence tables. No other shape is measured by length on
+these GPUs (gpt-oss's head dim 64 only under a window of 128).
+
+usage: attention_sequence_factors.py [--check] [--head-dim GPU] [--verify-profiles DIR]
   --check                also print how the two sources' forward shapes compare
+  --head-dim GPU         print GPU's (gb200, gb300) by_head_dim tables instead
   --verify-profiles DIR  exit 1 unless the profiles in DIR carry exactly
                          these tables (a guard against hand edits)
 """
@@ -166,6 +174,80 @@ CUDNN_FP8 = {
 CUDNN_SEQ = [2048, 4096, 8192, 16384, 32768]
 REFERENCE = 16384
 
+# NVIDIA's DeepSeek-V3 attention runs of the same run set (results/dsv3/
+# gb300/dsv3_20260424_101002.csv and results/dsv3/gb200/dsv3_20260424_101009.csv,
+# added in fb682ce; read at 3929da2; configs/dsv3.py): cuDNN 9.22.0, 128
+# query and 128 KV heads, query/key head dim 192, value head dim 128 (multi-
+# latent attention as it reaches the kernel), batch 2, BF16, FP8 and MXFP8,
+# forward and the non-deterministic backward, TFLOP/s as the benchmark counts
+# them. They give the kernels' by_head_dim tables: the rate at each length and
+# mask over the Llama attention's 16k no-mask rate of the same GPU's run at
+# cuDNN 9.22.0 (LLAMA_922_REFERENCE; on the GB300 the CUDNN_GB300 and CUDNN_FP8
+# figures above, on the GB200 the llama3.1/gb200 run of the same day, whose
+# bf16 16k figures are 1697 and 1374), so that each table multiplies the
+# efficiency the profile carries for the kernel at the Llama shape.
+DSV3 = {
+    "gb300": {
+        "flash": {
+            ("top_left", 32768): (1991, 1289), ("no_mask", 32768): (1917, 1246),
+            ("top_left", 16384): (1967, 1302), ("no_mask", 16384): (2032, 1254),
+            ("top_left", 8192): (1825, 1291), ("no_mask", 8192): (2021, 1301),
+            ("top_left", 4096): (1590, 1143), ("no_mask", 4096): (1937, 1267),
+            ("top_left", 2048): (1285, 914), ("no_mask", 2048): (1770, 1117),
+        },
+        "fp8": {
+            ("top_left", 32768): (3364, 2406), ("no_mask", 32768): (3362, 2466),
+            ("top_left", 16384): (3305, 2459), ("no_mask", 16384): (3438, 2579),
+            ("top_left", 8192): (3128, 2310), ("no_mask", 8192): (3400, 2509),
+            ("top_left", 4096): (2788, 1982), ("no_mask", 4096): (3304, 2406),
+            ("top_left", 2048): (2290, 1511), ("no_mask", 2048): (3058, 2099),
+        },
+        "mxfp8": {
+            ("top_left", 32768): (2959, 1863), ("no_mask", 32768): (3063, 1948),
+            ("top_left", 16384): (2998, 1844), ("no_mask", 16384): (3117, 2007),
+            ("top_left", 8192): (2829, 1780), ("no_mask", 8192): (3108, 2027),
+            ("top_left", 4096): (2517, 1522), ("no_mask", 4096): (3015, 1921),
+            ("top_left", 2048): (2069, 1158), ("no_mask", 2048): (2758, 1665),
+        },
+    },
+    "gb200": {
+        "flash": {
+            ("top_left", 32768): (1743, 1076), ("no_mask", 32768): (1584, 1086),
+            ("top_left", 16384): (1678, 1134), ("no_mask", 16384): (1812, 1088),
+            ("top_left", 8192): (1585, 1193), ("no_mask", 8192): (1759, 1125),
+            ("top_left", 4096): (1406, 1057), ("no_mask", 4096): (1666, 1175),
+            ("top_left", 2048): (1072, 846), ("no_mask", 2048): (1492, 1048),
+        },
+        "fp8": {
+            ("top_left", 32768): (2447, 1857), ("no_mask", 32768): (2340, 1932),
+            ("top_left", 16384): (2486, 1968), ("no_mask", 16384): (2590, 1989),
+            ("top_left", 8192): (2397, 1959), ("no_mask", 8192): (2582, 2122),
+            ("top_left", 4096): (2095, 1692), ("no_mask", 4096): (2518, 2071),
+            ("top_left", 2048): (1659, 1312), ("no_mask", 2048): (2175, 1807),
+        },
+        "mxfp8": {
+            ("top_left", 32768): (2329, 1532), ("no_mask", 32768): (2162, 1561),
+            ("top_left", 16384): (2355, 1552), ("no_mask", 16384): (2492, 1638),
+            ("top_left", 8192): (2219, 1494), ("no_mask", 8192): (2408, 1680),
+            ("top_left", 4096): (1925, 1364), ("no_mask", 4096): (2316, 1675),
+            ("top_left", 2048): (1535, 1047), ("no_mask", 2048): (2018, 1504),
+        },
+    },
+}
+DSV3_HEAD_DIM, DSV3_VALUE_HEAD_DIM = 192, 128
+LLAMA_922_REFERENCE = {
+    "gb300": {"flash": CUDNN_GB300[("no_mask", REFERENCE)], "fp8": CUDNN_FP8["gb300"]["fp8"][("no_mask", REFERENCE)],
+              "mxfp8": CUDNN_FP8["gb300"]["mxfp8"][("no_mask", REFERENCE)]},
+    "gb200": {"flash": (1697, 1374), "fp8": CUDNN_FP8["gb200"]["fp8"][("no_mask", REFERENCE)],
+              "mxfp8": CUDNN_FP8["gb200"]["mxfp8"][("no_mask", REFERENCE)]},
+}
+# The benchmark counts a backward pass as 3·d_qk + 2·d_v multiply-adds per
+# score (flops() in benchmark_single_sdpa.py: the recomputed scores, dQ and dK
+# on d_qk; dP and dV on d_v); ptsim as 2.5·(d_qk + d_v) (2.5 times the
+# forward, exact when the two are equal). Its backward rate at this shape is
+# the benchmark's times this ratio, so that both give the measured time.
+DSV3_BACKWARD_FLOPS = 2.5 * (DSV3_HEAD_DIM + DSV3_VALUE_HEAD_DIM) / (3 * DSV3_HEAD_DIM + 2 * DSV3_VALUE_HEAD_DIM)
+
 # FA2 paper Fig. 4(b) (no mask) and 4(d) (causal), head dim 128, forward +
 # backward TFLOP/s on A100 80GB SXM4, FlashAttention-2's bars.
 FA2_SEQ = [2048, 4096, 8192, 16384]
@@ -221,6 +303,22 @@ def fa2_h100():
     return fa2_table(FA2_H100_SEQ, FA2_H100)
 
 
+def head_shape_table(run, reference, pass_index, flops_ratio):
+    ref = reference[pass_index]
+    return {"seq_lengths": CUDNN_SEQ,
+            "full": rounded(run[("no_mask", s)][pass_index] * flops_ratio / ref for s in CUDNN_SEQ),
+            "causal": rounded(run[("top_left", s)][pass_index] * flops_ratio / ref for s in CUDNN_SEQ)}
+
+
+def head_dim_tables(gpu):
+    shape = {"value_head_dim": DSV3_VALUE_HEAD_DIM}
+    for kernel, run in DSV3[gpu].items():
+        reference = LLAMA_922_REFERENCE[gpu][kernel]
+        shape[kernel] = {"forward": head_shape_table(run, reference, 0, 1.0),
+                         "backward": head_shape_table(run, reference, 1, DSV3_BACKWARD_FLOPS)}
+    return {str(DSV3_HEAD_DIM): shape}
+
+
 def fp8_tables(gpu):
     return {kind: {"forward": cudnn_run(run, 0), "backward": cudnn_run(run, 1)}
             for kind, run in CUDNN_FP8[gpu].items()}
@@ -256,15 +354,24 @@ PROFILES = {"a100-sxm4-80gb": "a100", "a100-sxm4-40gb": "a100", "dgx-a100-superp
             "b200-sxm-180gb": "gb200-shape", "b300-sxm-288gb": "gb200-shape"}
 
 
+# Profiles whose kernels were measured at other head shapes (by_head_dim).
+HEAD_DIM_PROFILES = {"gb200-nvl72": "gb200", "gb300-nvl72": "gb300"}
+
+
 def verify_profiles(directory, out):
     bad = 0
     for name, kind in PROFILES.items():
         path = f"{directory}/{name}.json"
         with open(path) as f:
-            have = json.load(f)["gpu"]["attention_efficiency"].get("by_sequence")
-        if have != out[kind]:
+            attention = json.load(f)["gpu"]["attention_efficiency"]
+        if attention.get("by_sequence") != out[kind]:
             print(f"{path}: attention_efficiency.by_sequence differs from what this script computes "
                   f"({kind} tables); rerun it and copy its output", file=sys.stderr)
+            bad += 1
+        shapes = head_dim_tables(HEAD_DIM_PROFILES[name]) if name in HEAD_DIM_PROFILES else None
+        if attention.get("by_head_dim") != shapes:
+            print(f"{path}: attention_efficiency.by_head_dim differs from what this script computes "
+                  f"(--head-dim {HEAD_DIM_PROFILES.get(name, 'none')}); rerun it and copy its output", file=sys.stderr)
             bad += 1
     return bad
 
@@ -279,6 +386,12 @@ def main():
         bad = verify_profiles(args[i + 1], out)
         print(f"{len(PROFILES) - bad} of {len(PROFILES)} profiles carry the computed tables")
         sys.exit(1 if bad else 0)
+    if "--head-dim" in args:
+        i = args.index("--head-dim")
+        if i + 1 >= len(args) or args[i + 1] not in DSV3:
+            sys.exit(f"--head-dim needs one of {', '.join(DSV3)}")
+        print(json.dumps(head_dim_tables(args[i + 1]), indent=1))
+        return
     print(json.dumps(out, indent=1))
     if "--check" in sys.argv[1:]:
         paper, h200 = fa3_forward("cudnn"), cudnn_h200(0)

@@ -149,6 +149,54 @@ std::array<std::optional<double>, kNumDtypes> dtype_fractions(ObjectReader in, c
   return out;
 }
 
+// Calls f(profile key, kernel) for each attention kernel besides the default
+// flash one.
+template <typename F>
+void for_each_named_kernel(hardware::GpuSpec& gpu, F f) {
+  f("cudnn", gpu.cudnn_attention);
+  f("flash2", gpu.flash2_attention);
+  f("triton", gpu.triton_attention);
+  f("fp8", gpu.fp8_attention);
+  f("mxfp8", gpu.mxfp8_attention);
+}
+
+// attention_efficiency.by_head_dim: per query/key head dim ("192"), the
+// measurement's value head dim and, for each kernel measured at that shape,
+// by-length tables that replace the kernel's by_sequence ones for tasks of
+// the shape (factors on the same efficiency, so the kernel needs both).
+void parse_head_shapes(ObjectReader in, hardware::GpuSpec& gpu) {
+  for (const std::string& key : in.keys()) {
+    const bool digits = !key.empty() && key.size() <= 4 &&
+                        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const int head_dim = digits ? std::stoi(key) : 0;
+    if (head_dim < 8 || head_dim > 1024)
+      in.fail(key,
+              "is not a head dim: by_head_dim's keys are the query/key head dims of the measurements, "
+              "whole numbers from 8 to 1024 written as strings (\"192\")");
+    ObjectReader shape = in.object(key);
+    const int value_head_dim = static_cast<int>(shape.integer("value_head_dim", 8, 1024));
+    bool any = false;
+    const auto kernel_tables = [&](const std::string& name, bool has_by_sequence, hardware::AttentionHeadShapes& to) {
+      if (!shape.has(name)) return;
+      any = true;
+      if (!has_by_sequence)
+        shape.fail(name, fmt::format("needs by_sequence.{} (the kernel's tables at its own shape), on whose "
+                                     "efficiency these factors stand; add it first",
+                                     name));
+      to[head_dim] = {value_head_dim, parse_attention_kernel(shape.object(name))};
+    };
+    kernel_tables("flash", gpu.flash_attention_by_sequence.has_value(), gpu.flash_attention_by_head_dim);
+    for_each_named_kernel(gpu, [&](const std::string& name, std::optional<hardware::AttentionKernel>& k) {
+      if (shape.has(name) && !k)
+        shape.fail(name, fmt::format("has no {0}_forward and {0}_backward efficiencies; add them first", name));
+      if (k) kernel_tables(name, k->by_sequence.has_value(), k->by_head_dim);
+    });
+    shape.reject_unknown_keys("accepted keys: value_head_dim, flash, cudnn, flash2, triton, fp8, mxfp8");
+    if (!any)
+      in.fail(key, "names no kernel; give the tables of at least one (flash, cudnn, flash2, triton, fp8, mxfp8)");
+  }
+}
+
 // Fractions of burst throughput: above 1 a step would outrun the benchmark
 // that set the burst rate; below 0.05 no GPU trains.
 constexpr double kMinSustained = 0.05;
@@ -199,7 +247,7 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
     if (forward.has_value() != backward.has_value())
       attention.fail(name + (forward ? "_backward" : "_forward"),
                      fmt::format("is missing; {} needs both its forward and backward efficiency", what));
-    return forward ? std::optional(hardware::AttentionKernel{*forward, *backward, {}, {}}) : std::nullopt;
+    return forward ? std::optional(hardware::AttentionKernel{*forward, *backward, {}, {}, {}}) : std::nullopt;
   };
   gpu.cudnn_attention = kernel("cudnn", "cuDNN's attention");
   gpu.flash2_attention = kernel("flash2", "FlashAttention-2");
@@ -213,18 +261,13 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   if (attention.has("by_sequence")) {
     ObjectReader by_sequence = attention.object("by_sequence");
     if (by_sequence.has("flash")) gpu.flash_attention_by_sequence = parse_attention_kernel(by_sequence.object("flash"));
-    const auto scaled = [&by_sequence](const std::string& name, std::optional<hardware::AttentionKernel>& k) {
+    for_each_named_kernel(gpu, [&by_sequence](const std::string& name, std::optional<hardware::AttentionKernel>& k) {
       if (!by_sequence.has(name)) return;
       if (!k)
         by_sequence.fail(name, fmt::format("has no {0}_forward and {0}_backward efficiencies to scale; add them first",
                                            name));
       k->by_sequence = parse_attention_kernel(by_sequence.object(name));
-    };
-    scaled("cudnn", gpu.cudnn_attention);
-    scaled("flash2", gpu.flash2_attention);
-    scaled("triton", gpu.triton_attention);
-    scaled("fp8", gpu.fp8_attention);
-    scaled("mxfp8", gpu.mxfp8_attention);
+    });
     by_sequence.reject_unknown_keys("accepted keys: flash, cudnn, flash2, triton, fp8, mxfp8");
   }
   if (attention.has("sliding_window")) {
@@ -248,10 +291,11 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
     kernel_windows("mxfp8", gpu.mxfp8_attention);
     windows.reject_unknown_keys("accepted keys: flash, fp8, mxfp8");
   }
+  if (attention.has("by_head_dim")) parse_head_shapes(attention.object("by_head_dim"), gpu);
   attention.reject_unknown_keys(
       "accepted keys: forward, backward, cudnn_forward, cudnn_backward, flash2_forward, flash2_backward, "
       "triton_forward, triton_backward, fp8_forward, fp8_backward, mxfp8_forward, mxfp8_backward, by_sequence, "
-      "sliding_window");
+      "sliding_window, by_head_dim");
   gpu.kernel_launch_overhead_s = in.number("kernel_launch_overhead_us", 0.0, 1e4) * 1e-6;
   gpu.comm_compute_slowdown = in.number("comm_compute_slowdown", 0.0, 10.0);
   if (in.has("sustained")) gpu.sustained = parse_sustained(in.object("sustained"), gpu);

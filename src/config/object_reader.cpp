@@ -155,6 +155,12 @@ std::optional<std::string> ObjectReader::optional_choice(const std::string& key,
   return choice(key, allowed);
 }
 
+std::vector<std::string> ObjectReader::keys() const {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : object_->items()) out.push_back(key);
+  return out;
+}
+
 ObjectReader ObjectReader::object(const std::string& key) {
   return ObjectReader(at(key), where_, path_ + "/" + key);
 }

@@ -89,6 +89,20 @@ std::optional<OwnAttentionKernel> own_attention_kernel(const hardware::GpuSpec& 
   return std::nullopt;
 }
 
+// The tables measured at the task's head shape, if any: its query/key head
+// dim (Task::shape[3]) and its value head dim, which the FLOPs of an
+// unwindowed task give (op_spec.cpp attention_op: 2·bh·sq·skv·(d + v)
+// forward, twice that backward).
+const hardware::AttentionHeadShape* measured_head_shape(const hardware::AttentionHeadShapes& shapes,
+                                                        const taskgraph::Task& task) {
+  const auto it = shapes.find(static_cast<int>(task.shape[3]));
+  if (it == shapes.end() || (task.flags & taskgraph::kSlidingWindow)) return nullptr;
+  const double scores = static_cast<double>(task.shape[0]) * task.shape[1] * task.shape[2];
+  const double per_score = task.flops / (2 * scores * ((task.flags & taskgraph::kBackwardPass) ? 2 : 1));
+  const double value_head_dim = per_score - task.shape[3];
+  return std::abs(value_head_dim - it->second.value_head_dim) < 0.5 ? &it->second : nullptr;
+}
+
 ConfigError missing_kernel(const hardware::HardwareProfile& hw, const OwnAttentionKernel& k) {
   return ConfigError(
       fmt::format("{0}: {1} needs the profile's attention_efficiency.{2}_forward and {2}_backward "
@@ -134,6 +148,7 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
           gpu.flash_attention_by_sequence ? &*gpu.flash_attention_by_sequence : nullptr;
       const hardware::SlidingWindowAttention* windows =
           gpu.sliding_window_attention ? &*gpu.sliding_window_attention : nullptr;
+      const hardware::AttentionHeadShapes* head_shapes = &gpu.flash_attention_by_head_dim;
       if (const auto own = own_attention_kernel(gpu, task)) {
         // A kernel other than the profile's flash one, at its own measured
         // efficiency (calibration tables describe the kernel the
@@ -143,6 +158,7 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
         efficiency = kernel->efficiency(backward);
         by_sequence = kernel->by_sequence ? &*kernel->by_sequence : nullptr;
         windows = kernel->sliding_window ? &*kernel->sliding_window : nullptr;
+        head_shapes = &kernel->by_head_dim;
       } else if (hw.calibration) {
         // A calibration measured this GPU's kernel at its own lengths; the
         // profile's factors describe the kernel the profile's figure came from.
@@ -152,6 +168,7 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
           efficiency = *cal;
           by_sequence = nullptr;
           windows = nullptr;
+          head_shapes = nullptr;
           if (sustained_tables) tensor = 1;
         }
       }
@@ -159,6 +176,11 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
       // length, and below the kernel's table at its measured figures.
       const bool sliding = task.flags & taskgraph::kSlidingWindow;
       const double window = static_cast<double>(task.shape[2]);
+      // At a head shape the kernel was measured at, that measurement's tables
+      // (the profile's efficiency and tables are another shape's).
+      if (by_sequence && head_shapes)
+        if (const hardware::AttentionHeadShape* shape = measured_head_shape(*head_shapes, task))
+          by_sequence = &shape->factors;
       if (by_sequence)
         efficiency *=
             sliding ? attention_sequence_factor(*by_sequence, backward, true, sliding_window_equivalent_length(window))

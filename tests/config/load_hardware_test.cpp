@@ -283,6 +283,52 @@ TEST_CASE("Attention tables by sequence length are read with their sources, or r
   }
 }
 
+TEST_CASE("Attention tables at another head shape are read per kernel, or refused", "[config]") {
+  json j = read("gb300-nvl72");
+  auto& shapes = j["gpu"]["attention_efficiency"]["by_head_dim"];
+  const auto drop_sources = [&j](const std::string& part) {
+    for (auto it = j["sources"].begin(); it != j["sources"].end();)
+      it = it.key().find(part) != std::string::npos ? j["sources"].erase(it) : std::next(it);
+  };
+  SECTION("the shipped ones: DeepSeek-V3's 192/128 shape for the bf16, fp8 and mxfp8 kernels") {
+    const auto hw = config::parse_hardware(j, "hw.json");
+    REQUIRE(hw.gpu.flash_attention_by_head_dim.contains(192));
+    CHECK(hw.gpu.flash_attention_by_head_dim.at(192).value_head_dim == 128);
+    // 4k causal backward: 1143 TFLOP/s · 800/832 over the Llama shape's 1536.
+    CHECK(hw.gpu.flash_attention_by_head_dim.at(192).factors.backward.causal[1] ==
+          Approx(1143.0 * 800 / 832 / 1536).margin(1e-4));
+    REQUIRE(hw.gpu.mxfp8_attention);
+    CHECK(hw.gpu.mxfp8_attention->by_head_dim.contains(192));
+    CHECK(hw.gpu.fp8_attention->by_head_dim.contains(192));
+    CHECK(hw.gpu.flash_attention_by_head_dim.size() == 1);
+  }
+  SECTION("keys are head dims") {
+    shapes["d192"] = shapes["192"];
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("by_head_dim/d192") && Catch::Contains("is not a head dim"));
+  }
+  SECTION("a shape names at least one kernel") {
+    shapes["192"] = {{"value_head_dim", 128}};
+    drop_sources("/by_head_dim/192/f");
+    drop_sources("/by_head_dim/192/mxfp8");
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("by_head_dim/192") && Catch::Contains("names no kernel"));
+  }
+  SECTION("a kernel's shape tables stand on its own tables by length") {
+    j["gpu"]["attention_efficiency"]["by_sequence"].erase("fp8");
+    j["gpu"]["attention_efficiency"]["sliding_window"].erase("fp8");
+    drop_sources("/by_sequence/fp8/");
+    drop_sources("/sliding_window/fp8/");
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("by_head_dim/192/fp8") && Catch::Contains("needs by_sequence.fp8"));
+  }
+  SECTION("an unknown kernel is named") {
+    shapes["192"]["flash3"] = shapes["192"]["flash"];
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("flash3") && Catch::Contains("value_head_dim, flash, cudnn"));
+  }
+}
+
 TEST_CASE("Sliding-window and FP8 attention tables are read with their sources, or refused", "[config]") {
   json j = read("gb300-nvl72");
   const std::string table = "/gpu/attention_efficiency/sliding_window/flash";

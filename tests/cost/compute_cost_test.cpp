@@ -263,6 +263,51 @@ TEST_CASE("FP8 attention runs at cuDNN's measured FP8 rates, or is refused where
                     Catch::Contains("--fp8-dot-product-attention") && Catch::Contains("fp8_forward"));
 }
 
+TEST_CASE("At DeepSeek-V3's head shape, fused attention runs at that shape's measured times", "[cost]") {
+  // cudnn-frontend's DeepSeek-V3 runs (cuDNN 9.22.0, 128 heads, query/key
+  // head dim 192, value head dim 128, batch 2), the measured times: on the
+  // GB300 at 4k causal, bf16 0.864 ms forward and 3.127 ms backward, MXFP8
+  // 0.546 and 2.348 ms (where the Llama shape's MXFP8 backward is slower than
+  // its bf16 one, this shape's is faster); at 16k without a mask, fp8
+  // 12.794 ms forward. On the GB200, whose bf16 figures are an earlier
+  // cuDNN's (1769 against the run's 1697 TFLOP/s at the Llama shape's 16k),
+  // the shape's ratio to the Llama shape of the same run: 4k causal
+  // backward 3.383 ms · 1374 / 1455.
+  const auto seconds = [](const hardware::HardwareProfile& hw, const taskgraph::Task& t) {
+    return cost::compute_seconds(hw, t, cost::Load::Burst) - cost::launch_overhead_seconds(hw);
+  };
+  // The task as the workload builder writes it: 2·bh·s²·(192 + 128) FLOPs
+  // forward, twice that backward (op_spec.cpp attention_op).
+  const auto mla = [](std::uint32_t s, Dtype dtype, bool causal, bool backward) {
+    taskgraph::Task t = attention_forward(s);
+    t.shape = {2 * 128, s, s, 192};
+    t.flops = (backward ? 2 : 1) * 2.0 * 256 * s * s * (192 + 128);
+    t.dtype = dtype;
+    t.flags = static_cast<std::uint8_t>((causal ? taskgraph::kCausal : 0) | (backward ? taskgraph::kBackwardPass : 0));
+    return t;
+  };
+  const auto gb300 = test::shipped_hardware("gb300-nvl72");
+  CHECK(seconds(gb300, mla(4096, Dtype::Bf16, true, false)) == Approx(0.864e-3).epsilon(5e-3));
+  CHECK(seconds(gb300, mla(4096, Dtype::Bf16, true, true)) == Approx(3.127e-3).epsilon(5e-3));
+  CHECK(seconds(gb300, mla(4096, Dtype::Mxfp8, true, false)) == Approx(0.546e-3).epsilon(5e-3));
+  CHECK(seconds(gb300, mla(4096, Dtype::Mxfp8, true, true)) == Approx(2.348e-3).epsilon(5e-3));
+  CHECK(seconds(gb300, mla(16384, Dtype::Fp8, false, false)) == Approx(12.794e-3).epsilon(5e-3));
+  const auto gb200 = test::shipped_hardware("gb200-nvl72");
+  CHECK(seconds(gb200, mla(4096, Dtype::Bf16, true, true)) == Approx(3.383e-3 * 1374 / 1455).epsilon(5e-3));
+  // Another value head dim is not the measured shape: the Llama shape's
+  // tables, at 4k causal backward 0.8125 of the 16k no-mask 1536 TFLOP/s.
+  taskgraph::Task square = mla(4096, Dtype::Bf16, true, true);
+  square.flops = 2 * 2.0 * 256 * 4096.0 * 4096 * (192 + 192);
+  CHECK(square.flops * 0.5 * 1.25 / seconds(gb300, square) == Approx(1536e12 * 0.8125).epsilon(5e-3));
+  // Nor does a GPU without a measurement at this shape take one (the H100).
+  const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
+  taskgraph::Task llama = mla(4096, Dtype::Bf16, true, false);
+  llama.shape[3] = 128;
+  llama.flops = 2.0 * 256 * 4096.0 * 4096 * (128 + 128);
+  const taskgraph::Task deepseek = mla(4096, Dtype::Bf16, true, false);
+  CHECK(deepseek.flops / seconds(h100, deepseek) == Approx(llama.flops / seconds(h100, llama)).epsilon(1e-6));
+}
+
 TEST_CASE("A sliding window runs at its measured rate, and above it toward causal attention of its tile length",
           "[cost]") {
   // gpt-oss's windowed attention as cudnn-frontend times it on a GB300

@@ -30,6 +30,16 @@ struct AttentionSequenceFactors {
   AttentionSequenceTable backward;
 };
 
+/// A kernel's by-length tables measured at another head shape than the one
+/// its efficiency was (Llama's: query, key and value heads of 128), as
+/// factors on that same efficiency, for tasks of this shape only: keyed by
+/// the query/key head dim, with the measurement's value head dim.
+struct AttentionHeadShape {
+  int value_head_dim = 0;
+  AttentionSequenceFactors factors;
+};
+using AttentionHeadShapes = std::map<int, AttentionHeadShape>;
+
 /// Sliding-window attention as a kernel runs it, where measured: fractions
 /// of the kernel's peak (FLOPs of the unmasked band) by window, interpolated
 /// in log2 of the window and held below the smallest; above the largest,
@@ -50,6 +60,7 @@ struct AttentionKernel {
   double backward = 0;
   std::optional<AttentionSequenceFactors> by_sequence;
   std::optional<SlidingWindowAttention> sliding_window;
+  AttentionHeadShapes by_head_dim;
   double efficiency(bool backward_pass) const { return backward_pass ? backward : forward; }
 };
 
@@ -92,6 +103,8 @@ struct GpuSpec {
   std::optional<AttentionSequenceFactors> flash_attention_by_sequence;
   /// Where measured: the flash kernel's efficiency under a sliding window.
   std::optional<SlidingWindowAttention> sliding_window_attention;
+  /// Where measured: the flash kernel's tables at other head shapes.
+  AttentionHeadShapes flash_attention_by_head_dim;
   /// Transformer Engine's FP8 fused attention (cuDNN's kernel) with
   /// per-tensor scales and with MXFP8 blocks, where measured; fractions of
   /// the fp8 and mxfp8 peaks. --fp8-dot-product-attention needs the format's.

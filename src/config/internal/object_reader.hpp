@@ -51,6 +51,8 @@ class ObjectReader {
   /// A non-empty array of finite numbers, each in [min, max]; `why`, if
   /// given, ends the message about a number outside (what such a value means).
   std::vector<double> numbers(const std::string& key, double min, double max, const std::string& why = "");
+  /// The object's keys, in the file's order (none marked read).
+  std::vector<std::string> keys() const;
   /// Marks a key as understood without reading it.
   void skip(const std::string& key) { seen_.insert(key); }
 
