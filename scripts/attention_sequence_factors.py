@@ -53,8 +53,12 @@ Which table goes where, and why:
                     transfer from the other warp-specialized Hopper kernel
   H200 profile (whose 16k efficiencies are the cuDNN H200 figures)
     flash, both     cuDNN H200 / its 16k no-mask figures
-  GB200 profile (whose 16k efficiencies are the same run set's GB200 figures)
+  GB200 profile (whose 16k efficiencies are NVIDIA's GB200 run below, cuDNN
+  9.22.0, the run of its FP8 figures)
     flash, both     cuDNN GB200 (CUDNN_GB200 below) / its 16k no-mask figures
+  B200 and B300 profiles (FlashAttention-4's figures, no run by length)
+    flash, both     the earlier cuDNN 9.19.1 GB200 run (CUDNN_GB200_919) / its
+                    16k no-mask figures: cuDNN's shape on the same die
   GB300 profile (whose 16k efficiencies are NVIDIA's GB300 run below)
     flash, both     cuDNN GB300 (CUDNN_GB300 below) / its 16k no-mask figures
   GB200 and GB300 profiles, FP8 attention (fp8 and mxfp8: cuDNN's FP8
@@ -108,15 +112,32 @@ CUDNN_H200 = {
     ("top_left", 4096): (591, 474), ("no_mask", 4096): (671, 560),
     ("top_left", 2048): (484, 370), ("no_mask", 2048): (633, 504),
 }
-# The same run set on a GB200 (results/gb200_919_only_cudnn/llama3.1_20260226_174648.csv,
-# added in df73764, removed in 50c8aeb 'Clean up old benchmarks'), whose 16k
-# figures the gb200-nvl72 profile carries.
-CUDNN_GB200 = {
+# The earlier GB200 run of the H200's run set (results/gb200_919_only_cudnn/
+# llama3.1_20260226_174648.csv, added in df73764, removed in 50c8aeb 'Clean up
+# old benchmarks'; cuDNN 9.19.1, batch 1), whose shape by length the B200 and
+# B300 profiles carry (PROFILES below).
+CUDNN_GB200_919 = {
     ("top_left", 32768): (1720, 1473), ("no_mask", 32768): (1781, 1501),
     ("top_left", 16384): (1687, 1402), ("no_mask", 16384): (1769, 1455),
     ("top_left", 8192): (1598, 1311), ("no_mask", 8192): (1709, 1409),
     ("top_left", 4096): (1335, 1132), ("no_mask", 4096): (1593, 1287),
     ("top_left", 2048): (1042, 836), ("no_mask", 2048): (1245, 1089),
+}
+# NVIDIA's GB200 run of the later run set (results/llama3.1/gb200/llama3.1_20260424_100750.csv,
+# added in fb682ce, cuDNN Frontend v1.23.0 release notes, 2026-04-29; read at
+# 3929da2): cuDNN 9.22.0, the same attention at batch 2, BF16, forward and the
+# non-deterministic backward, whose 16k figures the gb200-nvl72 profile
+# carries since 2026-12-05 (before, an earlier run's: results/gb200_919_only_cudnn/
+# llama3.1_20260226_174648.csv, cuDNN 9.19.1, batch 1, 1769 and 1455 at 16k
+# without a mask and 1335 and 1132 at 4k causal, which NVIDIA removed in
+# 50c8aeb 'Clean up old benchmarks'); the same run as the profile's FP8
+# figures and the GB300's.
+CUDNN_GB200 = {
+    ("top_left", 32768): (1622, 1226), ("no_mask", 32768): (1634, 1262),
+    ("top_left", 16384): (1708, 1328), ("no_mask", 16384): (1697, 1374),
+    ("top_left", 8192): (1574, 1332), ("no_mask", 8192): (1771, 1404),
+    ("top_left", 4096): (1408, 1148), ("no_mask", 4096): (1599, 1350),
+    ("top_left", 2048): (1097, 885), ("no_mask", 2048): (1433, 1124),
 }
 # NVIDIA's later run set on a GB300 (results/llama3.1/gb300/llama3.1_20260424_100757.csv,
 # added in fb682ce, cuDNN Frontend v1.23.0 release notes, 2026-04-29; read
@@ -135,8 +156,8 @@ CUDNN_GB300 = {
 # TFLOP/s as the benchmark counts them, whose 16k no-mask figures over the
 # fp8 peak (5000) are the profiles' fp8_ and mxfp8_ efficiencies: Transformer
 # Engine's cuDNN FP8 attention (--fp8-dot-product-attention). GB200 from
-# results/llama3.1/gb200/llama3.1_20260424_100750.csv (cuDNN 9.22.0, batch 2;
-# its bf16 tables above come from the earlier 9.19.1 run, which has no FP8).
+# results/llama3.1/gb200/llama3.1_20260424_100750.csv (cuDNN 9.22.0, batch 2,
+# the run of CUDNN_GB200 above).
 CUDNN_FP8 = {
     "gb300": {
         "fp8": {
@@ -182,10 +203,9 @@ REFERENCE = 16384
 # forward and the non-deterministic backward, TFLOP/s as the benchmark counts
 # them. They give the kernels' by_head_dim tables: the rate at each length and
 # mask over the Llama attention's 16k no-mask rate of the same GPU's run at
-# cuDNN 9.22.0 (LLAMA_922_REFERENCE; on the GB300 the CUDNN_GB300 and CUDNN_FP8
-# figures above, on the GB200 the llama3.1/gb200 run of the same day, whose
-# bf16 16k figures are 1697 and 1374), so that each table multiplies the
-# efficiency the profile carries for the kernel at the Llama shape.
+# cuDNN 9.22.0 (LLAMA_922_REFERENCE: the CUDNN_GB200, CUDNN_GB300 and CUDNN_FP8
+# figures above), so that each table multiplies the efficiency the profile
+# carries for the kernel at the Llama shape.
 DSV3 = {
     "gb300": {
         "flash": {
@@ -238,7 +258,7 @@ DSV3_HEAD_DIM, DSV3_VALUE_HEAD_DIM = 192, 128
 LLAMA_922_REFERENCE = {
     "gb300": {"flash": CUDNN_GB300[("no_mask", REFERENCE)], "fp8": CUDNN_FP8["gb300"]["fp8"][("no_mask", REFERENCE)],
               "mxfp8": CUDNN_FP8["gb300"]["mxfp8"][("no_mask", REFERENCE)]},
-    "gb200": {"flash": (1697, 1374), "fp8": CUDNN_FP8["gb200"]["fp8"][("no_mask", REFERENCE)],
+    "gb200": {"flash": CUDNN_GB200[("no_mask", REFERENCE)], "fp8": CUDNN_FP8["gb200"]["fp8"][("no_mask", REFERENCE)],
               "mxfp8": CUDNN_FP8["gb200"]["mxfp8"][("no_mask", REFERENCE)]},
 }
 # The benchmark counts a backward pass as 3·d_qk + 2·d_v multiply-adds per
@@ -339,7 +359,8 @@ def tables():
                   **fp8_tables("gb200")},
         "gb300": {"flash": {"forward": cudnn_run(CUDNN_GB300, 0), "backward": cudnn_run(CUDNN_GB300, 1)},
                   **fp8_tables("gb300")},
-        "gb200-shape": {"flash": {"forward": cudnn_run(CUDNN_GB200, 0), "backward": cudnn_run(CUDNN_GB200, 1)}},
+        "gb200-shape": {"flash": {"forward": cudnn_run(CUDNN_GB200_919, 0),
+                                  "backward": cudnn_run(CUDNN_GB200_919, 1)}},
     }
 
 
@@ -348,8 +369,9 @@ PROFILES = {"a100-sxm4-80gb": "a100", "a100-sxm4-40gb": "a100", "dgx-a100-superp
             "h200-sxm-141gb": "h200", "gb200-nvl72": "gb200", "gb300-nvl72": "gb300",
             # The B200 and B300 carry FlashAttention-4's 16k figures; no FA4
             # run by length and mask is published, so they take cuDNN's
-            # Blackwell shape from the GB200 run (the same GPU die), as the
-            # Hopper profiles take cuDNN's backward shape.
+            # Blackwell shape from the earlier GB200 run (the same GPU die;
+            # CUDNN_GB200_919), as the Hopper profiles take cuDNN's backward
+            # shape.
             # No FP8 attention is measured on them.
             "b200-sxm-180gb": "gb200-shape", "b300-sxm-288gb": "gb200-shape"}
 
