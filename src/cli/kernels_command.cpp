@@ -43,7 +43,8 @@ std::string shape_text(const simulate::KernelUse& k) {
     return k.shape[3] > 1 ? fmt::format("{}×{}×{} ×{}", k.shape[0], k.shape[1], k.shape[2], k.shape[3])
                           : fmt::format("{}×{}×{}", k.shape[0], k.shape[1], k.shape[2]);
   if (k.kernel == KernelClass::Attention)
-    return fmt::format("bh {} · s {} · d {}{}{}", k.shape[0], k.shape[1], k.shape[3],
+    return fmt::format("bh {} · s {} · d {}{}{}{}", k.shape[0], k.shape[1], k.shape[3],
+                       k.value_head_dim != k.shape[3] ? fmt::format("/{}", k.value_head_dim) : std::string(),
                        k.flags & taskgraph::kCausal          ? " causal"
                        : k.flags & taskgraph::kSlidingWindow ? fmt::format(" window {}", k.shape[2])
                                                              : std::string(),
@@ -60,6 +61,7 @@ nlohmann::ordered_json shape_json(const simulate::KernelUse& k) {
             {"seq_q", k.shape[1]},
             {"seq_kv", k.shape[2]},
             {"head_dim", k.shape[3]},
+            {"value_head_dim", k.value_head_dim},
             {"causal", (k.flags & taskgraph::kCausal) != 0},
             {"sliding_window", (k.flags & taskgraph::kSlidingWindow) != 0},
             {"backward", (k.flags & taskgraph::kBackwardPass) != 0}};

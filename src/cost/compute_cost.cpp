@@ -90,17 +90,13 @@ std::optional<OwnAttentionKernel> own_attention_kernel(const hardware::GpuSpec& 
 }
 
 // The tables measured at the task's head shape, if any: its query/key head
-// dim (Task::shape[3]) and its value head dim, which the FLOPs of an
-// unwindowed task give (op_spec.cpp attention_op: 2·bh·sq·skv·(d + v)
-// forward, twice that backward).
+// dim (Task::shape[3]) and its value head dim (from its FLOPs); a window
+// keeps the kernel's own tables.
 const hardware::AttentionHeadShape* measured_head_shape(const hardware::AttentionHeadShapes& shapes,
                                                         const taskgraph::Task& task) {
   const auto it = shapes.find(static_cast<int>(task.shape[3]));
   if (it == shapes.end() || (task.flags & taskgraph::kSlidingWindow)) return nullptr;
-  const double scores = static_cast<double>(task.shape[0]) * task.shape[1] * task.shape[2];
-  const double per_score = task.flops / (2 * scores * ((task.flags & taskgraph::kBackwardPass) ? 2 : 1));
-  const double value_head_dim = per_score - task.shape[3];
-  return std::abs(value_head_dim - it->second.value_head_dim) < 0.5 ? &it->second : nullptr;
+  return std::abs(taskgraph::attention_value_head_dim(task) - it->second.value_head_dim) < 0.5 ? &it->second : nullptr;
 }
 
 ConfigError missing_kernel(const hardware::HardwareProfile& hw, const OwnAttentionKernel& k) {

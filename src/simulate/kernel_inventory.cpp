@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -37,6 +38,8 @@ std::vector<KernelUse> kernel_inventory(const model::ModelSpec& model,
           use.kernel = task.kernel;
           use.dtype = task.dtype;
           use.shape = task.shape;
+          if (task.kernel == taskgraph::KernelClass::Attention)
+            use.value_head_dim = static_cast<std::uint32_t>(std::lround(taskgraph::attention_value_head_dim(task)));
           use.flags = task.flags;
           use.flops = task.flops;
           use.bytes = task.bytes;
@@ -67,10 +70,13 @@ std::string microbench_list(const std::vector<KernelUse>& kernels) {
                             k.shape[2], std::max<std::uint32_t>(1, k.shape[3]));
         break;
       case taskgraph::KernelClass::Attention:
-        // ptsim-microbench's attention kernel is bf16 and has no window.
+        // ptsim-microbench's attention kernel is bf16, has no window and
+        // one head dim for query, key and value.
         if (k.flags & taskgraph::kSlidingWindow) text += "# not measurable (sliding window): ";
         else if (k.dtype != Dtype::Bf16)
           text += "# not measurable (FP8 attention): ";
+        else if (k.value_head_dim != k.shape[3])
+          text += fmt::format("# not measurable (value head dim {}): ", k.value_head_dim);
         text += fmt::format("attention {} {} {} {} {} {} {}\n", to_string(k.dtype), k.shape[0],
                             k.shape[1], k.shape[2], k.shape[3],
                             k.flags & taskgraph::kCausal ? "causal" : "full",

@@ -32,4 +32,12 @@ std::string_view to_string(KernelClass k) {
   return "?";
 }
 
+double attention_value_head_dim(const Task& task) {
+  const double s = task.shape[1], keys = task.shape[2];
+  // A window's shape[2] is its width; its task counts the band's scores.
+  const double scores = (task.flags & kSlidingWindow) ? keys * (keys + 1) / 2 + (s - keys) * keys : s * keys;
+  const double total = static_cast<double>(task.shape[0]) * scores * ((task.flags & kBackwardPass) ? 4 : 2);
+  return total > 0 ? task.flops / total - task.shape[3] : 0;
+}
+
 }  // namespace ptsim::taskgraph

@@ -767,6 +767,23 @@ TEST_CASE("A sweep entry's power_limit_W runs its GPUs under that limit, and a l
   CHECK_THAT(bad.err, Catch::Contains("/hardware/1/power_limit_W") && Catch::Contains("outside 200 … 700 W"));
 }
 
+TEST_CASE("ptsim kernels shows multi-latent attention's value head dim and leaves it out of the micro-benchmark list",
+          "[cli]") {
+  // DeepSeek-V3 at 4096 tokens, one sequence on one GB300: 128 heads whose
+  // queries and keys have 128 + 64 dims and whose values have 128.
+  const std::string list = ptsim::test::scratch_path("kernels-mla.txt");
+  const auto r = run("kernels --model " + ptsim::test::source_path("configs/models/deepseek-v3.json") + " --hw " +
+                     ptsim::test::source_path("hw_profiles/gb300-nvl72.json") +
+                     " --gpus 1 --global-batch-size 1 --seq-length 4096 --microbench-list " + list);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("bh 128 · s 4096 · d 192/128 causal fwd"));
+  CHECK_THAT(r.out, Catch::Contains("bh 128 · s 4096 · d 192/128 causal bwd"));
+  const std::string text = slurp(list);
+  CHECK_THAT(text,
+             Catch::Contains("# not measurable (value head dim 128): attention bf16 128 4096 4096 192 causal forward"));
+  CHECK_THAT(text, !Catch::Contains("\nattention "));
+}
+
 TEST_CASE("ptsim kernels names windowed and FP8 attention, and leaves them out of the micro-benchmark list", "[cli]") {
   // gpt-oss-120b at 4096 tokens, one sequence on one GB300, MXFP8 with FP8
   // attention: 64 heads of 64; its even layers attend over windows of 128.

@@ -45,3 +45,23 @@ TEST_CASE("A Program numbers its instances' tasks in order and keeps links forwa
   CHECK(p.task(4).layer == 3);
   CHECK_THROWS(p.add_link({2, 0}, {1, 0}));  // backwards
 }
+
+TEST_CASE("An attention task's value head dim is read back from its FLOPs", "[taskgraph]") {
+  // 4 batch·heads, 1024 queries and keys, query/key head dim 192: forward
+  // 2·4·1024²·(192 + 128) FLOPs, backward twice that.
+  taskgraph::Task t;
+  t.kernel = taskgraph::KernelClass::Attention;
+  t.shape = {4, 1024, 1024, 192};
+  t.flops = 2.0 * 4 * 1024 * 1024 * (192 + 128);
+  CHECK(taskgraph::attention_value_head_dim(t) == Approx(128));
+  t.flags = taskgraph::kBackwardPass;
+  t.flops *= 2;
+  CHECK(taskgraph::attention_value_head_dim(t) == Approx(128));
+  // A window of 128 keys over 1024 queries: 128·129/2 + 896·128 scores a head.
+  t.flags = taskgraph::kSlidingWindow;
+  t.shape = {4, 1024, 128, 64};
+  t.flops = 2.0 * 4 * (128.0 * 129 / 2 + 896.0 * 128) * (64 + 64);
+  CHECK(taskgraph::attention_value_head_dim(t) == Approx(64));
+  t.shape = {0, 1024, 1024, 64};
+  CHECK(taskgraph::attention_value_head_dim(t) == 0);
+}

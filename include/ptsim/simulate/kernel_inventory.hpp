@@ -21,6 +21,7 @@ struct KernelUse {
   taskgraph::KernelClass kernel = taskgraph::KernelClass::Gemm;
   Dtype dtype = Dtype::Bf16;
   std::array<std::uint32_t, 4> shape{};
+  std::uint32_t value_head_dim = 0;  // attention: its value head dim (shape[3] is the query/key one)
   std::uint8_t flags = 0;
   double flops = 0;           // per call, model convention
   std::uint64_t bytes = 0;    // per call
@@ -37,6 +38,8 @@ std::vector<KernelUse> kernel_inventory(const model::ModelSpec& model,
 /// One line per kernel for the micro-benchmarks (src/microbench reads it):
 ///   gemm DTYPE M N K BATCH
 ///   attention DTYPE BATCH_HEADS SEQ_Q SEQ_KV HEAD_DIM causal|full forward|backward
+/// (attention the micro-benchmarks cannot time, with a window, in FP8 or with
+/// a value head dim other than its query/key one, as a comment)
 ///   memory CLASS BYTES
 std::string microbench_list(const std::vector<KernelUse>& kernels);
 

@@ -86,6 +86,14 @@ inline constexpr std::uint8_t kHostWaitsForTask = 32;
 
 std::string_view to_string(KernelClass k);
 
+struct Task;
+/// An attention task's value head dim, which its shape does not hold: its
+/// FLOPs are 2·batch·heads·(scores)·(head dim + value head dim) forward and
+/// twice that backward, the scores query × key length, or under a sliding
+/// window of w keys (shape[2]) the band's w(w + 1)/2 + (s − w)·w. Zero for a
+/// task with no scores.
+double attention_value_head_dim(const Task& task);
+
 struct Task {
   TaskKind kind = TaskKind::Compute;
   ComputeKind compute = ComputeKind::MemoryBound;
