@@ -294,11 +294,14 @@ def fa3_forward(kernel):
             "causal": rounded(v / ref for v in t["causal"])}
 
 
-def cudnn_run(run, pass_index):
-    ref = run[("no_mask", REFERENCE)][pass_index]
+def cudnn_run(run, pass_index, reference=None, flops_ratio=1.0):
+    """A cudnn-frontend run's table for one pass: each rate (times flops_ratio, the
+    benchmark's FLOP count over ptsim's) over the reference's 16k no-mask rate,
+    by default the run's own."""
+    ref = (reference or run[("no_mask", REFERENCE)])[pass_index]
     return {"seq_lengths": CUDNN_SEQ,
-            "full": rounded(run[("no_mask", s)][pass_index] / ref for s in CUDNN_SEQ),
-            "causal": rounded(run[("top_left", s)][pass_index] / ref for s in CUDNN_SEQ)}
+            "full": rounded(run[("no_mask", s)][pass_index] * flops_ratio / ref for s in CUDNN_SEQ),
+            "causal": rounded(run[("top_left", s)][pass_index] * flops_ratio / ref for s in CUDNN_SEQ)}
 
 
 def cudnn_h200(pass_index):
@@ -323,19 +326,12 @@ def fa2_h100():
     return fa2_table(FA2_H100_SEQ, FA2_H100)
 
 
-def head_shape_table(run, reference, pass_index, flops_ratio):
-    ref = reference[pass_index]
-    return {"seq_lengths": CUDNN_SEQ,
-            "full": rounded(run[("no_mask", s)][pass_index] * flops_ratio / ref for s in CUDNN_SEQ),
-            "causal": rounded(run[("top_left", s)][pass_index] * flops_ratio / ref for s in CUDNN_SEQ)}
-
-
 def head_dim_tables(gpu):
     shape = {"value_head_dim": DSV3_VALUE_HEAD_DIM}
     for kernel, run in DSV3[gpu].items():
         reference = LLAMA_922_REFERENCE[gpu][kernel]
-        shape[kernel] = {"forward": head_shape_table(run, reference, 0, 1.0),
-                         "backward": head_shape_table(run, reference, 1, DSV3_BACKWARD_FLOPS)}
+        shape[kernel] = {"forward": cudnn_run(run, 0, reference),
+                         "backward": cudnn_run(run, 1, reference, DSV3_BACKWARD_FLOPS)}
     return {str(DSV3_HEAD_DIM): shape}
 
 

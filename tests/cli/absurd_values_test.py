@@ -81,12 +81,12 @@ def main():
     strategy = ["--gpus", "16", "--tp", "2", "--pp", "2", "--global-batch-size", "8"]
     hf = json.load(open(os.path.join(ROOT, "fuzz/corpus/fuzz_hf_config/llama3-8b.json")))
     cases = [("model", None, p) for p in numeric_leaves(model)] + [("hf", None, p) for p in numeric_leaves(hf)]
+    # Calibration and attention tables (by length, by head shape): their
+    # first two entries of each list stand for the rest.
+    def sampled(p):
+        in_table = ("by_sequence" in p or "by_head_dim" in p) and isinstance(p[-1], int)
+        return not in_table or p[-1] in (0, 1)
     for name, hw in profiles.items():
-        # Calibration and attention tables (by length, by head shape): their
-        # first two entries of each list stand for the rest.
-        def sampled(p):
-            in_table = ("by_sequence" in p or "by_head_dim" in p) and isinstance(p[-1], int)
-            return not in_table or p[-1] in (0, 1)
         cases += [("hw", name, p) for p in numeric_leaves(hw)
                   if (p[0] != "calibration" or name == "h100-sxm5-80gb" and p[-1] in (0, 1)) and sampled(p)]
     # A strategy file's numbers, and a measurement file's (through check-kernels).
