@@ -27,7 +27,8 @@ const std::vector<StrategyField> kFields = {
     {"dp", "data_parallel_size", "dp", &S::dp, 1, std::int64_t{1} << 24, {}, "D",
      "data-parallel size (default gpus / (tp·cp·pp))"},
     {"cp", "context_parallel_size", "cp", &S::cp, 1, std::int64_t{1} << 24, {}, "C",
-     "context-parallel size: the sequence split over C ranks, ring attention (default 1)"},
+     "context-parallel size: the sequence split over C ranks, ring attention (Megatron-Core's; PyTorch's "
+     "context_parallel with --kernel-fusion eager or compiled) (default 1)"},
     {"ep", "expert_model_parallel_size", "ep", &S::ep, 1, std::int64_t{1} << 24, {}, "E",
      "expert-parallel size: MoE experts split over E ranks (default 1)"},
     {"expert_tp", "expert_tensor_parallel_size", "etp", &S::expert_tp, 1, std::int64_t{1} << 24, {}, "T",
@@ -176,6 +177,13 @@ const std::vector<StrategyField> kFields = {
      "eager is bf16 only; compiled also takes --precision fp8: torchao's Float8Linear in every block linear "
      "(torchtitan's --float8.enable_float8_linear; the output layer bf16), dynamic per-tensor scaling, one cast "
      "of an input its linears share, the weights cast in every forward"},
+    {"cp_rotate_method", "context_parallel_rotate_method", "", &S::cp_rotate_method, 1, 1,
+     {"allgather", "alltoall"}, "HOW",
+     "with --cp > 1 and --kernel-fusion eager or compiled, whose context parallelism is PyTorch's "
+     "(context_parallel, as torchtitan runs it): how each rank's keys and values reach the others, allgather "
+     "(default, PyTorch's and torchtitan's: one all-gather of every shard's keys and values a pass) | alltoall "
+     "(each shard sent on to the next rank before every step); either way the key and value gradients travel "
+     "round the ring in fp32 (torchtitan's --experimental.context_parallel_rotate_method)"},
     {"fsdp", "fsdp", "", &S::fsdp, 1, 1, {"fsdp1", "fsdp2"}, "VERSION",
      "PyTorch FSDP as the data parallelism, ZeRO-3's sharding with the fp32 shards as the only copy of the "
      "parameters (16 bytes a parameter, not 18; implies --zero 3): fsdp2 (fully_shard per transformer block, as "

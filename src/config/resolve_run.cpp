@@ -462,15 +462,29 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
                        strategy::Fp8Recipe::Mxfp8},
             "FP8 recipe");
   check_model_splits(check, m, c, s);
-  // torchtitan's context parallelism is PyTorch's (context_parallel: the
-  // shard's K and V all-gathered or passed round, merged in fp32), which
-  // costs what Megatron's ring does not: at 4 and 8 ranks torchtitan's
-  // benchmark (Table 2) is 21-24% slower than that ring.
-  if (c.cp > 1 && c.torch_modules())
+  // torchtitan's context parallelism is PyTorch's (context_parallel:
+  // workload/layer_torch_cp.cpp), whose keys and values travel as the
+  // rotate method says; Megatron-Core's ring has no such choice.
+  if (s.cp_rotate_method) {
+    c.cp_rotate_method =
+        named(*s.cp_rotate_method, std::array{strategy::CpRotateMethod::AllGather, strategy::CpRotateMethod::AllToAll},
+              "context-parallel rotate method");
+    if (c.cp == 1 || !c.torch_modules())
+      check.fail("cp_rotate_method", *s.cp_rotate_method,
+                 c.cp == 1 ? "needs context parallelism (cp is 1)"
+                           : "applies to PyTorch's context parallelism (--kernel-fusion eager or compiled); with "
+                             "fused kernels --cp is Megatron-Core's ring, which passes keys and values round",
+                 c.cp == 1 ? "add --cp, or drop --context-parallel-rotate-method"
+                           : "drop --context-parallel-rotate-method");
+  }
+  // PyTorch balances causal work by giving each rank two chunks and refuses
+  // a load-balanced ring without the causal mask.
+  if (c.cp > 1 && c.torch_modules() && !m.causal)
     check.fail("cp", c.cp,
-               "with torchtitan's modules (--kernel-fusion eager or compiled) would be PyTorch's context parallelism, "
-               "which ptsim does not model; its --cp is Megatron-Core's ring attention",
-               "use --cp 1, or --kernel-fusion fused for Megatron-Core's");
+               fmt::format("with PyTorch's context parallelism needs a causal model (its load balancing requires "
+                           "is_causal); {} is not causal",
+                           m.name),
+               "use --cp 1");
   if (c.pp > m.num_layers)
     check.fail("pp", c.pp,
                fmt::format("exceeds num_layers = {} (model {}): every stage needs a layer", m.num_layers, m.name),

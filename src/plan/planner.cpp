@@ -87,8 +87,8 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
   const std::int64_t seq = r.seq_length.value_or(m.seq_length);
   const std::int64_t domain = r.hardware.nvlink.domain_gpus;
   const bool flash = r.fixed.attention_backend.value_or("flash") != "unfused";  // fused kernels
-  // torchtitan's modules: op checkpointing searched, context parallelism
-  // not (PyTorch's, which ptsim does not model: resolve_run).
+  // torchtitan's modules: op checkpointing searched; their context
+  // parallelism is PyTorch's, for causal models only (resolve_run).
   const bool torch_modules = r.fixed.kernel_fusion.value_or("fused") != "fused";
   std::vector<config::StrategyInput> out;
   std::size_t index = 0;
@@ -104,7 +104,8 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
     if ((!m.is_moe() || m.first_dense_layers > 0) && !divides(tp, m.ffn_hidden_size)) continue;
     for (const std::int64_t cp : powers_of_two_up_to(16)) {
       if (r.fixed.cp ? *r.fixed.cp != cp : (cp > 1 && seq < 8192)) continue;  // CP pays off on long sequences
-      if (cp > 1 && (seq % (2 * cp) != 0 || torch_modules)) continue;
+      if (cp > 1 && (seq % (2 * cp) != 0 || (torch_modules && !m.causal))) continue;
+      if (cp == 1 && r.fixed.cp_rotate_method) continue;  // a rotate method asks for context parallelism
       if (n % (tp * cp) != 0) continue;
       for (const std::int64_t pp : divisors(n / (tp * cp))) {
         if (r.fixed.pp && *r.fixed.pp != pp) continue;

@@ -45,6 +45,14 @@ std::string_view to_string(KernelFusion k) {
   return "?";
 }
 
+std::string_view to_string(CpRotateMethod r) {
+  switch (r) {
+    case CpRotateMethod::AllGather: return "allgather";
+    case CpRotateMethod::AllToAll: return "alltoall";
+  }
+  return "?";
+}
+
 std::string_view to_string(AttentionBackend a) {
   switch (a) {
     case AttentionBackend::Flash: return "flash";

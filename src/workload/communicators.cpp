@@ -154,13 +154,20 @@ void add_communicators(const strategy::ParallelConfig& config, const strategy::R
       b.add_groups(world, slots::kExpertTensorParallel1, etp_leader, etp_group);
     }
   }
-  // The CP ring: each rank sends to the next rank of its CP group.
-  if (dense.size(Axis::Cp) > 1)
+  // The CP ring: each rank sends to the next rank of its CP group; under
+  // torchtitan's modules the group itself too, for PyTorch's all-gather of
+  // keys and values.
+  if (dense.size(Axis::Cp) > 1) {
+    if (config.torch_modules())
+      b.add_groups(
+          world, slots::kContextParallel, [&](Rank r) { return zeroed(dense, r, {Axis::Cp}); },
+          [&](Rank r) { return dense.group(r, Axis::Cp); });
     for (Rank r = 0; r < world; ++r) {
       const std::int64_t c = dense.coordinate(r, Axis::Cp);
       const Rank next = dense.with_coordinate(r, Axis::Cp, (c + 1) % dense.size(Axis::Cp));
       b.channel(r, next, slots::kContextSend, slots::kContextRecv);
     }
+  }
   // Pipeline channels between neighbouring stages; the interleaved schedule
   // closes the ring (the last stage feeds the first stage's next chunk);
   // DualPipe's second direction runs the other way on channels of its own.

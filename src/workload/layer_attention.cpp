@@ -78,6 +78,8 @@ void LayerBuilder::core_attention(double qk_d, double v_d, double kv_ratio) {
   std::size_t attention_at = fw_.size();  // the attention kernel's forward op
   if (!shape_.flash_attention()) {
     unfused_attention(qk_d, v_d, kv_ratio);
+  } else if (shape_.cp > 1 && modules_) {
+    torch_context_parallel_attention(bh, qk_d, v_d, kv_ratio, qkv_saved + lse, qkv_saved);
   } else if (shape_.cp > 1) {
     ring_attention(bh, qk_d, v_d, kv_ratio, qkv_saved + lse, qkv_saved);
   } else {

@@ -80,6 +80,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.main_grad_bytes = c.gradient_bytes();
   s.attention = c.attention;
   s.kernel_fusion = c.kernel_fusion;
+  s.cp_rotate_method = c.cp_rotate_method;
   s.fp8_weights_gathered = c.fp8_param_gather && c.zero_stage == 3;
   s.gemm_dtype = c.gemm_dtype();
   s.attention_dtype = c.attention_dtype();

@@ -64,6 +64,10 @@ Route route_of(CommGroup group, OpKind kind) {
     case CommGroup::ExpertParallel:
       return {streams::kExpertParallel, slots::kExpertParallel, categories::kExpertParallel};
     case CommGroup::ContextParallel:
+      // A collective over the whole group (PyTorch's all-gather of keys and
+      // values) runs in order with the sends, as on PyTorch's one CP stream.
+      if (kind == OpKind::Collective)
+        return {streams::kContextSend, slots::kContextParallel, categories::kContextParallel};
       return kind == OpKind::Recv ? Route{streams::kContextRecv, slots::kContextRecv, categories::kContextParallel}
                                   : Route{streams::kContextSend, slots::kContextSend, categories::kContextParallel};
   }

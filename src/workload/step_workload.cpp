@@ -84,6 +84,7 @@ constexpr std::array<Label, slots::kCount> kSlots = {{
     {slots::kExpertParallel1, "ep1"},
     {slots::kExpertTensorParallel1, "etp1"},
     {slots::kDataParallelReplicate, "dp_replicate"},
+    {slots::kContextParallel, "cp"},
 }};
 constexpr std::array<Label, categories::kCount> kCategories = {{
     {categories::kForward, "forward"},

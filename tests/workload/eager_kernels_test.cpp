@@ -190,13 +190,3 @@ TEST_CASE("torchtitan's op checkpointing runs over compiled blocks, rerunning th
   const double n = 1024;
   CHECK(step.hardware_flops - step.model_flops == Approx(2 * 2 * n * (h * kv + q * h + h * f)));
 }
-
-TEST_CASE("torchtitan's modules refuse context parallelism, PyTorch's not being Megatron's ring", "[config][eager]") {
-  auto [m, st] = eager_llama(2, "full", "compiled");
-  st.gpus = 2;
-  st.global_batch_size = 1;
-  st.cp = 2;
-  CHECK_THROWS_WITH(config::resolve_run(m, st), Catch::Contains("PyTorch's context parallelism"));
-  st.kernel_fusion = "fused";  // Megatron-Core's ring attention
-  CHECK(config::resolve_run(m, st).parallel.cp == 2);
-}

@@ -70,6 +70,7 @@ struct StrategyInput {
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp
   std::optional<std::string> attention_backend;  // flash | unfused | cudnn | flash2
   std::optional<std::string> kernel_fusion;      // fused | eager | compiled
+  std::optional<std::string> cp_rotate_method;   // allgather | alltoall: PyTorch's context parallelism
   std::optional<std::string> fsdp;               // fsdp1 | fsdp2: PyTorch FSDP as the data parallelism
   std::optional<std::string> optimizer_impl;     // fused | foreach: how Adam runs over FSDP's shards
   std::optional<std::string> reshard_after_forward;  // default | always | never (with fsdp)

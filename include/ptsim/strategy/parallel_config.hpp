@@ -40,6 +40,14 @@ enum class KernelFusion {
   Compiled,  // the same modules, each transformer block under torch.compile
 };
 
+/// How PyTorch's context parallelism passes each rank's keys and values
+/// round the ring (torch.distributed.tensor.experimental._attention's
+/// _RotateMethod; torchtitan's --experimental.context_parallel_rotate_method).
+enum class CpRotateMethod {
+  AllGather,  // one all-gather of every shard's K and V a pass (PyTorch's and torchtitan's default)
+  AllToAll,   // each shard sent to the next rank before every step, as a ring
+};
+
 enum class AttentionBackend {
   Flash,    // fused attention kernels at the profile's FlashAttention efficiency
   Unfused,  // QKᵀ, softmax, dropout and PV as separate kernels (Megatron-LM 2021)
@@ -69,6 +77,7 @@ enum class MoeDispatcher {
 
 std::string_view to_string(AttentionBackend a);
 std::string_view to_string(KernelFusion k);
+std::string_view to_string(CpRotateMethod r);
 std::string_view to_string(MoeDispatcher d);
 std::string_view to_string(Fp8Recipe r);
 
@@ -234,6 +243,10 @@ struct ParallelConfig {
   KernelFusion kernel_fusion = KernelFusion::Fused;
   /// torchtitan's PyTorch modules, eager or compiled.
   bool torch_modules() const { return kernel_fusion != KernelFusion::Fused; }
+  /// With those modules and cp > 1, context parallelism is PyTorch's
+  /// (context_parallel), whose keys and values travel this way; with fused
+  /// kernels it is Megatron-Core's ring, which passes them round.
+  CpRotateMethod cp_rotate_method = CpRotateMethod::AllGather;
   /// PyTorch FSDP as ZeRO-3 (0: not FSDP): 1, FullyShardedDataParallel's
   /// flat parameters, gathered straight into their buffer, the casts on side
   /// streams; 2, fully_shard per block, whose copy-out and reduce-scatter

@@ -26,7 +26,8 @@ struct MicroShape {
   std::int64_t micro_batch = 1;  // b, sequences
   std::int64_t seq_length = 1;   // s, tokens of a whole sequence
   std::int64_t tp = 1;           // t
-  std::int64_t cp = 1;           // the sequence is split over cp ranks (ring attention)
+  std::int64_t cp =
+      1;  // the sequence is split over cp ranks (ring attention: Megatron-Core's, or PyTorch's with torch_modules())
   bool sequence_parallel = false;
   bool tp_comm_overlap = false;  // SP's gathers and scatters pipelined with their GEMMs
   /// Without SP: a column-parallel linear's input gradient is all-reduced
@@ -48,6 +49,9 @@ struct MicroShape {
   /// blocks (ParallelConfig::kernel_fusion).
   strategy::KernelFusion kernel_fusion = strategy::KernelFusion::Fused;
   bool torch_modules() const { return kernel_fusion != strategy::KernelFusion::Fused; }
+  /// Under cp > 1 with those modules: how PyTorch's context parallelism moves
+  /// keys and values (ParallelConfig::cp_rotate_method).
+  strategy::CpRotateMethod cp_rotate_method = strategy::CpRotateMethod::AllGather;
   /// The layer weights arrive in fp8 from FSDP2's all-gather (torchao's
   /// float8 all-gather, ParallelConfig::fp8_param_gather under ZeRO-3).
   bool fp8_weights_gathered = false;

@@ -70,7 +70,10 @@ inline constexpr std::uint8_t kExpertTensorParallel1 = 19;
 /// HSDP: the ranks holding the same shard in each replica (kDataParallel is
 /// then the shard group).
 inline constexpr std::uint8_t kDataParallelReplicate = 20;
-inline constexpr std::uint8_t kCount = 21;
+/// The CP group as one communicator: PyTorch's context parallelism gathers
+/// every rank's keys and values over it (Megatron-Core's ring only sends).
+inline constexpr std::uint8_t kContextParallel = 21;
+inline constexpr std::uint8_t kCount = 22;
 }  // namespace slots
 
 /// Task categories, for the report's breakdown.

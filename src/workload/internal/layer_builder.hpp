@@ -483,6 +483,11 @@ class LayerBuilder {
   // stays under core_attn recomputation (Q, K and V, the checkpoint's inputs).
   void ring_attention(double bh, double qk_d, double v_d, double kv_ratio, double saved, double kept);
 
+  // The same under torchtitan's modules: PyTorch's context_parallel
+  // (layer_torch_cp.cpp), keys and values rotated as
+  // MicroShape::cp_rotate_method says, partial outputs merged in fp32.
+  void torch_context_parallel_attention(double bh, double qk_d, double v_d, double kv_ratio, double saved, double kept);
+
   // A fused attention kernel of the run's backend (the profile's flash one
   // unless the run names another).
   OpSpec fused_attention(std::string name, double bh, double seq_q, double seq_kv, double qk_d, double v_d,
