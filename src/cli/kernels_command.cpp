@@ -43,7 +43,13 @@ std::string shape_text(const simulate::KernelUse& k) {
     return k.shape[3] > 1 ? fmt::format("{}×{}×{} ×{}", k.shape[0], k.shape[1], k.shape[2], k.shape[3])
                           : fmt::format("{}×{}×{}", k.shape[0], k.shape[1], k.shape[2]);
   if (k.kernel == KernelClass::Attention)
-    return fmt::format("bh {} · s {} · d {}{}{}{}", k.shape[0], k.shape[1], k.shape[3],
+    // Keys as many as queries unless a context-parallel step's block says
+    // otherwise (a window's length is shown as the window).
+    return fmt::format("bh {} · s {}{} · d {}{}{}{}", k.shape[0], k.shape[1],
+                       k.shape[2] != k.shape[1] && !(k.flags & taskgraph::kSlidingWindow)
+                           ? fmt::format("×{}", k.shape[2])
+                           : std::string(),
+                       k.shape[3],
                        k.value_head_dim != k.shape[3] ? fmt::format("/{}", k.value_head_dim) : std::string(),
                        k.flags & taskgraph::kCausal          ? " causal"
                        : k.flags & taskgraph::kSlidingWindow ? fmt::format(" window {}", k.shape[2])

@@ -784,6 +784,19 @@ TEST_CASE("ptsim kernels shows multi-latent attention's value head dim and leave
   CHECK_THAT(text, !Catch::Contains("\nattention "));
 }
 
+TEST_CASE("ptsim kernels shows a context-parallel block's query and key lengths", "[cli]") {
+  // Llama 3 8B, one sequence of 16k tokens over 4 GPUs under
+  // PyTorch's context parallelism: after the causal local block, each step
+  // attends 4096 queries to half a block of keys, 2048.
+  const auto r = run("kernels --model " + ptsim::test::source_path("configs/models/llama3-8b.json") + " --hw " +
+                     ptsim::test::source_path("hw_profiles/h100-sxm5-80gb.json") +
+                     " --gpus 4 --cp 4 --global-batch-size 1 --seq-length 16384 --kernel-fusion compiled"
+                     " --attention-backend flash2");
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("bh 32 · s 4096 · d 128 causal fwd"));
+  CHECK_THAT(r.out, Catch::Contains("bh 32 · s 4096×2048 · d 128 fwd"));
+}
+
 TEST_CASE("ptsim kernels names windowed and FP8 attention, and leaves them out of the micro-benchmark list", "[cli]") {
   // gpt-oss-120b at 4096 tokens, one sequence on one GB300, MXFP8 with FP8
   // attention: 64 heads of 64; its even layers attend over windows of 128.
