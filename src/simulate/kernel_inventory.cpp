@@ -70,13 +70,16 @@ std::string microbench_list(const std::vector<KernelUse>& kernels) {
                             k.shape[2], std::max<std::uint32_t>(1, k.shape[3]));
         break;
       case taskgraph::KernelClass::Attention:
-        // ptsim-microbench's attention kernel is bf16, has no window and
-        // one head dim for query, key and value.
+        // ptsim-microbench's attention kernel is bf16, has no window, one
+        // head dim for query, key and value, and as many keys as queries
+        // (a context-parallel step's block may have half as many).
         if (k.flags & taskgraph::kSlidingWindow) text += "# not measurable (sliding window): ";
         else if (k.dtype != Dtype::Bf16)
           text += "# not measurable (FP8 attention): ";
         else if (k.value_head_dim != k.shape[3])
           text += fmt::format("# not measurable (value head dim {}): ", k.value_head_dim);
+        else if (k.shape[2] != k.shape[1])
+          text += fmt::format("# not measurable ({} keys for {} queries): ", k.shape[2], k.shape[1]);
         text += fmt::format("attention {} {} {} {} {} {} {}\n", to_string(k.dtype), k.shape[0],
                             k.shape[1], k.shape[2], k.shape[3],
                             k.flags & taskgraph::kCausal ? "causal" : "full",

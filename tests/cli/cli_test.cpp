@@ -784,17 +784,27 @@ TEST_CASE("ptsim kernels shows multi-latent attention's value head dim and leave
   CHECK_THAT(text, !Catch::Contains("\nattention "));
 }
 
-TEST_CASE("ptsim kernels shows a context-parallel block's query and key lengths", "[cli]") {
+TEST_CASE("ptsim kernels shows a context-parallel block's query and key lengths, kept out of the micro-benchmark list",
+          "[cli]") {
   // Llama 3 8B, one sequence of 16k tokens over 4 GPUs under
   // PyTorch's context parallelism: after the causal local block, each step
   // attends 4096 queries to half a block of keys, 2048.
+  const std::string list = ptsim::test::scratch_path("kernels-cp.txt");
   const auto r = run("kernels --model " + ptsim::test::source_path("configs/models/llama3-8b.json") + " --hw " +
                      ptsim::test::source_path("hw_profiles/h100-sxm5-80gb.json") +
                      " --gpus 4 --cp 4 --global-batch-size 1 --seq-length 16384 --kernel-fusion compiled"
-                     " --attention-backend flash2");
+                     " --attention-backend flash2 --microbench-list " +
+                     list);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("bh 32 · s 4096 · d 128 causal fwd"));
   CHECK_THAT(r.out, Catch::Contains("bh 32 · s 4096×2048 · d 128 fwd"));
+  // ptsim-microbench times as many keys as queries: the local causal block
+  // is listed, the half blocks are not.
+  const std::string text = slurp(list);
+  CHECK_THAT(text, Catch::Contains("attention bf16 32 4096 4096 128 causal forward"));
+  CHECK_THAT(text, !Catch::Contains("): attention bf16 32 4096 4096 128 causal forward"));
+  CHECK_THAT(text,
+             Catch::Contains("# not measurable (2048 keys for 4096 queries): attention bf16 32 4096 2048 128 full"));
 }
 
 TEST_CASE("ptsim kernels names windowed and FP8 attention, and leaves them out of the micro-benchmark list", "[cli]") {
