@@ -469,13 +469,14 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
     c.cp_rotate_method =
         named(*s.cp_rotate_method, std::array{strategy::CpRotateMethod::AllGather, strategy::CpRotateMethod::AllToAll},
               "context-parallel rotate method");
-    if (c.cp == 1 || !c.torch_modules())
+    if (c.cp == 1)
+      check.fail("cp_rotate_method", *s.cp_rotate_method, "needs context parallelism (cp is 1)",
+                 "add --cp, or drop --context-parallel-rotate-method");
+    else if (!c.torch_modules())
       check.fail("cp_rotate_method", *s.cp_rotate_method,
-                 c.cp == 1 ? "needs context parallelism (cp is 1)"
-                           : "applies to PyTorch's context parallelism (--kernel-fusion eager or compiled); with "
-                             "fused kernels --cp is Megatron-Core's ring, which passes keys and values round",
-                 c.cp == 1 ? "add --cp, or drop --context-parallel-rotate-method"
-                           : "drop --context-parallel-rotate-method");
+                 "applies to PyTorch's context parallelism (--kernel-fusion eager or compiled); with fused kernels "
+                 "--cp is Megatron-Core's ring, which passes keys and values round",
+                 "drop --context-parallel-rotate-method");
   }
   // PyTorch balances causal work by giving each rank two chunks and refuses
   // a load-balanced ring without the causal mask.

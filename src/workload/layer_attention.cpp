@@ -185,23 +185,11 @@ void LayerBuilder::ring_attention(double bh, double qk_d, double v_d, double kv_
   const auto steps = [&](const std::string& prefix, bool backward_pass, double bytes, std::vector<OpSpec>& out) {
     int last_recv = -1;
     for (std::int64_t j = 0; j < cp; ++j) {
-      if (j + 1 < cp) {
-        OpSpec send;
-        send.name = fmt_step(prefix + ".kv_send", j);
-        send.kind = OpKind::Send;
-        send.collective = CollectiveKind::PointToPoint;
-        send.group = CommGroup::ContextParallel;
-        send.bytes = as_bytes(bytes);
-        send.after = last_recv;  // forwards the block it received (the first: its own)
-        out.push_back(send);
-        OpSpec recv = send;
-        recv.name = fmt_step(prefix + ".kv_recv", j);
-        recv.kind = OpKind::Recv;
-        recv.after = -1;
-        recv.async = true;  // the step after this one consumes it
-        out.push_back(recv);
-        last_recv = static_cast<int>(out.size()) - 1;
-      }
+      // Each send forwards the block it received (the first: its own); the
+      // step after this one consumes the receive.
+      if (j + 1 < cp)
+        last_recv = push_cp_transfer(out, fmt_step(prefix + ".kv_send", j), fmt_step(prefix + ".kv_recv", j), bytes,
+                                     last_recv, false);
       out.push_back(fused_attention(fmt_step(prefix, j), bh, chunk, chunk, qk_d, v_d, kv_ratio, causal, backward_pass));
     }
     out.push_back(memory_op(prefix + ".cp_merge", static_cast<double>(cp - 1) * 3 * 4 * bh * chunk * v_d));

@@ -69,24 +69,10 @@ void LayerBuilder::torch_context_parallel_attention(double bh, double qk_d, doub
   // (read 2, write 2) then torch.cat (2, 2); compiled, one kernel writing
   // both the contiguous tensors and the buffer.
   const double pack_bytes = (eager_ ? 8 : 6) * kv_el;
-  // A transfer to the next rank of the CP ring after op `after`; returns the
-  // receive's index, which its consumer names as `after`.
+  // A transfer to the next rank of the CP ring after op `after`, its
+  // receive consumed by the op that names it.
   const auto pass_on = [](std::vector<OpSpec>& ops, const std::string& name, double bytes, int after) {
-    OpSpec send;
-    send.name = name + "_send";
-    send.kind = OpKind::Send;
-    send.collective = CollectiveKind::PointToPoint;
-    send.group = CommGroup::ContextParallel;
-    send.bytes = as_bytes(bytes);
-    send.after = after;
-    ops.push_back(send);
-    OpSpec recv = send;
-    recv.name = name + "_recv";
-    recv.kind = OpKind::Recv;
-    recv.after = -1;
-    recv.detached = true;
-    ops.push_back(recv);
-    return static_cast<int>(ops.size()) - 1;
+    return push_cp_transfer(ops, name + "_send", name + "_recv", bytes, after, true);
   };
   const auto last = [](const std::vector<OpSpec>& ops) { return static_cast<int>(ops.size()) - 1; };
   // The keys and values every step > 0 waits for: the all-gather, or the

@@ -20,6 +20,22 @@ using ptsim::test::slurp;
 
 Result run(const std::string& args) { return ptsim::test::run_ptsim(args); }
 
+// `ptsim kernels` of a shipped model on a shipped profile with `args`, its
+// micro-benchmark list written to scratch file `list_name`: the printed
+// table and the list's text.
+struct KernelsListing {
+  std::string out, list;
+};
+KernelsListing kernels_listing(const std::string& model, const std::string& hardware, const std::string& args,
+                               const std::string& list_name) {
+  const std::string list = ptsim::test::scratch_path(list_name);
+  const auto r =
+      run("kernels --model " + ptsim::test::source_path("configs/models/" + model + ".json") + " --hw " +
+          ptsim::test::source_path("hw_profiles/" + hardware + ".json") + " " + args + " --microbench-list " + list);
+  REQUIRE(r.code == 0);
+  return {r.out, slurp(list)};
+}
+
 std::string tiny_run() {
   return "simulate --model " + ptsim::test::source_path("configs/models/tiny.json") + " --hw " +
          ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json");
@@ -771,14 +787,10 @@ TEST_CASE("ptsim kernels shows multi-latent attention's value head dim and leave
           "[cli]") {
   // DeepSeek-V3 at 4096 tokens, one sequence on one GB300: 128 heads whose
   // queries and keys have 128 + 64 dims and whose values have 128.
-  const std::string list = ptsim::test::scratch_path("kernels-mla.txt");
-  const auto r = run("kernels --model " + ptsim::test::source_path("configs/models/deepseek-v3.json") + " --hw " +
-                     ptsim::test::source_path("hw_profiles/gb300-nvl72.json") +
-                     " --gpus 1 --global-batch-size 1 --seq-length 4096 --microbench-list " + list);
-  REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Catch::Contains("bh 128 · s 4096 · d 192/128 causal fwd"));
-  CHECK_THAT(r.out, Catch::Contains("bh 128 · s 4096 · d 192/128 causal bwd"));
-  const std::string text = slurp(list);
+  const auto [out, text] = kernels_listing("deepseek-v3", "gb300-nvl72",
+                                           "--gpus 1 --global-batch-size 1 --seq-length 4096", "kernels-mla.txt");
+  CHECK_THAT(out, Catch::Contains("bh 128 · s 4096 · d 192/128 causal fwd"));
+  CHECK_THAT(out, Catch::Contains("bh 128 · s 4096 · d 192/128 causal bwd"));
   CHECK_THAT(text,
              Catch::Contains("# not measurable (value head dim 128): attention bf16 128 4096 4096 192 causal forward"));
   CHECK_THAT(text, !Catch::Contains("\nattention "));
@@ -789,18 +801,14 @@ TEST_CASE("ptsim kernels shows a context-parallel block's query and key lengths,
   // Llama 3 8B, one sequence of 16k tokens over 4 GPUs under
   // PyTorch's context parallelism: after the causal local block, each step
   // attends 4096 queries to half a block of keys, 2048.
-  const std::string list = ptsim::test::scratch_path("kernels-cp.txt");
-  const auto r = run("kernels --model " + ptsim::test::source_path("configs/models/llama3-8b.json") + " --hw " +
-                     ptsim::test::source_path("hw_profiles/h100-sxm5-80gb.json") +
-                     " --gpus 4 --cp 4 --global-batch-size 1 --seq-length 16384 --kernel-fusion compiled"
-                     " --attention-backend flash2 --microbench-list " +
-                     list);
-  REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Catch::Contains("bh 32 · s 4096 · d 128 causal fwd"));
-  CHECK_THAT(r.out, Catch::Contains("bh 32 · s 4096×2048 · d 128 fwd"));
+  const auto [out, text] = kernels_listing("llama3-8b", "h100-sxm5-80gb",
+                                           "--gpus 4 --cp 4 --global-batch-size 1 --seq-length 16384 "
+                                           "--kernel-fusion compiled --attention-backend flash2",
+                                           "kernels-cp.txt");
+  CHECK_THAT(out, Catch::Contains("bh 32 · s 4096 · d 128 causal fwd"));
+  CHECK_THAT(out, Catch::Contains("bh 32 · s 4096×2048 · d 128 fwd"));
   // ptsim-microbench times as many keys as queries: the local causal block
   // is listed, the half blocks are not.
-  const std::string text = slurp(list);
   CHECK_THAT(text, Catch::Contains("attention bf16 32 4096 4096 128 causal forward"));
   CHECK_THAT(text, !Catch::Contains("): attention bf16 32 4096 4096 128 causal forward"));
   CHECK_THAT(text,
@@ -810,16 +818,12 @@ TEST_CASE("ptsim kernels shows a context-parallel block's query and key lengths,
 TEST_CASE("ptsim kernels names windowed and FP8 attention, and leaves them out of the micro-benchmark list", "[cli]") {
   // gpt-oss-120b at 4096 tokens, one sequence on one GB300, MXFP8 with FP8
   // attention: 64 heads of 64; its even layers attend over windows of 128.
-  const std::string list = ptsim::test::scratch_path("kernels-window.txt");
-  const auto r = run("kernels --model " + ptsim::test::source_path("configs/models/gpt-oss-120b.json") + " --hw " +
-                     ptsim::test::source_path("hw_profiles/gb300-nvl72.json") +
-                     " --gpus 1 --global-batch-size 1 --seq-length 4096 --precision fp8 --fp8-recipe mxfp8"
-                     " --fp8-dot-product-attention --microbench-list " +
-                     list);
-  REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Catch::Contains("bh 64 · s 4096 · d 64 window 128 fwd"));
-  CHECK_THAT(r.out, Catch::Contains("bh 64 · s 4096 · d 64 causal bwd"));
-  const std::string text = slurp(list);
+  const auto [out, text] = kernels_listing("gpt-oss-120b", "gb300-nvl72",
+                                           "--gpus 1 --global-batch-size 1 --seq-length 4096 --precision fp8 "
+                                           "--fp8-recipe mxfp8 --fp8-dot-product-attention",
+                                           "kernels-window.txt");
+  CHECK_THAT(out, Catch::Contains("bh 64 · s 4096 · d 64 window 128 fwd"));
+  CHECK_THAT(out, Catch::Contains("bh 64 · s 4096 · d 64 causal bwd"));
   CHECK_THAT(text, Catch::Contains("# not measurable (sliding window): attention mxfp8 64 4096 128 64 full forward"));
   CHECK_THAT(text,
              Catch::Contains("# not measurable (FP8 attention): attention mxfp8 64 4096 4096 64 causal backward"));

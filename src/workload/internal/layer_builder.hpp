@@ -43,6 +43,29 @@ inline OpSpec core_attention_op(OpSpec op, double kept = 0) {
   return op;
 }
 
+// A transfer of `bytes` to the next rank of the CP ring: its send, after op
+// `after` of `ops` (-1: the last kernel), and its receive, which the op after
+// next consumes or, `detached`, the op that names it as `after`. Returns the
+// receive's index.
+inline int push_cp_transfer(std::vector<OpSpec>& ops, std::string send_name, std::string recv_name, double bytes,
+                            int after, bool detached) {
+  OpSpec send;
+  send.name = std::move(send_name);
+  send.kind = OpKind::Send;
+  send.collective = CollectiveKind::PointToPoint;
+  send.group = CommGroup::ContextParallel;
+  send.bytes = as_bytes(bytes);
+  send.after = after;
+  ops.push_back(send);
+  OpSpec recv = send;
+  recv.name = std::move(recv_name);
+  recv.kind = OpKind::Recv;
+  recv.after = -1;
+  (detached ? recv.detached : recv.async) = true;
+  ops.push_back(std::move(recv));
+  return static_cast<int>(ops.size()) - 1;
+}
+
 // Appends `block`, whose OpSpec::after counts from the block's first op, to
 // `into`, where it counts from the list's first.
 inline void append_block(std::vector<OpSpec>& into, const std::vector<OpSpec>& block) {
