@@ -31,10 +31,10 @@ void reject_experts(const nlohmann::json& object, const std::string& where,
                     const std::string& type) {
   for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts"})
     if (object.contains(key) && !object[key].is_null())
-      throw ConfigError(fmt::format(
-          "{}: /{} = {}: model_type = {} is a dense family; a mixture-of-experts config names "
-          "its own model_type (mixtral, qwen3_moe, deepseek_v3 or gpt_oss)",
-          where, key, show(object[key]), type));
+      throw ConfigError(
+          fmt::format("{}: /{} = {}: model_type = {} is a dense family; a mixture-of-experts config names "
+                      "its own model_type (mixtral, qwen3_moe, deepseek_v3, kimi_k2 or gpt_oss)",
+                      where, key, show(object[key]), type));
 }
 
 // What every Llama-derived decoder shares: pre-norm RMSNorm, rotary
@@ -329,16 +329,19 @@ model::ModelSpec parse_hf_config(const nlohmann::json& object, const std::string
     in.fail("model_type",
             "is missing: a Hugging Face config names its model_type "
             "(llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, nemotron, mixtral, qwen3_moe, "
-            "deepseek_v3, gpt_oss, gpt2, gpt_neox or bert)");
+            "deepseek_v3, kimi_k2, gpt_oss, gpt2, gpt_neox or bert)");
   const std::string type =
       in.choice("model_type", {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "nemotron", "mixtral",
-                               "qwen3_moe", "deepseek_v3", "gpt_oss", "gpt2", "gpt_neox", "bert"});
+                               "qwen3_moe", "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gpt_neox", "bert"});
   model::ModelSpec m;
   if (type == "mixtral") {
     m = mixtral(in);
   } else if (type == "qwen3_moe") {
     m = qwen3_moe(in);
-  } else if (type == "deepseek_v3") {
+  } else if (type == "deepseek_v3" || type == "kimi_k2") {
+    // Kimi K2 is DeepSeek-V3's architecture (its config names
+    // DeepseekV3ForCausalLM; Megatron-Bridge's KimiK2Bridge maps it as MLA
+    // and MoE the same way, kimi_bridge.py at 067f987df).
     m = deepseek_v3(in);
   } else if (type == "gpt_oss") {
     m = gpt_oss(in);

@@ -197,6 +197,20 @@ const std::vector<StrategyField> kFields = {
      "foreach (PyTorch's torch.optim.AdamW with foreach=True, torchtitan's default: eight passes over the shard, "
      "84 bytes a parameter, after clip_grad_norm_'s foreach norm, 4 bytes, an all-reduce of the norm and the "
      "foreach scale, 8 bytes)"},
+    {"optimizer", "optimizer", "", &S::optimizer, 1, 1, {"adam", "muon", "dist_muon"}, "NAME",
+     "Megatron-Core's optimizer: adam (default: AdamW, 12 bytes of state a parameter) | muon (Muon on the layers' "
+     "2-D weights, momentum alone in fp32, 8 bytes with the master weight, each update orthogonalized by "
+     "--muon-num-ns-steps Newton-Schulz iterations of three bf16 GEMMs; AdamW on embeddings, the output layer, "
+     "norms and biases; with --use-distributed-optimizer, Megatron-Core's layer-wise distributed optimizer: each "
+     "weight updated whole by one rank, the states sharded so, the weights all-gathered after) | dist_muon (the "
+     "same layer-wise Muon as Megatron-Bridge's recipes run it, without --use-distributed-optimizer: gradients "
+     "all-reduced, then the updated weights all-gathered)"},
+    {"muon_num_ns_steps", "muon_num_ns_steps", "", &S::muon_num_ns_steps, 1, 100, {}, "N",
+     "with --optimizer muon or dist_muon: Newton-Schulz iterations of an update (default 5, Megatron-Core's)"},
+    {"muon_tp_mode", "muon_tp_mode", "", &S::muon_tp_mode, 1, 1, {"blockwise", "duplicated"}, "HOW",
+     "with Muon at tp or expert_tp > 1: how a weight split over those ranks is orthogonalized, duplicated (default, "
+     "Megatron-Core's: each shard all-gathered in fp32, every rank iterating on the whole weight) | blockwise (each "
+     "rank's shard on its own, Megatron-Bridge's recipes)"},
     {"reshard_after_forward", "reshard_after_forward", "", &S::reshard_after_forward, 1, 1,
      {"default", "always", "never"}, "POLICY",
      "with --fsdp: free a block's gathered parameters after its forward and gather them again for its backward "

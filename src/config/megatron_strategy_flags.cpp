@@ -77,6 +77,21 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
     }
     flags.take(flag);
   }
+  // The optimizer: AdamW, or Muon over Megatron-Core's emerging optimizers.
+  if (flags.has("--optimizer")) {
+    strategy["optimizer"] = choice_of(flags.get("--optimizer"), {"adam", "muon", "dist_muon"},
+                                      "sgd, lion, soap and adaptive_muon are not modelled");
+    flags.take("--optimizer");
+  }
+  if (flags.has("--muon-num-ns-steps")) {
+    strategy["muon_num_ns_steps"] = integer_of(flags.get("--muon-num-ns-steps"));
+    flags.take("--muon-num-ns-steps");
+  }
+  if (flags.has("--muon-tp-mode")) {
+    strategy["muon_tp_mode"] =
+        choice_of(flags.get("--muon-tp-mode"), {"blockwise", "duplicated"}, "distributed is not modelled");
+    flags.take("--muon-tp-mode");
+  }
   // Megatron's own name for the model chunks per stage (arguments.py sets
   // virtual_pipeline_model_parallel_size from it), one of three ways to
   // give them that arguments.py does not let a line combine.

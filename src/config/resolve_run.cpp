@@ -251,6 +251,50 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
                     "add --use-distributed-optimizer or drop --fp8-param-gather");
 }
 
+// Muon as Megatron-Core runs it (megatron/core/optimizer/emerging_optimizers.py,
+// layer_wise_optimizer.py at d98e8a64dd; the Newton-Schulz iteration of
+// NVIDIA-NeMo/Emerging-Optimizers at fd77292): over Megatron's own fused
+// kernels and DDP, not PyTorch FSDP or torchtitan's modules.
+void check_optimizer(const Checker& check, strategy::ParallelConfig& c, const StrategyInput& s) {
+  const std::string name = s.optimizer.value_or("adam");
+  c.optimizer = name == "adam" ? strategy::Optimizer::Adam : strategy::Optimizer::Muon;
+  const bool muon = c.optimizer == strategy::Optimizer::Muon;
+  if (!muon) {
+    if (s.muon_num_ns_steps)
+      check.fail("muon_num_ns_steps", *s.muon_num_ns_steps, "applies to Muon", "add --optimizer muon, or drop it");
+    if (s.muon_tp_mode)
+      check.fail("muon_tp_mode", *s.muon_tp_mode, "applies to Muon", "add --optimizer muon, or drop it");
+    return;
+  }
+  if (c.fsdp() || c.zero_stage >= 2)
+    check.fail("optimizer", name,
+               "is modelled under Megatron-Core's data parallelism (whole gradients, or its layer-wise distributed "
+               "optimizer), not ZeRO-2/3 or FSDP, whose shards split the weights Muon orthogonalizes",
+               "drop --fsdp and --zero 2|3, or use --optimizer adam");
+  if (c.torch_modules())
+    check.fail("optimizer", name, "is modelled with Megatron-Core's fused kernels", "use --kernel-fusion fused");
+  if (name == "dist_muon" && c.zero_stage == 1)
+    check.fail("optimizer", name,
+               "is the layer-wise Muon of a run without --use-distributed-optimizer (Megatron-Bridge's recipes); "
+               "with it, Megatron-Core names the same optimizer muon",
+               "use --optimizer muon, or drop --use-distributed-optimizer");
+  if (c.fp8_param_gather)
+    check.fail_flag(s.fp4_param_gather.value_or(false) ? "fp4_param_gather" : "fp8_param_gather",
+                    "with Muon is not modelled (the layer-wise optimizer's casts of the weights it updates)",
+                    "drop it, or use --optimizer adam");
+  c.muon_layer_wise = name == "dist_muon" || c.zero_stage == 1;
+  c.muon_ns_steps = s.muon_num_ns_steps.value_or(5);
+  c.muon_tp_mode = named(s.muon_tp_mode.value_or("duplicated"),
+                         std::array{strategy::MuonTpMode::Blockwise, strategy::MuonTpMode::Duplicated}, "Muon TP mode");
+  // LayerWiseDistributedOptimizer gathers what it updated after the step, or
+  // leaves it to the next forward's bucket gathers; dist_muon's all-reduced
+  // gradients have no such buckets.
+  if (name == "dist_muon" && c.overlap_param_gather)
+    check.fail_flag("overlap_param_gather",
+                    "with --optimizer dist_muon has no parameter buckets to gather (its gradients are all-reduced)",
+                    "use --optimizer muon --use-distributed-optimizer, or drop --overlap-param-gather");
+}
+
 // torchtitan's low precision: torchao's Float8Linear (torchao eab345c, the
 // commit of torchtitan's December 2024 benchmark) in every block linear,
 // the output layer left in bf16 (torchtitan/float8.py at 9dec370,
@@ -549,6 +593,7 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   check_pipeline(check, m, c, s);
   check_memory_options(check, c, s);
   check_hsdp(check, m, c, s);
+  check_optimizer(check, c, s);
   check_recompute_modules(check, m, c, s);
   check_moe_overlap(check, m, c, s);
   check_fp8_attention(check, c);

@@ -45,6 +45,22 @@ std::string_view to_string(KernelFusion k) {
   return "?";
 }
 
+std::string_view to_string(Optimizer o) {
+  switch (o) {
+    case Optimizer::Adam: return "adam";
+    case Optimizer::Muon: return "muon";
+  }
+  return "?";
+}
+
+std::string_view to_string(MuonTpMode m) {
+  switch (m) {
+    case MuonTpMode::Blockwise: return "blockwise";
+    case MuonTpMode::Duplicated: return "duplicated";
+  }
+  return "?";
+}
+
 std::string_view to_string(CpRotateMethod r) {
   switch (r) {
     case CpRotateMethod::AllGather: return "allgather";

@@ -96,6 +96,57 @@ std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, con
   return t;
 }
 
+std::vector<WeightMatrix> layer_weight_matrices(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                                std::int64_t layer) {
+  const std::int64_t h = m.hidden_size, tp = c.tp;
+  std::vector<WeightMatrix> w;
+  // Column-parallel (output rows split), row-parallel (input columns split), whole.
+  const auto column = [&](std::int64_t out, std::int64_t in, std::int64_t t, bool expert = false,
+                          std::int64_t count = 1) {
+    w.push_back({out / t, in, 0, t, expert, count});
+  };
+  const auto row = [&](std::int64_t out, std::int64_t in, std::int64_t t, bool expert = false, std::int64_t count = 1) {
+    w.push_back({out, in / t, 1, t, expert, count});
+  };
+  const auto whole = [&](std::int64_t out, std::int64_t in) { w.push_back({out, in, -1, 1, false, 1}); };
+  if (m.multi_latent_attention) {
+    const std::int64_t a = m.num_attention_heads, qk = m.qk_head_dim + m.qk_pos_emb_head_dim;
+    if (m.q_lora_rank > 0) {
+      whole(m.q_lora_rank, h);
+      column(a * qk, m.q_lora_rank, tp);
+    } else {
+      column(a * qk, h, tp);
+    }
+    whole(m.kv_lora_rank + m.qk_pos_emb_head_dim, h);
+    column(a * (m.qk_head_dim + m.v_head_dim), m.kv_lora_rank, tp);
+    row(h, a * m.v_head_dim, tp);
+  } else {
+    const std::int64_t q = m.num_attention_heads * m.kv_channels, kv = m.num_query_groups * m.kv_channels;
+    column(q, h, tp);
+    column(kv, h, tp);
+    column(kv, h, tp);
+    row(h, q, tp);
+  }
+  const auto mlp = [&](std::int64_t width, std::int64_t t, bool expert, std::int64_t count) {
+    column(m.gated_mlp() ? 2 * width : width, h, t, expert, count);
+    row(h, width, t, expert, count);
+  };
+  if (!m.is_moe_layer(layer)) {
+    mlp(m.ffn_hidden_size, tp, false, 1);
+    return w;
+  }
+  whole(m.num_moe_experts, h);  // the router
+  mlp(m.moe_ffn_hidden_size, c.expert_tp, true, m.num_moe_experts / c.ep);
+  if (m.moe_shared_expert_intermediate_size > 0) mlp(m.moe_shared_expert_intermediate_size, tp, false, 1);
+  return w;
+}
+
+std::vector<WeightMatrix> mtp_depth_weight_matrices(const model::ModelSpec& m, const strategy::ParallelConfig& c) {
+  std::vector<WeightMatrix> w = layer_weight_matrices(m, c, m.mtp_layer_kind());
+  w.push_back({m.hidden_size / c.tp, 2 * m.hidden_size, 0, c.tp, false, 1});
+  return w;
+}
+
 std::int64_t layer_tp_replicated_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
                                             std::int64_t layer) {
   if (c.tp == 1) return 0;

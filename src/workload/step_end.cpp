@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "internal/muon_step.hpp"
 #include "ptsim/strategy/quantization.hpp"
 #include "ptsim/workload/boundary_ops.hpp"
 #include "ptsim/workload/layer_ops.hpp"
@@ -58,7 +59,47 @@ Fp8WeightTensors fp8_weight_tensors(const StageContext& ctx) {
   return t;
 }
 
+// ZeRO-1/2, and Muon's layer-wise distributed optimizer: every rank gathers
+// the parameters the others updated, after the optimizer, unless the next
+// step's forward overlaps it. `quantized_gather`: the layers' parameters in
+// a buffer of their own, gathered at q.param_gather_bytes each.
+void gather_updated_parameters(const StageContext& ctx, ProgramBuilder& out, DataParallel& dp, bool quantized_gather) {
+  const strategy::ParallelConfig& c = *ctx.config;
+  const strategy::Quantization q = strategy::quantization_of(c);
+  const bool sharded = c.zero_stage == 1 || c.zero_stage == 2 || c.muon_layer_wise;
+  if (sharded && !c.overlap_param_gather) {
+    const auto gather = [&](std::int64_t total, std::uint8_t slot, double bytes_per_parameter) {
+      if (dp.group_of(slot) == 1) return;
+      for (std::int64_t left = total; left > 0;) {
+        const std::int64_t n = std::min(left, ctx.ddp_bucket_parameters);
+        out.instantiate(dp.collective("zero.param_allgather.bucket", slot, CollectiveKind::AllGather,
+                                      static_cast<std::uint64_t>(bytes_per_parameter * static_cast<double>(n)), false),
+                        -1, -1);
+        left -= n;
+      }
+    };
+    // Under fp8 parameter gathering the layers' parameters sit in a buffer
+    // of their own, gathered at one byte each; the embedding and output
+    // layer stay bf16 (Megatron's buffers are per dtype).
+    const std::int64_t layers_dense = quantized_gather ? ctx.layer_parameters.dense : 0;
+    gather(layers_dense, slots::kDataParallel, q.param_gather_bytes);
+    gather(ctx.stage_parameters.dense - layers_dense, slots::kDataParallel, 2.0);
+    gather(ctx.stage_parameters.expert, slots::kExpertDataParallel, quantized_gather ? q.param_gather_bytes : 2.0);
+  }
+}
+
 }  // namespace
+
+void emit_step_end_ops(ProgramBuilder& out, const std::string& key, const std::vector<OpSpec>& ops) {
+  out.instantiate(out.block(key,
+                            [&](BlockRecorder& b) {
+                              b.begin_list();
+                              const auto names = b.names_of(ops, "");
+                              for (std::size_t i = 0; i < ops.size(); ++i)
+                                b.emit(ops[i], names[i], categories::kOptimizer, 0, 0);
+                            }),
+                  -1, -1);
+}
 
 void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& dp, bool holds_first_virtual,
                     bool holds_last_virtual) {
@@ -85,14 +126,7 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
   out.wait_for_stream(streams::kEmbeddingGrad);
   // A block of step-end ops, in order, counted as optimizer work.
   const auto step_end_ops = [&](const std::string& key, const std::vector<OpSpec>& ops) {
-    out.instantiate(out.block(key,
-                              [&](BlockRecorder& b) {
-                                b.begin_list();
-                                const auto names = b.names_of(ops, "");
-                                for (std::size_t i = 0; i < ops.size(); ++i)
-                                  b.emit(ops[i], names[i], categories::kOptimizer, 0, 0);
-                              }),
-                    -1, -1);
+    emit_step_end_ops(out, key, ops);
   };
   // Gradients of parameters every TP rank holds whole but trains apart
   // (layer_tp_replicated_parameters, output_tp_replicated_parameters),
@@ -143,6 +177,21 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
   // shard's norm (_foreach_norm, 4), its all-reduce over the shard group
   // (the DTensor's full_tensor), and the scale by the clip coefficient,
   // applied whatever its value (_foreach_mul_, 4 + 4).
+  if (c.optimizer == strategy::Optimizer::Muon) {
+    // AdamW takes what Muon does not: of the rank's parameters (its share
+    // under the layer-wise optimizer), all but the weights.
+    double dense_weights = 0, expert_weights = 0;
+    for (const WeightMatrix& w : ctx.weight_matrices) (w.expert ? expert_weights : dense_weights) += w.elements();
+    const auto rest = [&](std::int64_t all, double weights, std::int64_t group) {
+      const auto n = all - static_cast<std::int64_t>(weights);
+      return c.muon_layer_wise ? (n + group - 1) / group : n;
+    };
+    build_muon_step(ctx, out,
+                    rest(ctx.stage_parameters.dense, dense_weights, ctx.dense_group) +
+                        rest(ctx.stage_parameters.expert, expert_weights, ctx.expert_group));
+    gather_updated_parameters(ctx, out, dp, false);
+    return;
+  }
   const double shard_parameters = static_cast<double>(updated);
   if (c.foreach_optimizer) {
     step_end_ops(fmt::format("optimizer.grad_norm.{}", updated),
@@ -206,27 +255,7 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
       reduce_amaxes();
     }
   }
-  // ZeRO-1/2: every rank gathers the parameters the others updated, after
-  // the optimizer, unless the next step's forward overlaps it.
-  if ((c.zero_stage == 1 || c.zero_stage == 2) && !c.overlap_param_gather) {
-    const auto gather = [&](std::int64_t total, std::uint8_t slot, double bytes_per_parameter) {
-      if (dp.group_of(slot) == 1) return;
-      for (std::int64_t left = total; left > 0;) {
-        const std::int64_t n = std::min(left, ctx.ddp_bucket_parameters);
-        out.instantiate(dp.collective("zero.param_allgather.bucket", slot, CollectiveKind::AllGather,
-                                      static_cast<std::uint64_t>(bytes_per_parameter * static_cast<double>(n)), false),
-                        -1, -1);
-        left -= n;
-      }
-    };
-    // Under fp8 parameter gathering the layers' parameters sit in a buffer
-    // of their own, gathered at one byte each; the embedding and output
-    // layer stay bf16 (Megatron's buffers are per dtype).
-    const std::int64_t layers_dense = quantized_gather ? ctx.layer_parameters.dense : 0;
-    gather(layers_dense, slots::kDataParallel, q.param_gather_bytes);
-    gather(ctx.stage_parameters.dense - layers_dense, slots::kDataParallel, 2.0);
-    gather(ctx.stage_parameters.expert, slots::kExpertDataParallel, quantized_gather ? q.param_gather_bytes : 2.0);
-  }
+  gather_updated_parameters(ctx, out, dp, quantized_gather);
 }
 
 }  // namespace ptsim::workload::internal

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <string_view>
 #include <optional>
 
@@ -128,18 +129,48 @@ RankParameters stage_layer_parameters(const model::ModelSpec& m, const strategy:
   return p;
 }
 
-// The parameters a rank of `stage` holds: its chunks' layers, the embedding
-// on the first virtual stage, the output layer on the last.
-RankParameters stage_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage) {
-  RankParameters p = stage_layer_parameters(m, c, stage);
+namespace {
+
+// Whether a rank of `stage` holds the first virtual stage (the embedding)
+// and the last (the output layer and the MTP depths).
+struct StageEnds {
   bool embedding = false, output = false;
+};
+StageEnds stage_ends(const strategy::ParallelConfig& c, std::int64_t stage) {
+  StageEnds e;
   const std::int64_t chunks = strategy::chunks_per_stage(c);
   const std::int64_t last = strategy::path_stages(c.schedule, c.pp, chunks) - 1;
   for (std::int64_t k = 0; k < chunks; ++k) {
     const std::int64_t v = strategy::virtual_stage(c.schedule, stage, c.pp, k);
-    embedding = embedding || v == 0;
-    output = output || v == last;
+    e.embedding = e.embedding || v == 0;
+    e.output = e.output || v == last;
   }
+  return e;
+}
+
+}  // namespace
+
+std::vector<WeightMatrix> stage_weight_matrices(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                                std::int64_t stage) {
+  std::vector<WeightMatrix> w;
+  for (const auto& chunk : strategy::stage_chunks(c, stage))
+    for (std::int64_t l = 0; l < chunk.count; ++l) {
+      const auto layer = layer_weight_matrices(m, c, chunk.first + l);
+      w.insert(w.end(), layer.begin(), layer.end());
+    }
+  if (stage_ends(c, stage).output)
+    for (std::int64_t d = 0; d < m.mtp_num_layers; ++d) {
+      const auto depth = mtp_depth_weight_matrices(m, c);
+      w.insert(w.end(), depth.begin(), depth.end());
+    }
+  return w;
+}
+
+// The parameters a rank of `stage` holds: its chunks' layers, the embedding
+// on the first virtual stage, the output layer on the last.
+RankParameters stage_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage) {
+  RankParameters p = stage_layer_parameters(m, c, stage);
+  const auto [embedding, output] = stage_ends(c, stage);
   if (embedding) p.dense += embedding_parameters_per_rank(m, c.tp);
   // A tied head needs its own copy unless the embedding is on the same rank;
   // the MTP depths sit with the head.
@@ -150,7 +181,6 @@ RankParameters stage_parameters(const model::ModelSpec& m, const strategy::Paral
   return p;
 }
 
-
 StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::ParallelConfig& c, std::int64_t stage) {
   const RankParameters p = stage_parameters(model, c, stage);
   const std::int64_t mirror = strategy::describe(c.schedule).two_directions ? 2 : 1;
@@ -160,6 +190,21 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
       static_memory(p.expert, c.zero_stage, c.expert_dp() * mirror, c.gradient_bytes(), c.fsdp());
   StaticMemory total{dense.parameters + experts.parameters, dense.params_bytes + experts.params_bytes,
                      dense.grads_bytes + experts.grads_bytes, dense.optimizer_bytes + experts.optimizer_bytes};
+  // Muon keeps its momentum beside the fp32 master weight, 8 bytes a weight
+  // element where AdamW keeps 12, and AdamW the rest; the layer-wise
+  // distributed optimizer keeps the states of the weights a rank updates, a
+  // 1/N share of its group's (the ranks' loads balanced).
+  if (c.optimizer == strategy::Optimizer::Muon) {
+    double dense_muon = 0, expert_muon = 0;
+    for (const WeightMatrix& w : stage_weight_matrices(model, c, stage))
+      (w.expert ? expert_muon : dense_muon) += w.elements();
+    const auto states = [&](double all, double muon, std::int64_t group) {
+      const double bytes = 12 * (all - muon) + 8 * muon;
+      return static_cast<std::uint64_t>(std::ceil(c.muon_layer_wise ? bytes / static_cast<double>(group) : bytes));
+    };
+    total.optimizer_bytes = states(static_cast<double>(p.dense), dense_muon, c.gradient_group() * mirror) +
+                            states(static_cast<double>(p.expert), expert_muon, c.expert_dp() * mirror);
+  }
   // FP8 with bf16 parameters: Transformer Engine keeps every layer weight's
   // fp8 copy and its transpose (block-scaled: both copies with their scales;
   // per tensor on a GPU whose FP8 GEMMs take any layout, the copy alone)
@@ -220,6 +265,8 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
     ctx.chunks = strategy::stage_chunks(config, s);
     ctx.stage_parameters = stage_parameters(step.model, config, s);
     ctx.layer_parameters = stage_layer_parameters(step.model, config, s);
+    if (config.optimizer == strategy::Optimizer::Muon)
+      ctx.weight_matrices = stage_weight_matrices(step.model, config, s);
     ctx.ddp_bucket_parameters = bucket_parameters(config);
     ctx.embedding_group = embedding_group;
     ctx.dense_group = dense_group;

@@ -97,6 +97,14 @@ TEST_CASE("A Megatron launch line's strategy flags, as ptsim reads the same sett
   CHECK(fp8.strategy.fp8_recipe == "tensorwise");
   CHECK(fp8.strategy.fp8_param_gather == true);
   CHECK(read(kGpt + "--vocab-size 50000 --attention-backend fused").strategy.attention_backend == "cudnn");
+  // Muon: the optimizer, its iterations and its TP mode reach the strategy.
+  const auto muon =
+      read(kGpt + "--vocab-size 50000 --optimizer dist_muon --muon-num-ns-steps 6 --muon-tp-mode blockwise");
+  CHECK(muon.strategy.optimizer == "dist_muon");
+  CHECK(muon.strategy.muon_num_ns_steps == 6);
+  CHECK(muon.strategy.muon_tp_mode == "blockwise");
+  CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --optimizer soap"),
+                    Catch::Contains("--optimizer soap: ptsim simulates adam, muon, dist_muon"));
 }
 
 TEST_CASE("A Megatron launch line's model chunks and embedding/loss places reach the strategy", "[config][megatron]") {

@@ -140,4 +140,11 @@ TEST_CASE("MoE parameter counts match published model sizes", "[model]") {
   const auto oss = test::shipped_model("gpt-oss-120b");
   CHECK(model::total_parameters(oss) == Approx(116.83e9).epsilon(0.01));
   CHECK(model::active_parameters(oss) == Approx(5.13e9 + 0.58e9).epsilon(0.01));
+
+  // Kimi K2 (Moonshot AI's model card, MoonshotAI/Kimi-K2 README, "Model
+  // Summary"): 1T total, 32B activated, both rounded; the activated count
+  // leaves out the input embedding (163840 · 7168 = 1.17B), as DeepSeek's does.
+  const auto kimi = test::shipped_model("kimi-k2");
+  CHECK(model::total_parameters(kimi) == Approx(1.0e12).epsilon(0.03));
+  CHECK(model::active_parameters(kimi) - model::embedding_parameters(kimi) == Approx(32e9).epsilon(0.01));
 }

@@ -73,6 +73,9 @@ struct StrategyInput {
   std::optional<std::string> cp_rotate_method;   // allgather | alltoall: PyTorch's context parallelism
   std::optional<std::string> fsdp;               // fsdp1 | fsdp2: PyTorch FSDP as the data parallelism
   std::optional<std::string> optimizer_impl;     // fused | foreach: how Adam runs over FSDP's shards
+  std::optional<std::string> optimizer;          // adam | muon | dist_muon (Megatron-Core's --optimizer)
+  std::optional<std::int64_t> muon_num_ns_steps;     // Newton-Schulz iterations of a Muon update
+  std::optional<std::string> muon_tp_mode;           // blockwise | duplicated
   std::optional<std::string> reshard_after_forward;  // default | always | never (with fsdp)
   std::optional<std::int64_t> dp_shard;              // HSDP: ranks a parameter is sharded over (torchtitan's name)
   std::optional<std::int64_t> dp_replicate;          // HSDP: replicas of each shard group

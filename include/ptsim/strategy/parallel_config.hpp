@@ -75,8 +75,23 @@ enum class MoeDispatcher {
   Flex,       // DeepEP or HybridEP: each token once per destination NVLink domain, forwarded there
 };
 
+/// The optimizer (Megatron-Core's --optimizer).
+enum class Optimizer {
+  Adam,  // AdamW over every parameter
+  Muon,  // Muon over the layers' 2-D weights, AdamW over the rest (emerging_optimizers, as Megatron-Core runs it)
+};
+
+/// How Muon orthogonalizes a weight split over tensor parallelism
+/// (Megatron-Core's --muon-tp-mode).
+enum class MuonTpMode {
+  Blockwise,   // each rank's shard on its own
+  Duplicated,  // the shards all-gathered, every rank orthogonalizing the whole weight (Megatron-Core's default)
+};
+
 std::string_view to_string(AttentionBackend a);
 std::string_view to_string(KernelFusion k);
+std::string_view to_string(Optimizer o);
+std::string_view to_string(MuonTpMode m);
 std::string_view to_string(CpRotateMethod r);
 std::string_view to_string(MoeDispatcher d);
 std::string_view to_string(Fp8Recipe r);
@@ -135,6 +150,15 @@ struct ParallelConfig {
   int zero_stage = 0;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  Optimizer optimizer = Optimizer::Adam;
+  /// Muon under Megatron-Core's layer-wise distributed optimizer (--optimizer
+  /// dist_muon, or muon with --use-distributed-optimizer): each weight is
+  /// updated, whole, by one rank of the group that reduces its gradient, which
+  /// alone keeps its optimizer state; the updated weights are all-gathered.
+  bool muon_layer_wise = false;
+  /// Newton-Schulz iterations a Muon update runs (--muon-num-ns-steps).
+  std::int64_t muon_ns_steps = 5;
+  MuonTpMode muon_tp_mode = MuonTpMode::Duplicated;
   /// Under fp8 or nvfp4 with the distributed optimizer: parameters are kept
   /// and gathered quantized (Megatron-Core's --fp8-param-gather and
   /// --fp4-param-gather; strategy::Quantization says in what).

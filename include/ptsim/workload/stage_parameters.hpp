@@ -47,6 +47,34 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
 std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, const strategy::ParallelConfig& c,
                                                   std::int64_t layer);
 
+/// A 2-D weight as one rank holds it, in Megatron's [out, in] layout: what
+/// Muon orthogonalizes (every 2-D parameter but the embeddings and the output
+/// layer: emerging_optimizers.py _is_nonlinear_or_embedding).
+struct WeightMatrix {
+  std::int64_t rows = 0, cols = 0;  // the rank's shard
+  /// The dimension tensor parallelism splits, 0 (rows: column-parallel) or 1
+  /// (columns: row-parallel), -1 for a weight every TP rank holds whole; and
+  /// over how many ranks (tp, or expert_tp for a routed expert's).
+  int split_dim = -1;
+  std::int64_t split = 1;
+  bool expert = false;     // a routed expert's: reduced over expert data parallelism
+  std::int64_t count = 1;  // identical weights (the rank's local experts)
+  double elements() const { return static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(count); }
+};
+
+/// The weights of transformer layer `layer` on one rank, as Megatron-Core's
+/// Muon sees them: attention's query, key and value weights apart (its
+/// default muon_split_qkv) or multi-latent attention's down and up
+/// projections, the output projection, a dense MLP's fc1 (gate and up in one
+/// weight) and fc2, or the router, each local expert's fc1 and fc2 and the
+/// shared experts'. Their elements are layer_parameters_per_rank's but for
+/// norms and biases.
+std::vector<WeightMatrix> layer_weight_matrices(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                                std::int64_t layer);
+/// The same for one multi-token-prediction depth: its transformer layer's
+/// and its column-parallel 2h → h projection.
+std::vector<WeightMatrix> mtp_depth_weight_matrices(const model::ModelSpec& m, const strategy::ParallelConfig& c);
+
 /// Parameters of transformer layer `layer` that every rank of a TP group
 /// holds whole, but whose gradients differ between those ranks, so that
 /// Megatron-Core all-reduces them over TP once a step

@@ -122,7 +122,13 @@ RankParameters stage_layer_parameters(const model::ModelSpec& model, const strat
 RankParameters stage_parameters(const model::ModelSpec& model, const strategy::ParallelConfig& config,
                                 std::int64_t stage);
 
-/// The static memory of a rank of `stage` under the config's ZeRO stage.
+/// The 2-D weights a rank of `stage` holds (layer_weight_matrices of its
+/// chunks' layers, and the MTP depths' on the last virtual stage): what Muon
+/// updates.
+std::vector<WeightMatrix> stage_weight_matrices(const model::ModelSpec& model, const strategy::ParallelConfig& config,
+                                                std::int64_t stage);
+
+/// The static memory of a rank of `stage` under the config's ZeRO stage and optimizer.
 StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::ParallelConfig& config,
                                  std::int64_t stage);
 

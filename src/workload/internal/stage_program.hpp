@@ -26,6 +26,8 @@ struct StageContext {
   bool embedding_group = false;            // tied embeddings split over stages
   /// Ranks reducing dense and expert gradients (ZeRO shards over them).
   std::int64_t dense_group = 1, expert_group = 1;
+  /// The stage's 2-D weights, under Muon (stage_weight_matrices); else empty.
+  std::vector<WeightMatrix> weight_matrices;
 };
 
 /// Builds the stage's program into `program` (empty on entry); op names are

@@ -5,11 +5,18 @@
 // ZeRO-1/2's parameter all-gather. Private to workload/.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "internal/data_parallel.hpp"
 #include "internal/program_builder.hpp"
 #include "internal/stage_program.hpp"
 
 namespace ptsim::workload::internal {
+
+/// Instantiates the block `key` of step-end ops `ops`, issued in order and
+/// counted as optimizer work.
+void emit_step_end_ops(ProgramBuilder& out, const std::string& key, const std::vector<OpSpec>& ops);
 
 /// `holds_first_virtual` / `holds_last_virtual`: the stage holds the first
 /// (embedding) or the last (output layer) virtual stage.
