@@ -100,6 +100,12 @@ const std::vector<StrategyField> kFields = {
      "reduced beside the backward)"},
     {"moe_capacity_factor", "moe_expert_capacity_factor", "", &S::moe_capacity_factor, 1, 1, {}, "F",
      "MoE: tokens an expert takes, as a multiple of its even share (default: dropless)"},
+    {"moe_load_imbalance", "moe_load_imbalance", "", &S::moe_load_imbalance, 1, 1, {}, "F",
+     "MoE, with ep > 1: the routed tokens the busiest expert-parallel rank receives, as a multiple of an even "
+     "share (default 1: balanced routing, what Megatron-Bridge's benchmarks force with "
+     "moe_router_force_load_balancing); its experts' GEMMs, activations and exchanges carry that many, and the "
+     "step waits for them; under --moe-expert-capacity-factor at most the capacity, the rest dropped. Give what "
+     "your own router's statistics measure (max over mean of the tokens per EP rank)"},
     {"moe_token_dispatcher_type", "moe_token_dispatcher_type", "", &S::moe_token_dispatcher_type, 1, 1,
      {"alltoall", "allgather", "flex"}, "NAME",
      "MoE: alltoall (default; each token copy to its expert's rank, the host synchronizing on the split sizes "

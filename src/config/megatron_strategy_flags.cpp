@@ -77,6 +77,11 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
     }
     flags.take(flag);
   }
+  // Benchmarks force balanced routing: the busiest EP rank gets an even share.
+  if (flags.has("--moe-router-force-load-balancing")) {
+    strategy["moe_load_imbalance"] = 1.0;
+    flags.take("--moe-router-force-load-balancing");
+  }
   // The optimizer: AdamW, or Muon over Megatron-Core's emerging optimizers.
   if (flags.has("--optimizer")) {
     strategy["optimizer"] = choice_of(flags.get("--optimizer"), {"adam", "muon", "dist_muon"},

@@ -82,6 +82,9 @@ void check_model_splits(const Checker& check, const model::ModelSpec& m, strateg
     if (s.moe_token_dispatcher_type)
       check.fail("moe_token_dispatcher_type", *s.moe_token_dispatcher_type,
                  fmt::format("needs a mixture-of-experts model; {} is dense", m.name), "drop it");
+    if (s.moe_load_imbalance)
+      check.fail_flag("moe_load_imbalance", fmt::format("needs a mixture-of-experts model; {} is dense", m.name),
+                      "drop --moe-load-imbalance");
   } else {
     c.moe_dispatcher = named(s.moe_token_dispatcher_type.value_or("alltoall"),
                              std::array{strategy::MoeDispatcher::AllToAll, strategy::MoeDispatcher::AllGather,
@@ -90,6 +93,21 @@ void check_model_splits(const Checker& check, const model::ModelSpec& m, strateg
     check.divides("ep", c.ep, m.num_moe_experts, "num_moe_experts", "each EP rank holds whole experts");
     check.divides("expert_tp", c.expert_tp, m.moe_ffn_hidden_size, "moe_ffn_hidden_size");
     c.moe_capacity_factor = s.moe_capacity_factor;
+    // The busiest of ep ranks receives at least an even share and at most
+    // every routed token; with one EP rank it processes all of them however
+    // they are routed.
+    if (s.moe_load_imbalance) {
+      const double f = *s.moe_load_imbalance;
+      if (!(f >= 1.0 && f <= static_cast<double>(c.ep)))
+        check.fail("moe_load_imbalance", fmt::format("{:g}", f),
+                   c.ep == 1 ? "has no effect with ep 1: every expert is local and the rank processes every routed "
+                               "token however the router spreads them"
+                             : fmt::format("must be between 1 (an even share) and ep = {} (every routed token on "
+                                           "one rank)",
+                                           c.ep),
+                   c.ep == 1 ? "drop --moe-load-imbalance, or add --ep" : "give a value in that range");
+      c.moe_load_imbalance = f;
+    }
   }
   if (s.moe_flex_dispatcher_backend && c.moe_dispatcher != strategy::MoeDispatcher::Flex)
     check.fail("moe_flex_dispatcher_backend", *s.moe_flex_dispatcher_backend, "needs --moe-token-dispatcher-type flex",

@@ -11,8 +11,16 @@ void LayerBuilder::moe() {
   const double fe = static_cast<double>(m_.moe_ffn_hidden_size);
   const double T = Nsp_;  // tokens entering this rank's router
   const double local_experts = E / ep;
-  const double routed = T * k * etp;  // routed tokens this rank's experts process
-  const double received = shape_.capacity_factor ? routed * *shape_.capacity_factor : routed;
+  // Routed tokens this rank's experts process with balanced routing. This
+  // rank is the busiest of its EP group (--moe-load-imbalance): it receives
+  // that multiple of an even share, dropless; under a capacity factor every
+  // expert is padded to its capacity and takes no more, the rest dropped.
+  const double routed = T * k * etp;
+  const double received = routed * (shape_.capacity_factor ? *shape_.capacity_factor : shape_.load_imbalance);
+  // Its exchanges carry what it receives (dispatch) and sends back
+  // (combine): an all-to-all lasts as long as its busiest receiver takes.
+  const double load =
+      shape_.capacity_factor ? std::min(shape_.load_imbalance, *shape_.capacity_factor) : shape_.load_imbalance;
   const double per_expert = std::max(1.0, std::round(received / local_experts));
   const double rows = per_expert * local_experts;
   // Padding to capacity costs time but is no model work: the expert GEMMs'
@@ -65,13 +73,13 @@ void LayerBuilder::moe() {
         return collective_op(name, dispatch ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter,
                              CommGroup::ExpertParallel, T * h_ * 2 * ep);
       case strategy::MoeDispatcher::Flex: {
-        OpSpec op = collective_op(name, CollectiveKind::ExpertDispatch, CommGroup::ExpertParallel, T * h_ * 2);
+        OpSpec op = collective_op(name, CollectiveKind::ExpertDispatch, CommGroup::ExpertParallel, T * h_ * 2 * load);
         op.shape = {static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(E), 0, 0};
         return op;
       }
       case strategy::MoeDispatcher::AllToAll: break;
     }
-    return collective_op(name, CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2);
+    return collective_op(name, CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2 * load);
   };
   // The other dispatchers hand the experts device-side counts, which the
   // grouped GEMM copies to the host (experts.py at d98e8a64dd:
@@ -91,7 +99,7 @@ void LayerBuilder::moe() {
   }
   if (etp > 1)
     fw_.push_back(collective_op("moe.dispatch.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
-                                T * k * h_ * 2 * etp));
+                                T * k * h_ * 2 * etp * load));
   if (fp8_) fw_.push_back(memory_op("moe.experts.fc1" + q(".", "cast"), rows * h_ * cast_bytes()));
   fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc1", per_expert, fc1_out, h_, local_experts, dt)),
                        saved_input(rows * h_)));
@@ -108,7 +116,7 @@ void LayerBuilder::moe() {
   drop(fw_.size() - 1, strategy::kRecomputeMoeAct, static_cast<double>(fw_.back().saved_bytes));
   if (etp > 1)
     fw_.push_back(collective_op("moe.combine.reducescatter", CollectiveKind::ReduceScatter,
-                                CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
+                                CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp * load));
   if (exchange) fw_.push_back(exchange_op("moe.combine", false));
   fw_.push_back(saving(memory_op("moe.unpermute", T * k * h_ * 2 * 2 + T * h_ * 2), T * k * 4));
 
@@ -117,7 +125,7 @@ void LayerBuilder::moe() {
   if (exchange) bw.push_back(exchange_op("moe.combine.bwd", true));
   if (etp > 1)
     bw.push_back(collective_op("moe.combine.bwd.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
-                               T * k * h_ * 2 * etp));
+                               T * k * h_ * 2 * etp * load));
   // Weight gradients run after their input gradients; with
   // --delay-wgrad-compute (Megatron-Core's combined 1F1B with Transformer
   // Engine's delayed wgrad: TransformerLayerSchedulePlan.run issues the
@@ -137,7 +145,7 @@ void LayerBuilder::moe() {
                             saved_input(rows * h_))));
   if (etp > 1)
     bw.push_back(collective_op("moe.dispatch.bwd.reducescatter", CollectiveKind::ReduceScatter,
-                               CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp));
+                               CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp * load));
   OpSpec permute_bwd = memory_op("moe.permute.bwd", T * k * h_ * 2 * 2);
   if (exchange) {
     OpSpec dispatch_bwd = exchange_op("moe.dispatch.bwd", false);

@@ -88,6 +88,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.ep = c.ep;
   s.expert_tp = c.expert_tp;
   s.capacity_factor = c.moe_capacity_factor;
+  s.load_imbalance = c.moe_load_imbalance;
   s.moe_dispatcher = c.moe_dispatcher;
   s.delay_wgrad_compute = c.delay_wgrad_compute;
   return s;

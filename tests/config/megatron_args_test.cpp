@@ -103,6 +103,8 @@ TEST_CASE("A Megatron launch line's strategy flags, as ptsim reads the same sett
   CHECK(muon.strategy.optimizer == "dist_muon");
   CHECK(muon.strategy.muon_num_ns_steps == 6);
   CHECK(muon.strategy.muon_tp_mode == "blockwise");
+  // Benchmarks' forced balance is an even share on the busiest EP rank.
+  CHECK(read(kGpt + "--vocab-size 50000 --moe-router-force-load-balancing").strategy.moe_load_imbalance == 1.0);
   CHECK_THROWS_WITH(read(kGpt + "--vocab-size 50000 --optimizer soap"),
                     Catch::Contains("--optimizer soap: ptsim simulates adam, muon, dist_muon"));
 }

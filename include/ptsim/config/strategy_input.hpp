@@ -61,6 +61,7 @@ struct StrategyInput {
   std::optional<bool> cross_entropy_loss_fusion;
   std::optional<bool> fp8_dot_product_attention;  // Megatron-Core's TransformerConfig field
   std::optional<double> moe_capacity_factor;
+  std::optional<double> moe_load_imbalance;                // the busiest EP rank's routed tokens over an even share
   std::optional<std::string> moe_token_dispatcher_type;    // alltoall | allgather | flex
   std::optional<std::string> moe_flex_dispatcher_backend;  // deepep | hybridep (with flex)
   std::optional<bool> overlap_moe_expert_parallel_comm;    // combined 1F1B: dispatch/combine under compute

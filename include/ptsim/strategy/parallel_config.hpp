@@ -244,6 +244,9 @@ struct ParallelConfig {
   double memory_headroom_bytes = kDefaultMemoryHeadroomBytes;
   /// MoE token capacity per expert as a multiple of an even share; empty: dropless.
   std::optional<double> moe_capacity_factor;
+  /// The routed tokens the busiest expert-parallel rank receives, as a
+  /// multiple of an even share (1: balanced routing).
+  double moe_load_imbalance = 1.0;
   /// How MoE layers dispatch and combine tokens.
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   /// Megatron-Core's --overlap-moe-expert-parallel-comm: the combined 1F1B

@@ -62,6 +62,9 @@ struct MicroShape {
   std::int64_t expert_tp = 1;    // tensor parallelism inside experts
   /// Tokens per expert as a multiple of an even share (padded to capacity); empty: dropless.
   std::optional<double> capacity_factor;
+  /// The busiest EP rank's routed tokens over an even share
+  /// (ParallelConfig::moe_load_imbalance); this rank is that one.
+  double load_imbalance = 1.0;
   strategy::MoeDispatcher moe_dispatcher = strategy::MoeDispatcher::AllToAll;  // ParallelConfig::moe_dispatcher
   bool delay_wgrad_compute = false;  // experts' wgrad beside the backward dispatch (ParallelConfig's)
 
