@@ -117,14 +117,11 @@ std::vector<OpSpec> muon_update_ops(const WeightMatrix& w, std::int64_t steps, b
 
 void build_muon_step(const StageContext& ctx, ProgramBuilder& out, std::int64_t adam_parameters) {
   const strategy::ParallelConfig& c = *ctx.config;
-  const auto emit_all = [&](const std::string& key, const std::vector<OpSpec>& ops) {
-    emit_step_end_ops(out, key, ops);
-  };
   // Megatron-Core's scalar optimizer: AdamW over embeddings, the output
   // layer, norms and biases (muon_scalar_optimizer adam).
   if (adam_parameters > 0)
-    emit_all(fmt::format("optimizer.adam.{}", adam_parameters),
-             {optimizer_step_op(adam_parameters, c.gradient_bytes(), 2)});
+    emit_step_end_ops(out, fmt::format("optimizer.adam.{}", adam_parameters),
+                      {optimizer_step_op(adam_parameters, c.gradient_bytes(), 2)});
   const bool duplicated = c.muon_tp_mode == strategy::MuonTpMode::Duplicated;
   double updated = 0;
   for (const WeightMatrix& w :
@@ -132,14 +129,15 @@ void build_muon_step(const StageContext& ctx, ProgramBuilder& out, std::int64_t 
     const std::vector<OpSpec> one = muon_update_ops(w, c.muon_ns_steps, duplicated);
     std::vector<OpSpec> ops;
     for (std::int64_t i = 0; i < w.count; ++i) ops.insert(ops.end(), one.begin(), one.end());
-    emit_all(fmt::format("optimizer.muon.{}x{}.{}.{}.{}", w.rows, w.cols, w.split_dim, w.split, w.count), ops);
+    emit_step_end_ops(out, fmt::format("optimizer.muon.{}x{}.{}.{}.{}", w.rows, w.cols, w.split_dim, w.split, w.count),
+                      ops);
     updated += w.elements();
   }
   // Float16OptimizerWithFloat16Params copies the updated fp32 weights into
   // the bf16 parameters, read 4 + write 2 (one multi-tensor kernel).
   if (updated > 0)
-    emit_all(fmt::format("optimizer.muon.copy.{}", updated),
-             {memory_op("muon.copy_to_model", 6 * updated, KernelClass::Optimizer)});
+    emit_step_end_ops(out, fmt::format("optimizer.muon.copy.{}", updated),
+                      {memory_op("muon.copy_to_model", 6 * updated, KernelClass::Optimizer)});
 }
 
 }  // namespace ptsim::workload::internal

@@ -96,6 +96,12 @@ std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, con
   return t;
 }
 
+RankParameters weight_elements(const std::vector<WeightMatrix>& weights) {
+  RankParameters p;
+  for (const WeightMatrix& w : weights) (w.expert ? p.expert : p.dense) += w.rows * w.cols * w.count;
+  return p;
+}
+
 std::vector<WeightMatrix> layer_weight_matrices(const model::ModelSpec& m, const strategy::ParallelConfig& c,
                                                 std::int64_t layer) {
   const std::int64_t h = m.hidden_size, tp = c.tp;

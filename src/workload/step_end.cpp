@@ -124,10 +124,6 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
   // reductions in order, so waiting for each stream's last task is enough.
   out.wait_for_stream(streams::kDataParallel);
   out.wait_for_stream(streams::kEmbeddingGrad);
-  // A block of step-end ops, in order, counted as optimizer work.
-  const auto step_end_ops = [&](const std::string& key, const std::vector<OpSpec>& ops) {
-    emit_step_end_ops(out, key, ops);
-  };
   // Gradients of parameters every TP rank holds whole but trains apart
   // (layer_tp_replicated_parameters, output_tp_replicated_parameters),
   // summed over TP after the DP reduction: flattened into one buffer,
@@ -135,11 +131,11 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
   // _allreduce_non_tensor_model_parallel_grads).
   if (const std::int64_t n = tp_replicated_parameters(ctx, holds_last_virtual); n > 0) {
     const double bytes = static_cast<double>(c.gradient_bytes()) * static_cast<double>(n);
-    step_end_ops(fmt::format("tp_replicated_grads.{}", n),
-                 {memory_op("tp_replicated_grads.flatten", 2 * bytes),
-                  collective_op("tp_replicated_grads.allreduce", CollectiveKind::AllReduce, CommGroup::TensorParallel,
-                                bytes),
-                  memory_op("tp_replicated_grads.unflatten", 2 * bytes)});
+    emit_step_end_ops(out, fmt::format("tp_replicated_grads.{}", n),
+                      {memory_op("tp_replicated_grads.flatten", 2 * bytes),
+                       collective_op("tp_replicated_grads.allreduce", CollectiveKind::AllReduce,
+                                     CommGroup::TensorParallel, bytes),
+                       memory_op("tp_replicated_grads.unflatten", 2 * bytes)});
   }
   const auto shard = [&](std::int64_t n, std::int64_t group) {
     return c.zero_stage >= 1 ? (n + group - 1) / group : n;
@@ -180,35 +176,33 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
   if (c.optimizer == strategy::Optimizer::Muon) {
     // AdamW takes what Muon does not: of the rank's parameters (its share
     // under the layer-wise optimizer), all but the weights.
-    double dense_weights = 0, expert_weights = 0;
-    for (const WeightMatrix& w : ctx.weight_matrices) (w.expert ? expert_weights : dense_weights) += w.elements();
-    const auto rest = [&](std::int64_t all, double weights, std::int64_t group) {
-      const auto n = all - static_cast<std::int64_t>(weights);
-      return c.muon_layer_wise ? (n + group - 1) / group : n;
+    const RankParameters weights = weight_elements(ctx.weight_matrices);
+    const auto rest = [&](std::int64_t all, std::int64_t muon, std::int64_t group) {
+      return c.muon_layer_wise ? (all - muon + group - 1) / group : all - muon;
     };
     build_muon_step(ctx, out,
-                    rest(ctx.stage_parameters.dense, dense_weights, ctx.dense_group) +
-                        rest(ctx.stage_parameters.expert, expert_weights, ctx.expert_group));
+                    rest(ctx.stage_parameters.dense, weights.dense, ctx.dense_group) +
+                        rest(ctx.stage_parameters.expert, weights.expert, ctx.expert_group));
     gather_updated_parameters(ctx, out, dp, false);
     return;
   }
   const double shard_parameters = static_cast<double>(updated);
   if (c.foreach_optimizer) {
-    step_end_ops(fmt::format("optimizer.grad_norm.{}", updated),
-                 {memory_op("optimizer.grad_norm", 4 * shard_parameters, taskgraph::KernelClass::Optimizer)});
+    emit_step_end_ops(out, fmt::format("optimizer.grad_norm.{}", updated),
+                      {memory_op("optimizer.grad_norm", 4 * shard_parameters, taskgraph::KernelClass::Optimizer)});
     if (dp.group_of(slots::kDataParallel) > 1)
       out.instantiate(dp.collective("optimizer.grad_norm_allreduce", slots::kDataParallel, CollectiveKind::AllReduce, 4,
                                     true),
                       -1, -1);
-    step_end_ops(fmt::format("optimizer.grad_clip.{}", updated),
-                 {memory_op("optimizer.grad_clip", 8 * shard_parameters, taskgraph::KernelClass::Optimizer)});
+    emit_step_end_ops(out, fmt::format("optimizer.grad_clip.{}", updated),
+                      {memory_op("optimizer.grad_clip", 8 * shard_parameters, taskgraph::KernelClass::Optimizer)});
   }
   const OpSpec step = c.foreach_optimizer ? memory_op("optimizer.adamw_foreach", 84 * shard_parameters,
                                                       taskgraph::KernelClass::Optimizer)
                       : c.fsdp()          ? optimizer_step_op(updated, 4, 0)
                                           : optimizer_step_op(updated, c.gradient_bytes(), quantized_gather ? 0 : 2);
   if (!quantized_gather) {
-    step_end_ops(fmt::format("optimizer.{}{}", updated, c.foreach_optimizer ? ".foreach" : ""), {step});
+    emit_step_end_ops(out, fmt::format("optimizer.{}{}", updated, c.foreach_optimizer ? ".foreach" : ""), {step});
   } else {
     const std::string tag(q.tag);
     const OpSpec cast = memory_op(tag + ".param_shard_cast", (4 + q.param_gather_bytes) * static_cast<double>(updated),
@@ -241,17 +235,17 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
       // (fsdp_pre_all_gather), beside the compute stream as FSDP2's bf16
       // copy-in (not modelled either).
       const double weights = static_cast<double>(shard(ctx.layer_parameters.dense, ctx.dense_group));
-      step_end_ops(fmt::format("optimizer.{}.{}_shard_amax", updated, tag),
-                   {step, memory_op(tag + ".param_shard_amax", 4 * weights, taskgraph::KernelClass::Optimizer)});
+      emit_step_end_ops(out, fmt::format("optimizer.{}.{}_shard_amax", updated, tag),
+                        {step, memory_op(tag + ".param_shard_amax", 4 * weights, taskgraph::KernelClass::Optimizer)});
       reduce_amaxes();
     } else if (!q.delayed) {
-      step_end_ops(fmt::format("optimizer.{}.{}_amax", updated, tag),
-                   {step, memory_op(tag + ".param_shard_amax", 4.0 * static_cast<double>(updated),
-                                    taskgraph::KernelClass::Optimizer)});
+      emit_step_end_ops(out, fmt::format("optimizer.{}.{}_amax", updated, tag),
+                        {step, memory_op(tag + ".param_shard_amax", 4.0 * static_cast<double>(updated),
+                                         taskgraph::KernelClass::Optimizer)});
       reduce_amaxes();
-      step_end_ops(fmt::format("optimizer.{}.{}_cast", updated, tag), {cast});
+      emit_step_end_ops(out, fmt::format("optimizer.{}.{}_cast", updated, tag), {cast});
     } else {
-      step_end_ops(fmt::format("optimizer.{}.fp8", updated), {step, cast});
+      emit_step_end_ops(out, fmt::format("optimizer.{}.fp8", updated), {step, cast});
       reduce_amaxes();
     }
   }

@@ -195,15 +195,13 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
   // distributed optimizer keeps the states of the weights a rank updates, a
   // 1/N share of its group's (the ranks' loads balanced).
   if (c.optimizer == strategy::Optimizer::Muon) {
-    double dense_muon = 0, expert_muon = 0;
-    for (const WeightMatrix& w : stage_weight_matrices(model, c, stage))
-      (w.expert ? expert_muon : dense_muon) += w.elements();
-    const auto states = [&](double all, double muon, std::int64_t group) {
-      const double bytes = 12 * (all - muon) + 8 * muon;
+    const RankParameters muon = weight_elements(stage_weight_matrices(model, c, stage));
+    const auto states = [&](std::int64_t all, std::int64_t weights, std::int64_t group) {
+      const double bytes = 12 * static_cast<double>(all - weights) + 8 * static_cast<double>(weights);
       return static_cast<std::uint64_t>(std::ceil(c.muon_layer_wise ? bytes / static_cast<double>(group) : bytes));
     };
-    total.optimizer_bytes = states(static_cast<double>(p.dense), dense_muon, c.gradient_group() * mirror) +
-                            states(static_cast<double>(p.expert), expert_muon, c.expert_dp() * mirror);
+    total.optimizer_bytes = states(p.dense, muon.dense, c.gradient_group() * mirror) +
+                            states(p.expert, muon.expert, c.expert_dp() * mirror);
   }
   // FP8 with bf16 parameters: Transformer Engine keeps every layer weight's
   // fp8 copy and its transpose (block-scaled: both copies with their scales;

@@ -62,6 +62,10 @@ struct WeightMatrix {
   double elements() const { return static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(count); }
 };
 
+/// The elements of `weights`, split as their gradients are reduced: a routed
+/// expert's over expert data parallelism, the others' over data parallelism.
+RankParameters weight_elements(const std::vector<WeightMatrix>& weights);
+
 /// The weights of transformer layer `layer` on one rank, as Megatron-Core's
 /// Muon sees them: attention's query, key and value weights apart (its
 /// default muon_split_qkv) or multi-latent attention's down and up
