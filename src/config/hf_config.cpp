@@ -1,8 +1,9 @@
 // Hugging Face config.json import (see internal/hf_config.hpp). A published
 // config carries many keys that do not shape training (token ids, dtype,
 // generation settings, routing details); only the ones below are read, by
-// model family: dense (Llama, Mistral, Qwen2/3, Phi-3, Gemma 1/2, GPT-2, GPT-NeoX, BERT) and
-// mixture-of-experts (Mixtral, Qwen3-MoE, DeepSeek-V3, gpt-oss).
+// model family: dense (Llama, Mistral, Qwen2/3, Phi-3, Gemma 1/2, GPT-2, GPT-NeoX, BERT),
+// mixture-of-experts (Mixtral, Qwen3-MoE, DeepSeek-V3, gpt-oss) and hybrid
+// (Nemotron-H, Nemotron 3).
 #include "internal/hf_config.hpp"
 
 #include <fmt/format.h>
@@ -316,6 +317,69 @@ model::ModelSpec gpt_oss(ObjectReader& in) {
   return m;
 }
 
+// Nemotron-H and Nemotron 3 (transformers' NemotronHConfig): Megatron's
+// hybrid stack, one layer a symbol of hybrid_override_pattern (or, in later
+// configs, a name of layers_block_type): Mamba-2 mixers (mamba_num_heads of
+// mamba_head_dim, n_groups groups of ssm_state_size, a conv_kernel of 4),
+// attention without position embedding (the mixers carry the order), dense
+// MLPs of intermediate_size with squared ReLU, and MoE MLPs of
+// n_routed_experts experts of moe_intermediate_size with one shared MLP of
+// moe_shared_expert_intermediate_size; RMSNorm, untied embeddings.
+model::ModelSpec nemotron_h(ObjectReader& in) {
+  reject_attention_bias(in);
+  model::ModelSpec m = rmsnorm_rope(in);
+  m.position_embedding = model::PositionEmbedding::None;
+  m.num_query_groups = in.optional_integer("num_key_value_heads", 1, kMaxDim).value_or(m.num_attention_heads);
+  m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
+  const char* head_dim_key = in.has("head_dim") ? "head_dim" : "attention_head_dim";
+  set_heads(m, in, "num_attention_heads", in.optional_integer(head_dim_key, 1, kMaxDim));
+  in.choice(in.has("mlp_hidden_act") ? "mlp_hidden_act" : "hidden_act", {"relu2"});
+  m.activation = model::Activation::SquaredRelu;
+  m.tie_embeddings = in.optional_boolean("tie_word_embeddings").value_or(false);
+  m.add_bias_linear = in.optional_boolean("mlp_bias").value_or(false);
+  if (in.optional_boolean("mamba_proj_bias").value_or(false))
+    in.fail("mamba_proj_bias",
+            "= true is not modelled (Megatron's MambaMixer builds its projections without "
+            "biases); the published configs set false");
+  if (in.has("hybrid_override_pattern")) {
+    m.hybrid_layer_pattern = in.string("hybrid_override_pattern");
+  } else {
+    const nlohmann::json& types = in.array("layers_block_type");
+    for (const nlohmann::json& type : types) {
+      const std::string name = type.is_string() ? type.get<std::string>() : "";
+      const char symbol = name == "mamba"       ? 'M'
+                          : name == "attention" ? '*'
+                          : name == "mlp"       ? '-'
+                          : name == "moe"       ? 'E'
+                                                : '?';
+      if (symbol == '?')
+        in.fail("layers_block_type", fmt::format("has the entry {}; each entry must be \"mamba\", \"attention\", "
+                                                 "\"mlp\" or \"moe\"",
+                                                 show(type)));
+      m.hybrid_layer_pattern += symbol;
+    }
+  }
+  if (static_cast<std::int64_t>(m.hybrid_layer_pattern.size()) != m.num_layers)
+    in.fail(in.has("hybrid_override_pattern") ? "hybrid_override_pattern" : "layers_block_type",
+            fmt::format("has {} layers; it needs num_hidden_layers = {}", m.hybrid_layer_pattern.size(), m.num_layers));
+  if (in.optional_integer("conv_kernel", 1, kMaxDim).value_or(model::ModelSpec::kMambaConvWidth) !=
+      model::ModelSpec::kMambaConvWidth)
+    in.fail("conv_kernel", fmt::format("must be {}: Megatron's MambaMixer convolves over {} tokens",
+                                       model::ModelSpec::kMambaConvWidth, model::ModelSpec::kMambaConvWidth));
+  m.mamba_head_dim = in.integer("mamba_head_dim", 1, kMaxDim);
+  m.mamba_num_heads = in.integer("mamba_num_heads", 1, kMaxDim);
+  m.mamba_state_dim = in.integer("ssm_state_size", 1, kMaxDim);
+  m.mamba_num_groups = in.integer("n_groups", 1, kMaxDim);
+  if (m.hybrid_layer_pattern.find('E') != std::string::npos) {
+    read_experts(in, m, "n_routed_experts");
+    m.moe_ffn_hidden_size = in.integer("moe_intermediate_size", 1, kMaxDim * 8);
+    m.moe_shared_expert_intermediate_size =
+        in.optional_integer("moe_shared_expert_intermediate_size", 0, kMaxDim * 8).value_or(0);
+  }
+  m.mtp_num_layers = in.optional_integer("num_nextn_predict_layers", 0, kMaxLayers).value_or(0);
+  return m;
+}
+
 }  // namespace
 
 bool is_hf_config(const nlohmann::json& object) {
@@ -328,11 +392,11 @@ model::ModelSpec parse_hf_config(const nlohmann::json& object, const std::string
   if (!in.has("model_type"))
     in.fail("model_type",
             "is missing: a Hugging Face config names its model_type "
-            "(llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, nemotron, mixtral, qwen3_moe, "
+            "(llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, nemotron, nemotron_h, mixtral, qwen3_moe, "
             "deepseek_v3, kimi_k2, gpt_oss, gpt2, gpt_neox or bert)");
-  const std::string type =
-      in.choice("model_type", {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "nemotron", "mixtral",
-                               "qwen3_moe", "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gpt_neox", "bert"});
+  const std::string type = in.choice("model_type", {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2",
+                                                    "nemotron", "nemotron_h", "mixtral", "qwen3_moe", "deepseek_v3",
+                                                    "kimi_k2", "gpt_oss", "gpt2", "gpt_neox", "bert"});
   model::ModelSpec m;
   if (type == "mixtral") {
     m = mixtral(in);
@@ -345,6 +409,8 @@ model::ModelSpec parse_hf_config(const nlohmann::json& object, const std::string
     m = deepseek_v3(in);
   } else if (type == "gpt_oss") {
     m = gpt_oss(in);
+  } else if (type == "nemotron_h") {
+    m = nemotron_h(in);  // dense or MoE, as its layer pattern says
   } else {
     reject_experts(object, where, type);
     if (type == "gpt2") {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,57 @@ void parse_moe(internal::ObjectReader& in, model::ModelSpec& m) {
                                               m.num_layers));
 }
 
+// A hybrid model (Megatron-Core's hybrid stack), with Megatron's names: the
+// layer pattern and the Mamba-2 mixer's sizes (TransformerConfig's defaults:
+// head dim 64, state 128, 8 groups, heads 2h / head dim).
+void parse_hybrid(internal::ObjectReader& in, model::ModelSpec& m) {
+  constexpr const char* kKeys[] = {"mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups"};
+  const std::optional<std::string> pattern = in.optional_string("hybrid_layer_pattern");
+  if (!pattern) {
+    for (const char* key : kKeys) {
+      if (in.has(key))
+        in.fail(key,
+                "applies only to hybrid models; give hybrid_layer_pattern (one symbol a layer: M, *, - or E) "
+                "or remove the key");
+      in.skip(key);  // null: as if absent
+    }
+    return;
+  }
+  if (static_cast<std::int64_t>(pattern->size()) != m.num_layers)
+    in.fail("hybrid_layer_pattern", fmt::format("has {} symbols; it needs exactly num_layers = {} (one a layer; "
+                                                "pipeline ('|') and MTP ('/') separators are not read: give the "
+                                                "stages with --pipeline-model-parallel-layout)",
+                                                pattern->size(), m.num_layers));
+  const std::size_t bad = pattern->find_first_not_of("M*-E");
+  if (bad != std::string::npos)
+    in.fail("hybrid_layer_pattern", fmt::format("has '{}' at position {}; each symbol must be M (Mamba-2 mixer), "
+                                                "* (self-attention), - (dense MLP) or E (MoE MLP)",
+                                                (*pattern)[bad], bad));
+  const bool moe_layers = pattern->find('E') != std::string::npos;
+  if (moe_layers != m.is_moe())
+    in.fail("hybrid_layer_pattern", moe_layers ? "has MoE layers (E) but num_moe_experts is 0; give the experts"
+                                               : "has no MoE layer (E) but num_moe_experts > 0; mark the MoE "
+                                                 "layers E or set num_moe_experts to 0");
+  if (m.first_dense_layers > 0)
+    in.fail("first_dense_layers",
+            "does not apply to hybrid models: the pattern says which layers are MoE (E) "
+            "and which dense (-); remove it");
+  m.hybrid_layer_pattern = *pattern;
+  m.mamba_head_dim = in.optional_integer("mamba_head_dim", 1, kMaxDim).value_or(64);
+  m.mamba_state_dim = in.optional_integer("mamba_state_dim", 1, kMaxDim).value_or(128);
+  m.mamba_num_groups = in.optional_integer("mamba_num_groups", 1, kMaxDim).value_or(8);
+  const auto heads = in.optional_integer("mamba_num_heads", 1, kMaxDim);
+  if (!heads && (2 * m.hidden_size) % m.mamba_head_dim != 0)
+    in.fail("mamba_head_dim", fmt::format("must divide 2 · hidden_size = {} when mamba_num_heads is not given "
+                                          "(Megatron then takes 2h / mamba_head_dim heads); give mamba_num_heads",
+                                          2 * m.hidden_size));
+  m.mamba_num_heads = heads.value_or(2 * m.hidden_size / m.mamba_head_dim);
+  if (m.mamba_num_heads % m.mamba_num_groups != 0)
+    in.fail("mamba_num_groups", fmt::format("must divide mamba_num_heads = {} (each group's B and C serve a "
+                                            "whole number of heads)",
+                                            m.mamba_num_heads));
+}
+
 model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string& where,
                                 const std::string& fallback_name) {
   internal::ObjectReader in(object, where);
@@ -163,6 +215,7 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
   parse_attention_variants(in, m);
   parse_latent_attention(in, m);
   parse_moe(in, m);
+  parse_hybrid(in, m);
   const auto kv = in.optional_integer("kv_channels", 1, kMaxDim);
   if (m.multi_latent_attention) {
     // The width of the score product q·k: the no-RoPE part plus the RoPE part.
@@ -211,8 +264,35 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
       "sliding_window_layers, multi_latent_attention, q_lora_rank, "
       "kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim, num_moe_experts, "
       "moe_router_topk, moe_ffn_hidden_size, moe_shared_expert_intermediate_size, "
-      "first_dense_layers, mtp_num_layers");
+      "first_dense_layers, mtp_num_layers, hybrid_layer_pattern, mamba_num_heads, mamba_head_dim, "
+      "mamba_state_dim, mamba_num_groups");
   return m;
+}
+
+// A hybrid model's rules in ModelSpec's names (both formats reach here),
+// and what ptsim does not build in one: sliding windows, post-sublayer norms
+// and MTP depths (Megatron's hybrid MTP takes a pattern of its own).
+void validate_hybrid(const model::ModelSpec& m, const std::string& where) {
+  const std::string& p = m.hybrid_layer_pattern;
+  if (static_cast<std::int64_t>(p.size()) != m.num_layers || p.find_first_not_of("M*-E") != std::string::npos)
+    throw ConfigError(fmt::format("{}: the hybrid layer pattern '{}' needs num_layers = {} symbols, each M, *, - or E",
+                                  where, p, m.num_layers));
+  if ((p.find('E') != std::string::npos) != m.is_moe())
+    throw ConfigError(fmt::format("{}: the hybrid layer pattern's MoE layers (E) and num_moe_experts = {} disagree",
+                                  where, m.num_moe_experts));
+  if (m.mamba_num_heads < 1 || m.mamba_head_dim < 1 || m.mamba_state_dim < 1 || m.mamba_num_groups < 1 ||
+      m.mamba_num_heads % m.mamba_num_groups != 0)
+    throw ConfigError(
+        fmt::format("{}: the Mamba mixer needs heads, head dim, state dim and groups > 0 with the "
+                    "groups dividing the heads (mamba_num_heads = {}, mamba_num_groups = {})",
+                    where, m.mamba_num_heads, m.mamba_num_groups));
+  const char* unsupported = m.sliding_window > 0    ? "sliding-window attention"
+                            : m.post_sublayer_norms ? "post-sublayer norms"
+                            : m.mtp_num_layers > 0  ? "multi-token prediction (mtp_num_layers)"
+                                                    : nullptr;
+  if (unsupported)
+    throw ConfigError(fmt::format("{}: ptsim does not build {} in a hybrid model; remove it or the layer pattern",
+                                  where, unsupported));
 }
 
 }  // namespace
@@ -228,7 +308,9 @@ void validate_model(const model::ModelSpec& m, const std::string& where) {
   const double attention = 4 * h * heads * head_dim + 2 * h * static_cast<double>(m.q_lora_rank + m.kv_lora_rank);
   const double mlp = 3 * h * static_cast<double>(m.ffn_hidden_size + m.moe_shared_expert_intermediate_size) +
                      3 * h * static_cast<double>(m.num_moe_experts) * static_cast<double>(m.moe_ffn_hidden_size);
-  const double bound = static_cast<double>(m.num_layers) * (attention + mlp + 4 * h) +
+  const double mamba = h * static_cast<double>(m.mamba_in_proj_width() + m.mamba_inner()) +
+                       6 * static_cast<double>(m.mamba_conv_channels() + m.mamba_inner());
+  const double bound = static_cast<double>(m.num_layers) * (attention + mlp + mamba + 4 * h) +
                        2 * static_cast<double>(m.vocab_size + m.seq_length) * h;
   if (bound > kMaxParameters)
     throw ConfigError(fmt::format(
@@ -268,6 +350,7 @@ void validate_model(const model::ModelSpec& m, const std::string& where) {
         "{}: sliding_window_layers has {} entries for num_layers = {} and sliding_window = {}; "
         "it needs one entry per layer and a window > 0",
         where, m.sliding_window_layers.size(), m.num_layers, m.sliding_window));
+  if (m.is_hybrid()) validate_hybrid(m, where);
 }
 
 model::ModelSpec parse_model(const nlohmann::json& object, const std::string& where,

@@ -122,6 +122,19 @@ json megatron_model_json(LaunchFlags& flags) {
   for (const char* f : {"--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
                         "--moe-shared-expert-intermediate-size", "--moe-layer-freq"})
     flags.take(f);
+  // Hybrid models (pretrain_hybrid.py): the layer pattern, under its
+  // current name or the deprecated one, and the Mamba-2 mixer's sizes.
+  for (const char* f : {"--hybrid-layer-pattern", "--hybrid-override-pattern"})
+    if (flags.has(f)) model["hybrid_layer_pattern"] = flags.get(f).values.at(0);
+  for (const auto& [flag, key] :
+       std::array<std::pair<const char*, const char*>, 4>{{{"--mamba-num-heads", "mamba_num_heads"},
+                                                           {"--mamba-head-dim", "mamba_head_dim"},
+                                                           {"--mamba-state-dim", "mamba_state_dim"},
+                                                           {"--mamba-num-groups", "mamba_num_groups"}}})
+    if (flags.has(flag)) model[key] = integer_of(flags.get(flag));
+  for (const char* f : {"--hybrid-layer-pattern", "--hybrid-override-pattern", "--is-hybrid-model", "--mamba-num-heads",
+                        "--mamba-head-dim", "--mamba-state-dim", "--mamba-num-groups"})
+    flags.take(f);
   // Multi-token prediction depths on the last stage.
   if (flags.has("--mtp-num-layers")) model["mtp_num_layers"] = integer_of(flags.get("--mtp-num-layers"));
   flags.take("--mtp-num-layers");

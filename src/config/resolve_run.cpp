@@ -45,8 +45,14 @@ void check_model_splits(const Checker& check, const model::ModelSpec& m, strateg
   check.divides("tp", c.tp, m.num_attention_heads, "num_attention_heads");
   if (!m.multi_latent_attention)
     check.divides("tp", c.tp, m.num_query_groups, "num_query_groups", "key/value heads are split over TP ranks");
-  const bool has_dense_mlp = !m.is_moe() || m.first_dense_layers > 0;
+  const bool has_dense_mlp =
+      m.is_hybrid() ? m.hybrid_layer_pattern.find('-') != std::string::npos : !m.is_moe() || m.first_dense_layers > 0;
   if (has_dense_mlp) check.divides("tp", c.tp, m.ffn_hidden_size, "ffn_hidden_size");
+  if (m.hybrid_layer_pattern.find('M') != std::string::npos) {
+    // MambaMixer splits its heads and its groups over the TP ranks.
+    check.divides("tp", c.tp, m.mamba_num_heads, "mamba_num_heads");
+    check.divides("tp", c.tp, m.mamba_num_groups, "mamba_num_groups");
+  }
   if (m.moe_shared_expert_intermediate_size > 0)
     check.divides("tp", c.tp, m.moe_shared_expert_intermediate_size, "moe_shared_expert_intermediate_size");
 
@@ -61,6 +67,12 @@ void check_model_splits(const Checker& check, const model::ModelSpec& m, strateg
     if (c.attention == strategy::AttentionBackend::Unfused)
       check.fail("cp", c.cp, "needs fused attention (ring attention runs FlashAttention blocks)",
                  "drop --attention-backend unfused");
+    if (m.is_hybrid())
+      check.fail("cp", c.cp,
+                 fmt::format("is not simulated for hybrid models (model {}): Megatron-Core's Mamba layers "
+                             "exchange their heads over CP with all-to-alls that ptsim does not build",
+                             m.name),
+                 "use --cp 1 for this model");
     if (m.sliding_window > 0)
       check.fail("cp", c.cp,
                  fmt::format("is not simulated with sliding-window attention (model {}): a window shorter than "
@@ -511,11 +523,14 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
             std::array{strategy::KernelFusion::Fused, strategy::KernelFusion::Eager, strategy::KernelFusion::Compiled},
             "kernel fusion");
   check_torchao_float8(check, c, s, precision);
-  if (c.torch_modules() && (m.is_moe() || m.multi_latent_attention))
+  if (c.torch_modules() && (m.is_moe() || m.multi_latent_attention || m.is_hybrid()))
     check.fail("kernel_fusion", *s.kernel_fusion,
                fmt::format("is modelled for dense models with standard attention (torchtitan's Llama code); model {} "
                            "has {}",
-                           m.name, m.is_moe() ? "experts" : "multi-latent attention"),
+                           m.name,
+                           m.is_hybrid() ? "a hybrid layer pattern"
+                           : m.is_moe()  ? "experts"
+                                         : "multi-latent attention"),
                "use --kernel-fusion fused");
   // torchao's only dynamic recipe scales per tensor; Megatron's default is delayed.
   c.fp8_recipe =

@@ -50,18 +50,29 @@ namespace ptsim::workload {
 using internal::LayerBuilder;
 
 std::size_t layer_kind(const model::ModelSpec& m, std::int64_t layer) {
+  if (m.is_hybrid()) {
+    switch (m.layer_symbol(layer)) {
+      case 'M': return 4;
+      case '*': return 5;
+      case '-': return 6;
+      default: return 7;  // 'E'
+    }
+  }
   return (m.is_moe_layer(layer) ? 2u : 0u) + (m.is_sliding_window_layer(layer) ? 1u : 0u);
 }
 
 std::string layer_kind_key(const model::ModelSpec& m, std::int64_t layer) {
-  static constexpr std::array<const char*, kLayerKinds> kNames = {"dense", "dense.swa", "moe", "moe.swa"};
+  static constexpr std::array<const char*, kLayerKinds> kNames = {"dense", "dense.swa", "moe", "moe.swa",
+                                                                  "mamba", "attention", "mlp", "moe_mlp"};
   return kNames[layer_kind(m, layer)];
 }
 
 int fp8_gemms_per_layer(const model::ModelSpec& m, std::int64_t layer, bool separate_linears) {
-  if (separate_linears) return 4 + (m.gated_mlp() ? 3 : 2);                // wq, wk, wv, wo; w1, (w3,) w2
-  int gemms = m.multi_latent_attention ? (m.q_lora_rank > 0 ? 5 : 4) : 2;  // projections + output
-  gemms += 2;                                                               // fc1 + fc2 (or expert fc1 + fc2)
+  if (separate_linears) return 4 + (m.gated_mlp() ? 3 : 2);  // wq, wk, wv, wo; w1, (w3,) w2
+  if (m.is_mamba_layer(layer)) return 2;                     // in_proj, out_proj
+  int gemms = 0;
+  if (m.has_attention(layer)) gemms += m.multi_latent_attention ? (m.q_lora_rank > 0 ? 5 : 4) : 2;  // + output
+  if (m.has_mlp(layer)) gemms += 2;  // fc1 + fc2 (or expert fc1 + fc2)
   if (m.is_moe_layer(layer) && m.moe_shared_expert_intermediate_size > 0) gemms += 2;
   return gemms;
 }
@@ -96,14 +107,22 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
 
 BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer) {
   LayerBuilder b(m, shape, layer);
-  b.input_norm();
-  b.attention();
-  if (m.post_sublayer_norms) b.norm("attn.post_norm");
-  b.residual("attn");
-  b.pre_mlp_norm(layer);
-  b.mlp(layer);
-  if (m.post_sublayer_norms) b.norm("mlp.post_norm");
-  b.residual("mlp");
+  if (m.is_mamba_layer(layer)) {
+    b.mamba();
+    b.residual("mamba");
+  }
+  if (m.has_attention(layer)) {
+    b.input_norm();
+    b.attention();
+    if (m.post_sublayer_norms) b.norm("attn.post_norm");
+    b.residual("attn");
+  }
+  if (m.has_mlp(layer)) {
+    b.pre_mlp_norm(layer);
+    b.mlp(layer);
+    if (m.post_sublayer_norms) b.norm("mlp.post_norm");
+    b.residual("mlp");
+  }
   BlockOps ops = b.take();
   if (!shape.gradient_accumulation_fusion) accumulate_after_weight_gradients(ops.backward, shape.main_grad_bytes);
   return ops;

@@ -31,8 +31,18 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
   const std::int64_t tp = c.tp;
   RankParameters p;
   p.dense = m.norms_per_layer() * norm_parameters(m, h);
+  if (m.is_mamba_layer(layer)) {
+    // Every part split over TP by heads and groups (MambaMixer's *_local_tp).
+    const std::int64_t split = h * m.mamba_in_proj_width() +
+                               m.mamba_conv_channels() * (model::ModelSpec::kMambaConvWidth + 1) +
+                               3 * m.mamba_num_heads + m.mamba_inner() + m.mamba_inner() * h;
+    p.dense += split / tp;
+    return p;
+  }
   // Attention.
-  if (m.multi_latent_attention) {
+  if (!m.has_attention(layer)) {
+    // a hybrid model's MLP layer
+  } else if (m.multi_latent_attention) {
     const std::int64_t a = m.num_attention_heads, qk = m.qk_head_dim + m.qk_pos_emb_head_dim;
     const std::int64_t replicated = (m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank : 0) +
                                     h * (m.kv_lora_rank + m.qk_pos_emb_head_dim) + m.kv_lora_rank;
@@ -46,6 +56,7 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
     p.dense += split / tp + (m.add_bias_linear ? h : 0) + (m.qk_layernorm ? 2 * m.kv_channels : 0);
   }
   // MLP.
+  if (!m.has_mlp(layer)) return p;
   if (!m.is_moe_layer(layer)) {
     p += dense_mlp(m, m.ffn_hidden_size, tp);
     return p;
@@ -61,10 +72,14 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
 
 std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, const strategy::ParallelConfig& c,
                                                   std::int64_t layer) {
-  if (m.multi_latent_attention || m.is_moe_layer(layer))
-    throw ConfigError(fmt::format("model {}: parameters one tensor at a time (--zero3-blocking, DeepSpeed 0.3) "
-                                  "are modelled for dense layers with standard attention only; layer {} is {}",
-                                  m.name, layer, m.multi_latent_attention ? "multi-latent attention" : "MoE"));
+  if (m.multi_latent_attention || m.is_moe_layer(layer) || m.is_hybrid())
+    throw ConfigError(
+        fmt::format("model {}: parameters one tensor at a time (--zero3-blocking, DeepSpeed 0.3) "
+                    "are modelled for dense layers with standard attention only; layer {} is {}",
+                    m.name, layer,
+                    m.multi_latent_attention ? "multi-latent attention"
+                    : m.is_hybrid()          ? "a hybrid model's layer"
+                                             : "MoE"));
   const std::int64_t h = m.hidden_size, tp = c.tp;
   const bool bias = m.add_bias_linear;
   std::vector<std::int64_t> t;
@@ -115,7 +130,15 @@ std::vector<WeightMatrix> layer_weight_matrices(const model::ModelSpec& m, const
     w.push_back({out, in / t, 1, t, expert, count});
   };
   const auto whole = [&](std::int64_t out, std::int64_t in) { w.push_back({out, in, -1, 1, false, 1}); };
-  if (m.multi_latent_attention) {
+  if (m.is_mamba_layer(layer)) {
+    // Only the output projection: MambaMixer marks its input projection
+    // use_muon = False, and the convolution's weights are not matrices.
+    row(h, m.mamba_inner(), tp);
+    return w;
+  }
+  if (!m.has_attention(layer)) {
+    // a hybrid model's MLP layer
+  } else if (m.multi_latent_attention) {
     const std::int64_t a = m.num_attention_heads, qk = m.qk_head_dim + m.qk_pos_emb_head_dim;
     if (m.q_lora_rank > 0) {
       whole(m.q_lora_rank, h);
@@ -137,6 +160,7 @@ std::vector<WeightMatrix> layer_weight_matrices(const model::ModelSpec& m, const
     column(m.gated_mlp() ? 2 * width : width, h, t, expert, count);
     row(h, width, t, expert, count);
   };
+  if (!m.has_mlp(layer)) return w;
   if (!m.is_moe_layer(layer)) {
     mlp(m.ffn_hidden_size, tp, false, 1);
     return w;
@@ -157,15 +181,16 @@ std::int64_t layer_tp_replicated_parameters(const model::ModelSpec& m, const str
                                             std::int64_t layer) {
   if (c.tp == 1) return 0;
   const std::int64_t h = m.hidden_size;
-  std::int64_t n = m.qk_layernorm && !m.multi_latent_attention ? 2 * m.kv_channels : 0;
+  const bool attention = m.has_attention(layer);
+  std::int64_t n = attention && m.qk_layernorm && !m.multi_latent_attention ? 2 * m.kv_channels : 0;
   if (!c.sequence_parallel) return n;
   n += m.norms_per_layer() * norm_parameters(m, h);
   const bool moe = m.is_moe_layer(layer);
-  const bool mlp_fc2 = !moe || m.moe_shared_expert_intermediate_size > 0;
-  if (m.add_bias_linear) n += h + (mlp_fc2 ? h : 0);  // output projection's and FC2's biases
+  const bool mlp_fc2 = m.has_mlp(layer) && (!moe || m.moe_shared_expert_intermediate_size > 0);
+  if (m.add_bias_linear) n += (attention ? h : 0) + (mlp_fc2 ? h : 0);  // output projection's and FC2's biases
   if (moe) n += h * m.num_moe_experts + (m.add_bias_linear ? m.num_moe_experts : 0);  // router
   // MLA's down projections and latent norms, as layer_parameters_per_rank counts them.
-  if (m.multi_latent_attention) {
+  if (attention && m.multi_latent_attention) {
     if (m.q_lora_rank > 0) n += h * m.q_lora_rank + m.q_lora_rank;
     n += h * (m.kv_lora_rank + m.qk_pos_emb_head_dim) + m.kv_lora_rank;
   }

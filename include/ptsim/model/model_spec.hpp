@@ -84,6 +84,38 @@ struct ModelSpec {
   /// loss (megatron/core/transformer/multi_token_prediction.py).
   std::int64_t mtp_num_layers = 0;
 
+  // ---- Hybrid models (Megatron-Core's hybrid stack: Nemotron-H, Nemotron 3) ----
+  /// One symbol per layer, Megatron's hybrid_layer_pattern: 'M' a Mamba-2
+  /// mixer, '*' self-attention, '-' a dense MLP, 'E' an MoE MLP, each a layer
+  /// of its own with one pre-norm and a residual (megatron/core/ssm/
+  /// mamba_block.py). Empty: every layer is a transformer layer (attention
+  /// and an MLP).
+  std::string hybrid_layer_pattern;
+  /// Mamba-2 mixer (megatron/core/ssm/mamba_mixer.py; TransformerConfig's
+  /// defaults): H heads of P channels (d_inner = H·P), a state of N per
+  /// channel, B and C shared by the heads of each of G groups.
+  std::int64_t mamba_num_heads = 0;
+  std::int64_t mamba_head_dim = 64;
+  std::int64_t mamba_state_dim = 128;
+  std::int64_t mamba_num_groups = 8;
+  /// MambaMixer's fixed depthwise convolution width (d_conv) and the SSD
+  /// kernels' chunk length (chunk_size), neither a TransformerConfig field.
+  static constexpr std::int64_t kMambaConvWidth = 4;
+  static constexpr std::int64_t kMambaChunkSize = 128;
+  bool is_hybrid() const { return !hybrid_layer_pattern.empty(); }
+  char layer_symbol(std::int64_t l) const { return hybrid_layer_pattern[static_cast<std::size_t>(l)]; }
+  bool is_mamba_layer(std::int64_t l) const { return is_hybrid() && layer_symbol(l) == 'M'; }
+  /// Whether layer `l` has self-attention, and an MLP (dense or MoE).
+  bool has_attention(std::int64_t l) const { return !is_hybrid() || layer_symbol(l) == '*'; }
+  bool has_mlp(std::int64_t l) const { return !is_hybrid() || layer_symbol(l) == '-' || layer_symbol(l) == 'E'; }
+  /// The mixer's inner width H·P, its input projection's outputs (z, x, B,
+  /// C and dt: 2·d_inner + 2·G·N + H) and its convolution's channels (x, B, C).
+  std::int64_t mamba_inner() const { return mamba_num_heads * mamba_head_dim; }
+  std::int64_t mamba_in_proj_width() const {
+    return 2 * mamba_inner() + 2 * mamba_num_groups * mamba_state_dim + mamba_num_heads;
+  }
+  std::int64_t mamba_conv_channels() const { return mamba_inner() + 2 * mamba_num_groups * mamba_state_dim; }
+
   /// The global index of the layer an MTP depth is built as: the last one.
   std::int64_t mtp_layer_kind() const { return num_layers - 1; }
   bool is_moe() const { return num_moe_experts > 0; }
@@ -91,9 +123,13 @@ struct ModelSpec {
   bool gated_mlp() const { return activation == Activation::SwiGlu || activation == Activation::GeGlu; }
   /// Norms in each layer: before attention and before the MLP, and with
   /// post_sublayer_norms after each too.
-  std::int64_t norms_per_layer() const { return post_sublayer_norms ? 4 : 2; }
+  /// A hybrid model's layers have one norm each.
+  std::int64_t norms_per_layer() const { return is_hybrid() ? 1 : post_sublayer_norms ? 4 : 2; }
   /// Whether layer `l` (0-based, global) has an MoE MLP.
-  bool is_moe_layer(std::int64_t l) const { return is_moe() && l >= first_dense_layers; }
+  bool is_moe_layer(std::int64_t l) const {
+    if (is_hybrid()) return layer_symbol(l) == 'E';
+    return is_moe() && l >= first_dense_layers;
+  }
   /// Whether layer `l` uses sliding-window attention.
   bool is_sliding_window_layer(std::int64_t l) const {
     return sliding_window > 0 && static_cast<std::size_t>(l) < sliding_window_layers.size() &&

@@ -87,8 +87,9 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
 BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer);
 
 /// Layers of the same kind have the same ops: dense or MoE MLP, sliding or
-/// full attention. An index below kLayerKinds, and its name.
-inline constexpr std::size_t kLayerKinds = 4;
+/// full attention; a hybrid model's Mamba, attention, MLP or MoE layer. An
+/// index below kLayerKinds, and its name.
+inline constexpr std::size_t kLayerKinds = 8;
 std::size_t layer_kind(const model::ModelSpec& m, std::int64_t layer);
 std::string layer_kind_key(const model::ModelSpec& m, std::int64_t layer);
 

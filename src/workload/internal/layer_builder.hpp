@@ -352,6 +352,9 @@ class LayerBuilder {
     }
   }
 
+  // A hybrid model's Mamba-2 mixer with its fused pre-norm (layer_mamba.cpp).
+  void mamba();
+
  private:
   // A linear bias's gradient: the output gradient summed over the `rows`
   // tokens, one reduction kernel reading rows·width bf16 values. Megatron-LM
