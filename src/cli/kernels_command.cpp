@@ -20,7 +20,8 @@ namespace po = boost::program_options;
 
 namespace {
 
-constexpr const char* kUsage = R"(Usage: ptsim kernels --model FILE --hw FILE [strategy] [--json FILE] [--microbench-list FILE]
+constexpr const char* kUsage =
+    R"(Usage: ptsim kernels --model FILE --hw FILE [strategy] [--by-module] [--json FILE] [--microbench-list FILE]
 
 Lists the distinct compute kernels one training step runs — class, dtype,
 shape — with how many times one rank of each pipeline stage runs each per step
@@ -29,11 +30,16 @@ micro-benchmark times, and "sustained", at what the GPU keeps through seconds
 of continuous load (the profile's gpu.sustained fractions), which is what a
 simulated step uses; "total" is calls × sustained. --microbench-list writes
 them in the plain format ptsim-microbench reads (--shapes FILE) to measure
-exactly these.
+exactly these. --by-module adds the same time summed by module — an op's
+first two name parts after its pass (moe.experts, moe.permute, attn.flash,
+mamba.ssd, ln1, …) — split into forward, backward, recomputed forward and
+the rest (optimizer, FSDP copies): where a layer's compute goes.
 
-Example:
+Examples:
   ptsim kernels --model configs/models/llama3-8b.json --hw hw_profiles/h200-sxm-141gb.json \
       --gpus 8 --tp 8 --global-batch-size 8 --microbench-list kernels.txt
+  ptsim kernels --model configs/models/qwen3-30b-a3b.json --hw hw_profiles/h100-sxm5-80gb.json \
+      --gpus 8 --ep 8 --global-batch-size 8 --by-module
 
 )";
 
@@ -79,12 +85,13 @@ nlohmann::ordered_json shape_json(const simulate::KernelUse& k) {
 int run_kernels(const std::vector<std::string>& args, std::ostream& out) {
   RunInputs inputs;
   std::string json_path, list_path;
+  bool by_module = false;
   po::options_description outputs("Outputs");
-  outputs.add_options()
-      ("json", po::value(&json_path)->value_name("FILE"), "write the kernels as JSON")
-      ("microbench-list", po::value(&list_path)->value_name("FILE"),
-       "write the kernels for ptsim-microbench --shapes")
-      ("help,h", "show this help");
+  outputs.add_options()("by-module", po::bool_switch(&by_module),
+                        "also print the time by module, forward, backward and recomputed")(
+      "json", po::value(&json_path)->value_name("FILE"), "write the kernels (and the modules) as JSON")(
+      "microbench-list", po::value(&list_path)->value_name("FILE"),
+      "write the kernels for ptsim-microbench --shapes")("help,h", "show this help");
   po::options_description options;
   options.add(input_options(inputs)).add(strategy_options()).add(outputs);
   po::variables_map vm;
@@ -117,10 +124,39 @@ int run_kernels(const std::vector<std::string>& args, std::ostream& out) {
     fmt::print(out, "{:<12} {:<6} {:<28} {:>8} {:>9.1f} µs {:>9.1f} µs {:>10.2f} ms  {}\n",
                taskgraph::to_string(k.kernel), to_string(k.dtype), shape_text(k), k.count, k.burst_seconds * 1e6,
                k.seconds * 1e6, k.seconds * static_cast<double>(k.count) * 1e3, names);
-    list.push_back({{"class", taskgraph::to_string(k.kernel)}, {"dtype", to_string(k.dtype)},
-                    {"shape", shape_json(k)}, {"names", k.names}, {"count", k.count},
-                    {"flops", k.flops}, {"bytes", k.bytes}, {"time_s", k.seconds},
-                    {"burst_time_s", k.burst_seconds}, {"total_s", k.seconds * static_cast<double>(k.count)}});
+    list.push_back({{"class", taskgraph::to_string(k.kernel)},
+                    {"dtype", to_string(k.dtype)},
+                    {"shape", shape_json(k)},
+                    {"names", k.names},
+                    {"calls_by_name", k.name_counts},
+                    {"count", k.count},
+                    {"flops", k.flops},
+                    {"bytes", k.bytes},
+                    {"time_s", k.seconds},
+                    {"burst_time_s", k.burst_seconds},
+                    {"total_s", k.seconds * static_cast<double>(k.count)}});
+  }
+  const auto modules = simulate::module_times(kernels);
+  double total = 0;
+  for (const auto& m : modules) total += m.total_s();
+  nlohmann::ordered_json module_list = nlohmann::ordered_json::array();
+  if (by_module)
+    fmt::print(out,
+               "\ntime by module (one rank of each stage, per step; {:.3f} s in all)\n{:<28} {:>8} {:>11} {:>11} "
+               "{:>11} {:>11} {:>11} {:>6}\n",
+               total, "module", "calls", "forward", "backward", "recompute", "other", "total", "share");
+  for (const auto& m : modules) {
+    if (by_module)
+      fmt::print(out, "{:<28} {:>8} {:>8.2f} ms {:>8.2f} ms {:>8.2f} ms {:>8.2f} ms {:>8.2f} ms {:>5.1f}%\n", m.module,
+                 m.calls, m.forward_s * 1e3, m.backward_s * 1e3, m.recompute_s * 1e3, m.other_s * 1e3,
+                 m.total_s() * 1e3, total > 0 ? 100 * m.total_s() / total : 0.0);
+    module_list.push_back({{"module", m.module},
+                           {"calls", m.calls},
+                           {"forward_s", m.forward_s},
+                           {"backward_s", m.backward_s},
+                           {"recompute_s", m.recompute_s},
+                           {"other_s", m.other_s},
+                           {"total_s", m.total_s()}});
   }
   std::vector<OutputFile> files;
   if (!json_path.empty())
@@ -130,6 +166,7 @@ int run_kernels(const std::vector<std::string>& args, std::ostream& out) {
                          j["model"] = run.model.name;
                          j["hardware"] = run.hardware.name;
                          j["kernels"] = list;
+                         j["modules"] = module_list;
                          o << j.dump(2) << '\n';
                        }});
   if (!list_path.empty())

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string_view>
 #include <tuple>
 
 #include "ptsim/cost/compute_cost.hpp"
@@ -48,8 +49,13 @@ std::vector<KernelUse> kernel_inventory(const model::ModelSpec& model,
         }
         use.count += instances[b];
         const std::string& name = step.workload.op_names[task.name];
-        if (std::find(use.names.begin(), use.names.end(), name) == use.names.end())
+        const auto at = std::find(use.names.begin(), use.names.end(), name);
+        if (at == use.names.end()) {
           use.names.push_back(name);
+          use.name_counts.push_back(instances[b]);
+        } else {
+          use.name_counts[static_cast<std::size_t>(at - use.names.begin())] += instances[b];
+        }
       }
     }
   }
@@ -58,6 +64,39 @@ std::vector<KernelUse> kernel_inventory(const model::ModelSpec& model,
   std::stable_sort(out.begin(), out.end(), [](const KernelUse& a, const KernelUse& b) {
     return a.seconds * static_cast<double>(a.count) > b.seconds * static_cast<double>(b.count);
   });
+  return out;
+}
+
+std::vector<ModuleTime> module_times(const std::vector<KernelUse>& kernels) {
+  std::map<std::string, ModuleTime> modules;
+  for (const auto& k : kernels) {
+    for (std::size_t i = 0; i < k.names.size(); ++i) {
+      const std::string& name = k.names[i];
+      const std::size_t pass_end = name.find('.');
+      const std::string pass = name.substr(0, pass_end);
+      const bool known_pass = pass == "fwd" || pass == "bwd" || pass == "recompute";
+      std::string rest = known_pass && pass_end != std::string::npos ? name.substr(pass_end + 1) : name;
+      // A backward op's role (lm_head.dgrad, ln2.bwd) is not a module of its own.
+      for (const char* role : {".dgrad", ".wgrad", ".bwd"})
+        if (rest.ends_with(role)) rest.resize(rest.size() - std::string_view(role).size());
+      const std::size_t first = rest.find('.');
+      const std::size_t second = first == std::string::npos ? first : rest.find('.', first + 1);
+      ModuleTime& m = modules[rest.substr(0, second)];
+      const double seconds = k.seconds * static_cast<double>(k.name_counts[i]);
+      m.calls += k.name_counts[i];
+      (pass == "fwd"         ? m.forward_s
+       : pass == "bwd"       ? m.backward_s
+       : pass == "recompute" ? m.recompute_s
+                             : m.other_s) += seconds;
+    }
+  }
+  std::vector<ModuleTime> out;
+  for (auto& [module, m] : modules) {
+    m.module = module;
+    out.push_back(std::move(m));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const ModuleTime& a, const ModuleTime& b) { return a.total_s() > b.total_s(); });
   return out;
 }
 

@@ -18,6 +18,7 @@ namespace ptsim::simulate {
 
 struct KernelUse {
   std::vector<std::string> names;  // the ops that run this kernel, e.g. fwd.mlp.fc1, recompute.mlp.fc1
+  std::vector<std::uint64_t> name_counts;  // calls of each of `names` per step (they sum to `count`)
   taskgraph::KernelClass kernel = taskgraph::KernelClass::Gemm;
   Dtype dtype = Dtype::Bf16;
   std::array<std::uint32_t, 4> shape{};
@@ -34,6 +35,21 @@ struct KernelUse {
 std::vector<KernelUse> kernel_inventory(const model::ModelSpec& model,
                                         const hardware::HardwareProfile& hardware,
                                         const strategy::ParallelConfig& parallel);
+
+/// A step's compute time on one rank of each stage by module: an op name's
+/// first two parts after its pass, without a backward role (.dgrad, .wgrad,
+/// .bwd) at its end (fwd.moe.experts.fc1 → moe.experts, bwd.lm_head.dgrad →
+/// lm_head, bwd.ln2.bwd → ln2, bwd.mamba.ssd.bwd_dx → mamba.ssd), split by pass: forward,
+/// backward, the recomputed forward, and the rest (optimizer, FSDP copies).
+struct ModuleTime {
+  std::string module;
+  std::uint64_t calls = 0;
+  double forward_s = 0, backward_s = 0, recompute_s = 0, other_s = 0;
+  double total_s() const { return forward_s + backward_s + recompute_s + other_s; }
+};
+
+/// The modules of `kernels`, longest total first.
+std::vector<ModuleTime> module_times(const std::vector<KernelUse>& kernels);
 
 /// One line per kernel for the micro-benchmarks (src/microbench reads it):
 ///   gemm DTYPE M N K BATCH
