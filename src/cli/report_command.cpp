@@ -247,6 +247,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out) {
   config::InputFiles read;
   const model::ModelSpec model = config::load_model(model_path, read);
   note_sequence_length(model_path, model, seq > 0);
+  note_unmeasured_kernels(model_path, model);
   std::vector<hardware::HardwareProfile> profiles;
   for (const auto& path : split_list(hw_list, ',')) profiles.push_back(config::load_hardware(path, read));
   // The bands were measured on each GPU at its own limit: named as loaded.

@@ -158,6 +158,14 @@ void note_sequence_length(const std::string& model_path, const model::ModelSpec&
              model_path, m.seq_length);
 }
 
+void note_unmeasured_kernels(const std::string& model_path, const model::ModelSpec& m) {
+  if (m.hybrid_layer_pattern.find('M') == std::string::npos) return;
+  fmt::print(stderr,
+             "note: {}: its Mamba-2 layers' SSD kernels are priced by the bytes they move, with no measurement "
+             "behind them; on Nemotron 3 Nano's published runs ptsim's steps are 24-39% short (docs/accuracy.md)\n",
+             model_path);
+}
+
 std::vector<std::string> split_megatron_args(const std::vector<std::string>& args, RunInputs& inputs) {
   const auto dashes = std::find(args.begin(), args.end(), "--");
   if (dashes == args.end()) return args;
@@ -182,6 +190,7 @@ model::ModelSpec load_model_input(const RunInputs& inputs, config::InputFiles& r
   if (!inputs.has_megatron) {
     model::ModelSpec m = config::load_model(inputs.model, read);
     note_sequence_length(inputs.model, m, strategy.seq_length.has_value());
+    note_unmeasured_kernels(inputs.model, m);
     return m;
   }
   if (!inputs.model.empty())
@@ -191,6 +200,7 @@ model::ModelSpec load_model_input(const RunInputs& inputs, config::InputFiles& r
   if (inputs.megatron.empty())
     throw ConfigError(fmt::format("{}: nothing after --; put pretrain_gpt.py's arguments there", command));
   config::MegatronLaunch launch = config::parse_megatron_args(inputs.megatron);
+  note_unmeasured_kernels("the launch line", launch.model);
   if (layout == LaunchLayout::Search) {
     auto& s = launch.strategy;
     for (auto* field : {&s.tp, &s.pp, &s.dp, &s.cp, &s.ep, &s.expert_tp, &s.vpp, &s.layers_per_virtual_stage,

@@ -75,6 +75,10 @@ config::StrategyInput strategy_input(const RunInputs& inputs, config::InputFiles
 /// --seq-length was given: the longest context a model accepts is often a
 /// later context extension's, not the length it trains at.
 void note_sequence_length(const std::string& model_path, const model::ModelSpec& m, bool seq_given);
+/// Notes on standard error that a model runs kernels ptsim prices without a
+/// measurement and whose published runs it predicts short (a hybrid model's
+/// Mamba-2 SSD), so that no one reads its step as validated.
+void note_unmeasured_kernels(const std::string& model_path, const model::ModelSpec& m);
 
 /// Loads and cross-checks the inputs, each file recorded in `read`;
 /// `command` names the command in errors.

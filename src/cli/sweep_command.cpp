@@ -82,6 +82,7 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out) {
   const std::vector<config::SweepHardware>& entries = spec.hardware;
   const model::ModelSpec model = config::load_model(model_path, read);
   note_sequence_length(model_path, model, seq.has_value());
+  note_unmeasured_kernels(model_path, model);
 
   const bool quiet = vm.count("quiet") > 0;
   nlohmann::ordered_json points = nlohmann::ordered_json::array();

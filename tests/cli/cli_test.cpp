@@ -321,6 +321,19 @@ TEST_CASE("A Hugging Face config's long max_position_embeddings is used with a n
   CHECK_THAT(given.out, Catch::Contains("· seq 4096 ·"));
 }
 
+TEST_CASE("A model with Mamba-2 layers is simulated with a note that their kernels are unmeasured", "[cli]") {
+  const std::string hw = " --hw " + ptsim::test::source_path("hw_profiles/h100-sxm5-80gb.json") +
+                         " --gpus 16 --ep 8 --global-batch-size 16 --allow-oom";
+  const auto hybrid =
+      run("simulate --model " + ptsim::test::source_path("configs/models/nemotron-3-nano-30b-a3b.json") + hw);
+  CHECK(hybrid.code == 0);
+  CHECK_THAT(hybrid.err, Catch::Contains("Mamba-2 layers' SSD kernels are priced by the bytes they move"));
+  const auto moe = run("simulate --model " + ptsim::test::source_path("configs/models/qwen3-30b-a3b.json") + hw +
+                       " --seq-length 4096");
+  CHECK(moe.code == 0);
+  CHECK(moe.err.find("Mamba") == std::string::npos);
+}
+
 TEST_CASE("ptsim simulate and plan take a Megatron-LM launch line after --", "[cli][megatron]") {
   const std::string hw = ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json");
   const std::string line = " -- --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
