@@ -77,12 +77,13 @@ model::ModelSpec rmsnorm_swiglu_rope(ObjectReader& in) {
 }
 
 // Grouped key/value heads (num_key_value_heads), the MLP width and the
-// per-head width, as Llama's config names them.
-void read_gqa(ObjectReader& in, model::ModelSpec& m) {
+// per-head width, as Llama's config names them (`head_dim_key`: the last's
+// name where a family calls it otherwise).
+void read_gqa(ObjectReader& in, model::ModelSpec& m, const char* head_dim_key = "head_dim") {
   m.num_query_groups =
       in.optional_integer("num_key_value_heads", 1, kMaxDim).value_or(m.num_attention_heads);
   m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
-  set_heads(m, in, "num_attention_heads", in.optional_integer("head_dim", 1, kMaxDim));
+  set_heads(m, in, "num_attention_heads", in.optional_integer(head_dim_key, 1, kMaxDim));
 }
 
 // Llama, Mistral, Qwen2: the above with GQA and no linear biases.
@@ -329,10 +330,7 @@ model::ModelSpec nemotron_h(ObjectReader& in) {
   reject_attention_bias(in);
   model::ModelSpec m = rmsnorm_rope(in);
   m.position_embedding = model::PositionEmbedding::None;
-  m.num_query_groups = in.optional_integer("num_key_value_heads", 1, kMaxDim).value_or(m.num_attention_heads);
-  m.ffn_hidden_size = in.integer("intermediate_size", 1, kMaxDim * 8);
-  const char* head_dim_key = in.has("head_dim") ? "head_dim" : "attention_head_dim";
-  set_heads(m, in, "num_attention_heads", in.optional_integer(head_dim_key, 1, kMaxDim));
+  read_gqa(in, m, in.has("head_dim") ? "head_dim" : "attention_head_dim");
   in.choice(in.has("mlp_hidden_act") ? "mlp_hidden_act" : "hidden_act", {"relu2"});
   m.activation = model::Activation::SquaredRelu;
   m.tie_embeddings = in.optional_boolean("tie_word_embeddings").value_or(false);

@@ -48,7 +48,7 @@ void check_model_splits(const Checker& check, const model::ModelSpec& m, strateg
   const bool has_dense_mlp =
       m.is_hybrid() ? m.hybrid_layer_pattern.find('-') != std::string::npos : !m.is_moe() || m.first_dense_layers > 0;
   if (has_dense_mlp) check.divides("tp", c.tp, m.ffn_hidden_size, "ffn_hidden_size");
-  if (m.hybrid_layer_pattern.find('M') != std::string::npos) {
+  if (m.has_mamba_layers()) {
     // MambaMixer splits its heads and its groups over the TP ranks.
     check.divides("tp", c.tp, m.mamba_num_heads, "mamba_num_heads");
     check.divides("tp", c.tp, m.mamba_num_groups, "mamba_num_groups");

@@ -89,19 +89,8 @@ std::int64_t mlp_parameters(const ModelSpec& m, std::int64_t ffn) {
 // and the MLP. An MoE MLP is the router (h → E
 // logits; Megatron-Core gives it a bias with add_bias_linear, as gpt-oss
 // has), the routed experts and the shared experts, one MLP of their total
-// width (Megatron's SharedExpertMLP).
-// A Mamba-2 mixer (MambaMixer): the input projection to z, x, B, C and dt,
-// the depthwise convolution over x, B and C (kMambaConvWidth taps and a bias
-// a channel), dt_bias, A_log and D a head, the gated norm's weight over
-// d_inner, and the output projection; its linears carry no bias
-// (MambaMixer's bias=False).
-std::int64_t mamba_parameters(const ModelSpec& m) {
-  return m.hidden_size * m.mamba_in_proj_width() + m.mamba_conv_channels() * (ModelSpec::kMambaConvWidth + 1) +
-         3 * m.mamba_num_heads + m.mamba_inner() + m.mamba_inner() * m.hidden_size;
-}
-
-// A hybrid model's layer has one of the mixer, attention, a dense or an MoE
-// MLP, with its one norm.
+// width (Megatron's SharedExpertMLP). A hybrid model's layer has one of the
+// mixer, attention, a dense or an MoE MLP, with its one norm.
 std::int64_t layer_with_experts(const ModelSpec& m, std::int64_t l, std::int64_t experts) {
   std::int64_t p = m.norms_per_layer() * norm_parameters(m, m.hidden_size);
   if (m.is_mamba_layer(l)) return p + mamba_parameters(m);
@@ -116,6 +105,12 @@ std::int64_t layer_with_experts(const ModelSpec& m, std::int64_t l, std::int64_t
 }
 
 }  // namespace
+
+// Its linears carry no bias (MambaMixer's bias=False).
+std::int64_t mamba_parameters(const ModelSpec& m) {
+  return m.hidden_size * m.mamba_in_proj_width() + m.mamba_conv_channels() * (ModelSpec::kMambaConvWidth + 1) +
+         3 * m.mamba_num_heads + m.mamba_inner() + m.mamba_inner() * m.hidden_size;
+}
 
 std::int64_t layer_parameters(const ModelSpec& m, std::int64_t layer) {
   return layer_with_experts(m, layer, m.num_moe_experts);

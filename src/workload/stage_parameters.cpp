@@ -32,24 +32,19 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
   RankParameters p;
   p.dense = m.norms_per_layer() * norm_parameters(m, h);
   if (m.is_mamba_layer(layer)) {
-    // Every part split over TP by heads and groups (MambaMixer's *_local_tp).
-    const std::int64_t split = h * m.mamba_in_proj_width() +
-                               m.mamba_conv_channels() * (model::ModelSpec::kMambaConvWidth + 1) +
-                               3 * m.mamba_num_heads + m.mamba_inner() + m.mamba_inner() * h;
-    p.dense += split / tp;
+    p.dense += model::mamba_parameters(m) / tp;  // split by heads and groups (MambaMixer's *_local_tp)
     return p;
   }
   // Attention.
-  if (!m.has_attention(layer)) {
-    // a hybrid model's MLP layer
-  } else if (m.multi_latent_attention) {
+  const bool attention = m.has_attention(layer);
+  if (attention && m.multi_latent_attention) {
     const std::int64_t a = m.num_attention_heads, qk = m.qk_head_dim + m.qk_pos_emb_head_dim;
     const std::int64_t replicated = (m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank : 0) +
                                     h * (m.kv_lora_rank + m.qk_pos_emb_head_dim) + m.kv_lora_rank;
     const std::int64_t split = (m.q_lora_rank > 0 ? m.q_lora_rank : h) * a * qk +
                                m.kv_lora_rank * a * (m.qk_head_dim + m.v_head_dim) + a * m.v_head_dim * h;
     p.dense += replicated + split / tp;
-  } else {
+  } else if (attention) {
     const std::int64_t q = m.num_attention_heads * m.kv_channels;
     const std::int64_t kv = m.num_query_groups * m.kv_channels;
     const std::int64_t split = h * (q + 2 * kv) + q * h + (m.qkv_bias() ? q + 2 * kv : 0);
@@ -136,9 +131,8 @@ std::vector<WeightMatrix> layer_weight_matrices(const model::ModelSpec& m, const
     row(h, m.mamba_inner(), tp);
     return w;
   }
-  if (!m.has_attention(layer)) {
-    // a hybrid model's MLP layer
-  } else if (m.multi_latent_attention) {
+  const bool attention = m.has_attention(layer);
+  if (attention && m.multi_latent_attention) {
     const std::int64_t a = m.num_attention_heads, qk = m.qk_head_dim + m.qk_pos_emb_head_dim;
     if (m.q_lora_rank > 0) {
       whole(m.q_lora_rank, h);
@@ -149,7 +143,7 @@ std::vector<WeightMatrix> layer_weight_matrices(const model::ModelSpec& m, const
     whole(m.kv_lora_rank + m.qk_pos_emb_head_dim, h);
     column(a * (m.qk_head_dim + m.v_head_dim), m.kv_lora_rank, tp);
     row(h, a * m.v_head_dim, tp);
-  } else {
+  } else if (attention) {
     const std::int64_t q = m.num_attention_heads * m.kv_channels, kv = m.num_query_groups * m.kv_channels;
     column(q, h, tp);
     column(kv, h, tp);

@@ -105,6 +105,7 @@ struct ModelSpec {
   bool is_hybrid() const { return !hybrid_layer_pattern.empty(); }
   char layer_symbol(std::int64_t l) const { return hybrid_layer_pattern[static_cast<std::size_t>(l)]; }
   bool is_mamba_layer(std::int64_t l) const { return is_hybrid() && layer_symbol(l) == 'M'; }
+  bool has_mamba_layers() const { return hybrid_layer_pattern.find('M') != std::string::npos; }
   /// Whether layer `l` has self-attention, and an MLP (dense or MoE).
   bool has_attention(std::int64_t l) const { return !is_hybrid() || layer_symbol(l) == '*'; }
   bool has_mlp(std::int64_t l) const { return !is_hybrid() || layer_symbol(l) == '-' || layer_symbol(l) == 'E'; }
@@ -155,6 +156,12 @@ std::int64_t mtp_depth_parameters(const ModelSpec& m);
 /// layer and the MTP depths.
 std::int64_t total_parameters(const ModelSpec& m);
 
+/// Parameters of one Mamba-2 mixer (MambaMixer), its pre-norm aside: the
+/// input projection to z, x, B, C and dt, the depthwise convolution over x, B
+/// and C (kMambaConvWidth taps and a bias a channel), dt_bias, A_log and D a
+/// head, the gated norm's weight over d_inner, and the output projection.
+/// MambaMixer splits every one of them over TP by heads and groups.
+std::int64_t mamba_parameters(const ModelSpec& m);
 /// Parameters of layer `l` (0-based, global): attention (with MLA's
 /// projections and latent norms, or qk_layernorm's per-head norms), the
 /// norms (norms_per_layer), and a dense MLP or, in an MoE layer, the router, every routed
