@@ -9,12 +9,14 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_model.hpp"
 #include "ptsim/config/resolve_run.hpp"
 #include "ptsim/hardware/hardware_profile.hpp"
 #include "ptsim/simulate/simulate_step.hpp"
+#include "ptsim/workload/op_spec.hpp"
 
 namespace ptsim::test {
 
@@ -84,6 +86,14 @@ inline simulate::Outcome simulate(const model::ModelSpec& m, const hardware::Har
   const config::ResolvedRun run = config::resolve_run(m, s);
   simulate::Request request{run.model, hw, run.parallel, mode, {}, {}};
   return simulate::simulate_step(request);
+}
+
+/// The first op named `name` in `ops`; a failed test when there is none.
+inline const workload::OpSpec& op_named(const std::vector<workload::OpSpec>& ops, const std::string& name) {
+  for (const auto& op : ops)
+    if (op.name == name) return op;
+  FAIL("no op " << name);
+  return ops.front();
 }
 
 }  // namespace ptsim::test

@@ -373,8 +373,20 @@ model::ModelSpec nemotron_h(ObjectReader& in) {
     m.moe_ffn_hidden_size = in.integer("moe_intermediate_size", 1, kMaxDim * 8);
     m.moe_shared_expert_intermediate_size =
         in.optional_integer("moe_shared_expert_intermediate_size", 0, kMaxDim * 8).value_or(0);
+    m.moe_latent_size = in.optional_integer("moe_latent_size", 1, kMaxDim).value_or(0);  // null: none
   }
+  // MTP depths of mtp_hybrid_override_pattern's layers, one weight set
+  // unless the config says otherwise (Megatron-Bridge's NemotronHBridge at
+  // 067f987df: mtp_use_repeated_layer defaults to True).
   m.mtp_num_layers = in.optional_integer("num_nextn_predict_layers", 0, kMaxLayers).value_or(0);
+  if (m.mtp_num_layers > 0) {
+    if (!in.has("mtp_hybrid_override_pattern"))
+      in.fail("mtp_hybrid_override_pattern",
+              fmt::format("is missing; num_nextn_predict_layers = {} needs the MTP depth's layers (e.g. \"*E\")",
+                          m.mtp_num_layers));
+    m.mtp_layer_pattern = in.string("mtp_hybrid_override_pattern");
+    m.mtp_use_repeated_layer = in.optional_boolean("mtp_use_repeated_layer").value_or(true);
+  }
   return m;
 }
 

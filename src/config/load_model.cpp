@@ -108,8 +108,8 @@ void parse_latent_attention(internal::ObjectReader& in, model::ModelSpec& m) {
 
 // Mixture of experts, with Megatron-LM's names.
 void parse_moe(internal::ObjectReader& in, model::ModelSpec& m) {
-  constexpr const char* kKeys[] = {"moe_router_topk", "moe_ffn_hidden_size",
-                                   "moe_shared_expert_intermediate_size", "first_dense_layers"};
+  constexpr const char* kKeys[] = {"moe_router_topk", "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size",
+                                   "first_dense_layers", "moe_latent_size"};
   m.num_moe_experts = in.optional_integer("num_moe_experts", 0, kMaxExperts).value_or(0);
   if (m.num_moe_experts == 0) {
     for (const char* key : kKeys) {
@@ -138,6 +138,7 @@ void parse_moe(internal::ObjectReader& in, model::ModelSpec& m) {
   m.moe_ffn_hidden_size = in.integer("moe_ffn_hidden_size", 1, kMaxDim * 8);
   m.moe_shared_expert_intermediate_size =
       in.optional_integer("moe_shared_expert_intermediate_size", 0, kMaxDim * 8).value_or(0);
+  m.moe_latent_size = in.optional_integer("moe_latent_size", 1, kMaxDim).value_or(0);
   m.first_dense_layers = in.optional_integer("first_dense_layers", 0, kMaxLayers).value_or(0);
   if (m.first_dense_layers >= m.num_layers)
     in.fail("first_dense_layers", fmt::format("must be less than num_layers = {} (at least one "
@@ -151,8 +152,8 @@ void parse_moe(internal::ObjectReader& in, model::ModelSpec& m) {
 // head dim 64, state 128, 8 groups, heads 2h / head dim).
 void parse_hybrid(internal::ObjectReader& in, model::ModelSpec& m) {
   constexpr const char* kKeys[] = {"mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups"};
-  const std::optional<std::string> pattern = in.optional_string("hybrid_layer_pattern");
-  if (!pattern) {
+  const std::optional<std::string> unified = in.optional_string("hybrid_layer_pattern");
+  if (!unified) {
     for (const char* key : kKeys) {
       if (in.has(key))
         in.fail(key,
@@ -162,16 +163,34 @@ void parse_hybrid(internal::ObjectReader& in, model::ModelSpec& m) {
     }
     return;
   }
+  // Megatron's unified pattern: the main layers, then one segment a
+  // multi-token-prediction depth after each '/', every depth alike.
+  const std::size_t slash = unified->find('/');
+  const std::optional<std::string> pattern = unified->substr(0, slash);
   if (static_cast<std::int64_t>(pattern->size()) != m.num_layers)
-    in.fail("hybrid_layer_pattern", fmt::format("has {} symbols; it needs exactly num_layers = {} (one a layer; "
-                                                "pipeline ('|') and MTP ('/') separators are not read: give the "
+    in.fail("hybrid_layer_pattern", fmt::format("has {} symbols before any '/'; it needs exactly num_layers = {} "
+                                                "(one a layer; pipeline separators ('|') are not read: give the "
                                                 "stages with --pipeline-model-parallel-layout)",
                                                 pattern->size(), m.num_layers));
-  const std::size_t bad = pattern->find_first_not_of("M*-E");
+  const std::size_t bad = unified->find_first_not_of("M*-E/");
   if (bad != std::string::npos)
     in.fail("hybrid_layer_pattern", fmt::format("has '{}' at position {}; each symbol must be M (Mamba-2 mixer), "
-                                                "* (self-attention), - (dense MLP) or E (MoE MLP)",
-                                                (*pattern)[bad], bad));
+                                                "* (self-attention), - (dense MLP) or E (MoE MLP), and '/' "
+                                                "begins a multi-token-prediction depth",
+                                                (*unified)[bad], bad));
+  m.mtp_num_layers = 0;
+  for (std::size_t at = slash; at != std::string::npos;) {
+    const std::size_t next = unified->find('/', at + 1);
+    const std::string depth = unified->substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    if (depth.empty() || (m.mtp_num_layers > 0 && depth != m.mtp_layer_pattern))
+      in.fail("hybrid_layer_pattern",
+              fmt::format("has the MTP depth '{}'{}; every depth after '/' needs the same layers (e.g. "
+                          "\"MEME*E/*E/*E\": two depths of attention and MoE)",
+                          depth, depth.empty() ? " (empty)" : fmt::format(" after '{}'", m.mtp_layer_pattern)));
+    m.mtp_layer_pattern = depth;
+    ++m.mtp_num_layers;
+    at = next;
+  }
   const bool moe_layers = pattern->find('E') != std::string::npos;
   if (moe_layers != m.is_moe())
     in.fail("hybrid_layer_pattern", moe_layers ? "has MoE layers (E) but num_moe_experts is 0; give the experts"
@@ -255,7 +274,19 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
   m.add_qkv_bias = in.optional_boolean("add_qkv_bias").value_or(false);
   m.dropout = in.optional_number("dropout", 0.0, 0.99).value_or(0.1);
   m.causal = in.optional_boolean("causal").value_or(true);
-  m.mtp_num_layers = in.optional_integer("mtp_num_layers", 0, kMaxLayers).value_or(0);
+  const std::int64_t pattern_depths = m.mtp_num_layers;  // a hybrid pattern's '/' segments
+  m.mtp_num_layers = in.optional_integer("mtp_num_layers", 0, kMaxLayers).value_or(pattern_depths);
+  if (m.is_hybrid() && m.mtp_num_layers != pattern_depths)
+    in.fail("mtp_num_layers",
+            pattern_depths > 0
+                ? fmt::format("= {} disagrees with hybrid_layer_pattern's {} MTP depths (segments after '/'); "
+                              "remove mtp_num_layers or make them agree",
+                              m.mtp_num_layers, pattern_depths)
+                : std::string("needs the depths' layers in a hybrid model: append one segment a depth to "
+                              "hybrid_layer_pattern after '/' (Megatron's unified pattern, e.g. \"MEME*E/*E/*E\")"));
+  m.mtp_use_repeated_layer = in.optional_boolean("mtp_use_repeated_layer").value_or(false);
+  if (m.mtp_use_repeated_layer && m.mtp_num_layers == 0)
+    in.fail("mtp_use_repeated_layer", "applies only to models with multi-token prediction (mtp_num_layers > 0)");
   in.reject_unknown_keys(
       "accepted keys: name, source, num_layers, hidden_size, num_attention_heads, "
       "num_query_groups, ffn_hidden_size, kv_channels, vocab_size, seq_length, activation, "
@@ -264,7 +295,8 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
       "sliding_window_layers, multi_latent_attention, q_lora_rank, "
       "kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim, num_moe_experts, "
       "moe_router_topk, moe_ffn_hidden_size, moe_shared_expert_intermediate_size, "
-      "first_dense_layers, mtp_num_layers, hybrid_layer_pattern, mamba_num_heads, mamba_head_dim, "
+      "first_dense_layers, moe_latent_size, mtp_num_layers, mtp_use_repeated_layer, hybrid_layer_pattern, "
+      "mamba_num_heads, mamba_head_dim, "
       "mamba_state_dim, mamba_num_groups");
   return m;
 }
@@ -286,9 +318,17 @@ void validate_hybrid(const model::ModelSpec& m, const std::string& where) {
         fmt::format("{}: the Mamba mixer needs heads, head dim, state dim and groups > 0 with the "
                     "groups dividing the heads (mamba_num_heads = {}, mamba_num_groups = {})",
                     where, m.mamba_num_heads, m.mamba_num_groups));
+  if ((m.mtp_num_layers > 0) != !m.mtp_layer_pattern.empty())
+    throw ConfigError(fmt::format("{}: a hybrid model's {} MTP depths need their layer pattern ('{}')", where,
+                                  m.mtp_num_layers, m.mtp_layer_pattern));
+  for (const char symbol : m.mtp_layer_pattern)
+    if (p.find(symbol) == std::string::npos || std::string("M*-E").find(symbol) == std::string::npos)
+      throw ConfigError(
+          fmt::format("{}: the MTP depth's layer '{}' has no layer of its kind in the main pattern to "
+                      "be built as (its symbols must be M, *, - or E and appear there too)",
+                      where, symbol));
   const char* unsupported = m.sliding_window > 0    ? "sliding-window attention"
                             : m.post_sublayer_norms ? "post-sublayer norms"
-                            : m.mtp_num_layers > 0  ? "multi-token prediction (mtp_num_layers)"
                                                     : nullptr;
   if (unsupported)
     throw ConfigError(fmt::format("{}: ptsim does not build {} in a hybrid model; remove it or the layer pattern",
@@ -350,6 +390,14 @@ void validate_model(const model::ModelSpec& m, const std::string& where) {
         "{}: sliding_window_layers has {} entries for num_layers = {} and sliding_window = {}; "
         "it needs one entry per layer and a window > 0",
         where, m.sliding_window_layers.size(), m.num_layers, m.sliding_window));
+  if (m.moe_latent_size < 0 || (m.moe_latent_size > 0 && !m.is_moe()))
+    throw ConfigError(
+        fmt::format("{}: moe_latent_size = {} applies only to mixture-of-experts models", where, m.moe_latent_size));
+  if (!m.is_hybrid() && !m.mtp_layer_pattern.empty())
+    throw ConfigError(
+        fmt::format("{}: an MTP layer pattern ('{}') applies only to hybrid models; a transformer's MTP "
+                    "depth is built as its last layer",
+                    where, m.mtp_layer_pattern));
   if (m.is_hybrid()) validate_hybrid(m, where);
 }
 

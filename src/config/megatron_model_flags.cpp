@@ -115,12 +115,13 @@ json megatron_model_json(LaunchFlags& flags) {
                                                                       : model["ffn_hidden_size"].get<std::int64_t>();
     if (flags.has("--moe-shared-expert-intermediate-size"))
       model["moe_shared_expert_intermediate_size"] = integer_of(flags.get("--moe-shared-expert-intermediate-size"));
+    if (flags.has("--moe-latent-size")) model["moe_latent_size"] = integer_of(flags.get("--moe-latent-size"));
     if (flags.has("--moe-layer-freq") && flags.get("--moe-layer-freq").values.at(0) != "1")
       throw ConfigError(fmt::format("{}: --moe-layer-freq {}: ptsim simulates an MoE MLP in every layer",
                                     kMegatronWhere, flags.get("--moe-layer-freq").values.at(0)));
   }
   for (const char* f : {"--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
-                        "--moe-shared-expert-intermediate-size", "--moe-layer-freq"})
+                        "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--moe-latent-size"})
     flags.take(f);
   // Hybrid models (pretrain_hybrid.py): the layer pattern, under its
   // current name or the deprecated one, and the Mamba-2 mixer's sizes.
@@ -135,9 +136,21 @@ json megatron_model_json(LaunchFlags& flags) {
   for (const char* f : {"--hybrid-layer-pattern", "--hybrid-override-pattern", "--is-hybrid-model", "--mamba-num-heads",
                         "--mamba-head-dim", "--mamba-state-dim", "--mamba-num-groups"})
     flags.take(f);
-  // Multi-token prediction depths on the last stage.
+  // Multi-token prediction depths on the last stage. A hybrid model's
+  // depths are its unified pattern's segments after '/'; the legacy
+  // --mtp-hybrid-override-pattern is one depth's, repeated --mtp-num-layers
+  // times as Megatron's arguments.py converts it.
   if (flags.has("--mtp-num-layers")) model["mtp_num_layers"] = integer_of(flags.get("--mtp-num-layers"));
-  flags.take("--mtp-num-layers");
+  if (flags.has("--mtp-hybrid-override-pattern") && model.contains("hybrid_layer_pattern") &&
+      model["hybrid_layer_pattern"].get<std::string>().find('/') == std::string::npos &&
+      flags.has("--mtp-num-layers")) {
+    std::string pattern = model["hybrid_layer_pattern"].get<std::string>();
+    for (std::int64_t d = 0; d < model["mtp_num_layers"].get<std::int64_t>(); ++d)
+      pattern += "/" + flags.get("--mtp-hybrid-override-pattern").values.at(0);
+    model["hybrid_layer_pattern"] = pattern;
+  }
+  if (flags.has("--mtp-use-repeated-layer")) model["mtp_use_repeated_layer"] = true;
+  for (const char* f : {"--mtp-num-layers", "--mtp-hybrid-override-pattern", "--mtp-use-repeated-layer"}) flags.take(f);
   // Multi-head latent attention.
   if (flags.has("--multi-latent-attention")) {
     model["multi_latent_attention"] = true;

@@ -77,11 +77,13 @@ std::int64_t attention_parameters(const ModelSpec& m) {
   return p;
 }
 
-// An MLP of width `ffn`: a gated MLP's first projection produces gate and
-// up halves, 2·ffn outputs (Megatron's fused fc1; HF's gate_proj and up_proj).
-std::int64_t mlp_parameters(const ModelSpec& m, std::int64_t ffn) {
+// An MLP of width `ffn` on tokens `io` wide (the hidden size; a latent MoE's
+// routed experts: the latent size): a gated MLP's first projection produces
+// gate and up halves, 2·ffn outputs (Megatron's fused fc1; HF's gate_proj and
+// up_proj).
+std::int64_t mlp_parameters(const ModelSpec& m, std::int64_t ffn, std::int64_t io) {
   const std::int64_t fc1_out = m.gated_mlp() ? 2 * ffn : ffn;
-  return linear(m, m.hidden_size, fc1_out) + linear(m, ffn, m.hidden_size);
+  return linear(m, io, fc1_out) + linear(m, ffn, io);
 }
 
 // Layer `l` with `experts` of its routed experts: attention, the norms
@@ -96,11 +98,12 @@ std::int64_t layer_with_experts(const ModelSpec& m, std::int64_t l, std::int64_t
   if (m.is_mamba_layer(l)) return p + mamba_parameters(m);
   if (m.has_attention(l)) p += attention_parameters(m);
   if (!m.has_mlp(l)) return p;
-  if (!m.is_moe_layer(l)) return p + mlp_parameters(m, m.ffn_hidden_size);
-  p += linear(m, m.hidden_size, m.num_moe_experts);
-  p += experts * mlp_parameters(m, m.moe_ffn_hidden_size);
-  if (m.moe_shared_expert_intermediate_size > 0)
-    p += mlp_parameters(m, m.moe_shared_expert_intermediate_size);
+  const std::int64_t h = m.hidden_size;
+  if (!m.is_moe_layer(l)) return p + mlp_parameters(m, m.ffn_hidden_size, h);
+  p += linear(m, h, m.num_moe_experts);
+  if (m.moe_latent_size > 0) p += linear(m, h, m.moe_latent_size) + linear(m, m.moe_latent_size, h);
+  p += experts * mlp_parameters(m, m.moe_ffn_hidden_size, m.moe_token_width());
+  if (m.moe_shared_expert_intermediate_size > 0) p += mlp_parameters(m, m.moe_shared_expert_intermediate_size, h);
   return p;
 }
 
@@ -133,13 +136,25 @@ std::int64_t output_parameters(const ModelSpec& m) {
   return norm_parameters(m, m.hidden_size) + head;
 }
 
+std::vector<std::int64_t> ModelSpec::mtp_layer_kinds() const {
+  if (!is_hybrid()) return {num_layers - 1};
+  std::vector<std::int64_t> kinds;
+  for (const char symbol : mtp_layer_pattern) {
+    const std::size_t first = hybrid_layer_pattern.find(symbol);
+    // validate_model refuses an MTP symbol the main pattern lacks.
+    kinds.push_back(first == std::string::npos ? num_layers - 1 : static_cast<std::int64_t>(first));
+  }
+  return kinds;
+}
+
 std::int64_t mtp_depth_parameters(const ModelSpec& m) {
-  return layer_parameters(m, m.mtp_layer_kind()) + 2 * m.hidden_size * m.hidden_size +
-         3 * norm_parameters(m, m.hidden_size);
+  std::int64_t p = 2 * m.hidden_size * m.hidden_size + 3 * norm_parameters(m, m.hidden_size);
+  for (const std::int64_t kind : m.mtp_layer_kinds()) p += layer_parameters(m, kind);
+  return p;
 }
 
 std::int64_t total_parameters(const ModelSpec& m) {
-  std::int64_t p = embedding_parameters(m) + output_parameters(m) + m.mtp_num_layers * mtp_depth_parameters(m);
+  std::int64_t p = embedding_parameters(m) + output_parameters(m) + m.mtp_weight_sets() * mtp_depth_parameters(m);
   for (std::int64_t l = 0; l < m.num_layers; ++l) p += layer_parameters(m, l);
   return p;
 }

@@ -34,7 +34,8 @@ void append(std::vector<OpSpec>& into, const std::vector<OpSpec>& block) {
 // embedding of the tokens one further ahead (the shared VocabParallelEmbedding),
 // enorm on it and hnorm on the previous hidden state, their concatenation,
 // eh_proj (a column-parallel 2h → h linear whose output is gathered over
-// TP), one transformer layer built as the model's last, then the depth's
+// TP), one transformer layer built as the model's last (a hybrid model: the
+// layers of its MTP pattern, HybridStack at d98e8a64dd), then the depth's
 // own final norm, the shared LM head and its cross-entropy (output_ops).
 BlockOps mtp_depth_ops(const model::ModelSpec& m, const MicroShape& shape) {
   using taskgraph::CollectiveKind;
@@ -43,7 +44,8 @@ BlockOps mtp_depth_ops(const model::ModelSpec& m, const MicroShape& shape) {
   const double h = static_cast<double>(m.hidden_size);
   const double t = static_cast<double>(shape.tp);
   const BlockOps embedding = embedding_ops(m, shape);
-  const BlockOps layer = transformer_layer_ops(m, shape, m.mtp_layer_kind());
+  std::vector<BlockOps> layers;
+  for (const std::int64_t kind : m.mtp_layer_kinds()) layers.push_back(transformer_layer_ops(m, shape, kind));
   const BlockOps output = output_ops(m, shape);
   BlockOps ops;
   auto& fw = ops.forward;
@@ -62,11 +64,11 @@ BlockOps mtp_depth_ops(const model::ModelSpec& m, const MicroShape& shape) {
   if (shape.tp > 1)
     fw.push_back(
         collective_op("mtp.eh_proj.output_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel, 2 * N * h));
-  append(fw, layer.forward);
+  for (const BlockOps& layer : layers) append(fw, layer.forward);
   append(fw, output.forward);
 
   append(bw, output.backward);
-  append(bw, layer.backward);
+  for (auto layer = layers.rbegin(); layer != layers.rend(); ++layer) append(bw, layer->backward);
   if (shape.tp > 1)
     bw.push_back(collective_op("mtp.eh_proj.output_allgather.bwd", CollectiveKind::ReduceScatter,
                                CommGroup::TensorParallel, 2 * N * h));

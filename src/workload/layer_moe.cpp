@@ -10,6 +10,10 @@ void LayerBuilder::moe() {
   const double ep = static_cast<double>(shape_.ep), etp = static_cast<double>(shape_.expert_tp);
   const double fe = static_cast<double>(m_.moe_ffn_hidden_size);
   const double T = Nsp_;  // tokens entering this rank's router
+  // The width the routed tokens travel at and the experts read and write:
+  // the hidden size, or a latent MoE's latent size.
+  const double w = static_cast<double>(m_.moe_token_width());
+  const double L = static_cast<double>(m_.moe_latent_size);
   const double local_experts = E / ep;
   // Routed tokens this rank's experts process with balanced routing. This
   // rank is the busiest of its EP group (--moe-load-imbalance): it receives
@@ -43,6 +47,17 @@ void LayerBuilder::moe() {
   fw_.push_back(saving(matmul("moe.router", T, E, h_), 2 * T * h_));
   drop(begin, strategy::kRecomputeLayernorm, 2 * T * h_);
   fw_.push_back(saving(memory_op("moe.router.topk", T * E * 4 * 3, KernelClass::Softmax), T * E * 4));
+  // A latent MoE projects the norm's output down before the dispatcher
+  // sees it (MoELayer.preprocess): a Transformer Engine Linear whole on
+  // every TP rank ("duplicated"), on this rank's tokens, no collective. Its
+  // bf16 input is the router's, kept once; under FP8 it keeps its quantized
+  // copy too, which recomputing "layernorm" drops with the rest.
+  const double latent_in_saved = fp8_ ? saved_input(T * h_) : 0;
+  if (L > 0) {
+    cast("moe.fc1_latent_proj", T, h_);
+    fw_.push_back(saving(matmul("moe.fc1_latent_proj", T, L, h_, 1, shape_.gemm_dtype), latent_in_saved));
+    drop(fw_.size() - 1, strategy::kRecomputeLayernorm, latent_in_saved);
+  }
   // With one expert-parallel rank every expert is local: the permuted
   // tokens need no exchange (and there is no group to exchange them in).
   const bool exchange = shape_.ep > 1;
@@ -61,7 +76,7 @@ void LayerBuilder::moe() {
     counts.flags |= taskgraph::kHostWaitsForTask;
     fw_.push_back(counts);
   }
-  fw_.push_back(memory_op("moe.permute", T * k * h_ * 2 * 2));
+  fw_.push_back(memory_op("moe.permute", T * k * w * 2 * 2));
   // The exchange each way: the all-to-all sends each token copy to its
   // expert's rank; the all-gather sends every token to every EP rank and
   // the combine reduce-scatters the outputs back; flex (DeepEP, HybridEP)
@@ -71,15 +86,15 @@ void LayerBuilder::moe() {
     switch (dispatcher) {
       case strategy::MoeDispatcher::AllGather:
         return collective_op(name, dispatch ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter,
-                             CommGroup::ExpertParallel, T * h_ * 2 * ep);
+                             CommGroup::ExpertParallel, T * w * 2 * ep);
       case strategy::MoeDispatcher::Flex: {
-        OpSpec op = collective_op(name, CollectiveKind::ExpertDispatch, CommGroup::ExpertParallel, T * h_ * 2 * load);
+        OpSpec op = collective_op(name, CollectiveKind::ExpertDispatch, CommGroup::ExpertParallel, T * w * 2 * load);
         op.shape = {static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(E), 0, 0};
         return op;
       }
       case strategy::MoeDispatcher::AllToAll: break;
     }
-    return collective_op(name, CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * h_ * 2 * load);
+    return collective_op(name, CollectiveKind::AllToAll, CommGroup::ExpertParallel, T * k * w * 2 * load);
   };
   // The other dispatchers hand the experts device-side counts, which the
   // grouped GEMM copies to the host (experts.py at d98e8a64dd:
@@ -99,10 +114,10 @@ void LayerBuilder::moe() {
   }
   if (etp > 1)
     fw_.push_back(collective_op("moe.dispatch.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
-                                T * k * h_ * 2 * etp * load));
-  if (fp8_) fw_.push_back(memory_op("moe.experts.fc1" + q(".", "cast"), rows * h_ * cast_bytes()));
-  fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc1", per_expert, fc1_out, h_, local_experts, dt)),
-                       saved_input(rows * h_)));
+                                T * k * w * 2 * etp * load));
+  if (fp8_) fw_.push_back(memory_op("moe.experts.fc1" + q(".", "cast"), rows * w * cast_bytes()));
+  fw_.push_back(
+      saving(expert_gemm(matmul("moe.experts.fc1", per_expert, fc1_out, w, local_experts, dt)), saved_input(rows * w)));
   // Recomputing "moe_act" reruns the activation as a CheckpointWithoutOutput
   // (experts.py, TEGroupedMLP): FC2 keeps no input, under FP8 not its
   // quantized copy either (set_save_original_input: it keeps the bf16
@@ -111,21 +126,33 @@ void LayerBuilder::moe() {
   fw_.push_back(saving(memory_op(act, 2 * rows * (fc1_out + fe / etp)), 2 * rows * fc1_out));
   fw_.back().rerun_by |= strategy::kRecomputeMoeAct;
   if (fp8_) fw_.push_back(memory_op("moe.experts.fc2" + q(".", "cast"), rows * fe / etp * cast_bytes()));
-  fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc2", per_expert, h_, fe / etp, local_experts, dt)),
+  fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc2", per_expert, w, fe / etp, local_experts, dt)),
                        saved_input(rows * fe / etp)));
   drop(fw_.size() - 1, strategy::kRecomputeMoeAct, static_cast<double>(fw_.back().saved_bytes));
   if (etp > 1)
     fw_.push_back(collective_op("moe.combine.reducescatter", CollectiveKind::ReduceScatter,
-                                CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp * load));
+                                CommGroup::ExpertTensorParallel, T * k * w * 2 * etp * load));
   if (exchange) fw_.push_back(exchange_op("moe.combine", false));
-  fw_.push_back(saving(memory_op("moe.unpermute", T * k * h_ * 2 * 2 + T * h_ * 2), T * k * 4));
+  fw_.push_back(saving(memory_op("moe.unpermute", T * k * w * 2 * 2 + T * w * 2), T * k * 4));
+  // ... and projects the combined output back up (MoELayer.postprocess),
+  // keeping its input for the weight gradient.
+  if (L > 0) {
+    cast("moe.fc2_latent_proj", T, L);
+    fw_.push_back(saving(matmul("moe.fc2_latent_proj", T, h_, L, 1, shape_.gemm_dtype), saved_input(T * L)));
+  }
 
   std::vector<OpSpec> bw;
-  bw.push_back(freeing(memory_op("moe.unpermute.bwd", T * k * h_ * 2 * 2 + T * h_ * 2), T * k * 4));
+  if (L > 0) {
+    cast_grad("moe.fc2_latent_proj", T, h_, bw);
+    bw.push_back(matmul("moe.fc2_latent_proj.dgrad", T, L, h_, 1, shape_.gemm_dtype));
+    bw.push_back(
+        weight_grad(freeing(matmul("moe.fc2_latent_proj.wgrad", L, h_, T, 1, shape_.gemm_dtype), saved_input(T * L))));
+  }
+  bw.push_back(freeing(memory_op("moe.unpermute.bwd", T * k * w * 2 * 2 + T * w * 2), T * k * 4));
   if (exchange) bw.push_back(exchange_op("moe.combine.bwd", true));
   if (etp > 1)
     bw.push_back(collective_op("moe.combine.bwd.allgather", CollectiveKind::AllGather, CommGroup::ExpertTensorParallel,
-                               T * k * h_ * 2 * etp * load));
+                               T * k * w * 2 * etp * load));
   // Weight gradients run after their input gradients; with
   // --delay-wgrad-compute (Megatron-Core's combined 1F1B with Transformer
   // Engine's delayed wgrad: TransformerLayerSchedulePlan.run issues the
@@ -134,19 +161,19 @@ void LayerBuilder::moe() {
   const bool delay_wgrad = shape_.delay_wgrad_compute && exchange;
   std::vector<OpSpec> wgrads;
   const auto wgrad = [&](OpSpec op) { (delay_wgrad ? wgrads : bw).push_back(std::move(op)); };
-  if (fp8_) bw.push_back(memory_op("moe.experts.fc2" + q(".grad_", "cast"), rows * h_ * cast_bytes()));
-  bw.push_back(expert_gemm(matmul("moe.experts.fc2.dgrad", per_expert, fe / etp, h_, local_experts, dt)));
-  wgrad(weight_grad(freeing(expert_gemm(matmul("moe.experts.fc2.wgrad", fe / etp, h_, per_expert, local_experts, dt)),
+  if (fp8_) bw.push_back(memory_op("moe.experts.fc2" + q(".grad_", "cast"), rows * w * cast_bytes()));
+  bw.push_back(expert_gemm(matmul("moe.experts.fc2.dgrad", per_expert, fe / etp, w, local_experts, dt)));
+  wgrad(weight_grad(freeing(expert_gemm(matmul("moe.experts.fc2.wgrad", fe / etp, w, per_expert, local_experts, dt)),
                             saved_input(rows * fe / etp))));
   bw.push_back(freeing(memory_op(act + ".bwd", 2 * rows * (2 * fc1_out + fe / etp)), 2 * rows * fc1_out));
   if (fp8_) bw.push_back(memory_op("moe.experts.fc1" + q(".grad_", "cast"), rows * fc1_out * cast_bytes()));
-  bw.push_back(expert_gemm(matmul("moe.experts.fc1.dgrad", per_expert, h_, fc1_out, local_experts, dt)));
-  wgrad(weight_grad(freeing(expert_gemm(matmul("moe.experts.fc1.wgrad", h_, fc1_out, per_expert, local_experts, dt)),
-                            saved_input(rows * h_))));
+  bw.push_back(expert_gemm(matmul("moe.experts.fc1.dgrad", per_expert, w, fc1_out, local_experts, dt)));
+  wgrad(weight_grad(freeing(expert_gemm(matmul("moe.experts.fc1.wgrad", w, fc1_out, per_expert, local_experts, dt)),
+                            saved_input(rows * w))));
   if (etp > 1)
     bw.push_back(collective_op("moe.dispatch.bwd.reducescatter", CollectiveKind::ReduceScatter,
-                               CommGroup::ExpertTensorParallel, T * k * h_ * 2 * etp * load));
-  OpSpec permute_bwd = memory_op("moe.permute.bwd", T * k * h_ * 2 * 2);
+                               CommGroup::ExpertTensorParallel, T * k * w * 2 * etp * load));
+  OpSpec permute_bwd = memory_op("moe.permute.bwd", T * k * w * 2 * 2);
   if (exchange) {
     OpSpec dispatch_bwd = exchange_op("moe.dispatch.bwd", false);
     if (delay_wgrad) {
@@ -159,6 +186,12 @@ void LayerBuilder::moe() {
   }
   for (OpSpec& op : wgrads) bw.push_back(std::move(op));
   bw.push_back(permute_bwd);
+  if (L > 0) {
+    cast_grad("moe.fc1_latent_proj", T, L, bw);
+    bw.push_back(matmul("moe.fc1_latent_proj.dgrad", T, h_, L, 1, shape_.gemm_dtype));
+    bw.push_back(
+        weight_grad(freeing(matmul("moe.fc1_latent_proj.wgrad", h_, L, T, 1, shape_.gemm_dtype), latent_in_saved)));
+  }
   bw.push_back(freeing(memory_op("moe.router.topk.bwd", T * E * 4 * 3, KernelClass::Softmax), T * E * 4));
   bw.push_back(matmul("moe.router.dgrad", T, h_, E));
   bw.push_back(weight_grad(freeing(matmul("moe.router.wgrad", h_, E, T), 2 * T * h_)));

@@ -56,11 +56,13 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
     p += dense_mlp(m, m.ffn_hidden_size, tp);
     return p;
   }
-  const std::int64_t fe = m.moe_ffn_hidden_size;
+  const std::int64_t fe = m.moe_ffn_hidden_size, io = m.moe_token_width();
   const std::int64_t fc1 = m.gated_mlp() ? 2 * fe : fe;
-  const std::int64_t per_expert = (h * fc1 + fe * h) / c.expert_tp + (m.add_bias_linear ? fc1 / c.expert_tp + h : 0);
+  const std::int64_t per_expert = (io * fc1 + fe * io) / c.expert_tp + (m.add_bias_linear ? fc1 / c.expert_tp + io : 0);
   p.expert = m.num_moe_experts / c.ep * per_expert;
   p.dense += h * m.num_moe_experts + (m.add_bias_linear ? m.num_moe_experts : 0);  // router
+  // The latent projections, whole on every TP rank (parallel_mode "duplicated").
+  if (m.moe_latent_size > 0) p.dense += 2 * h * m.moe_latent_size + (m.add_bias_linear ? m.moe_latent_size + h : 0);
   if (m.moe_shared_expert_intermediate_size > 0) p += dense_mlp(m, m.moe_shared_expert_intermediate_size, tp);
   return p;
 }
@@ -150,23 +152,31 @@ std::vector<WeightMatrix> layer_weight_matrices(const model::ModelSpec& m, const
     column(kv, h, tp);
     row(h, q, tp);
   }
-  const auto mlp = [&](std::int64_t width, std::int64_t t, bool expert, std::int64_t count) {
-    column(m.gated_mlp() ? 2 * width : width, h, t, expert, count);
-    row(h, width, t, expert, count);
+  const auto mlp = [&](std::int64_t width, std::int64_t io, std::int64_t t, bool expert, std::int64_t count) {
+    column(m.gated_mlp() ? 2 * width : width, io, t, expert, count);
+    row(io, width, t, expert, count);
   };
   if (!m.has_mlp(layer)) return w;
   if (!m.is_moe_layer(layer)) {
-    mlp(m.ffn_hidden_size, tp, false, 1);
+    mlp(m.ffn_hidden_size, h, tp, false, 1);
     return w;
   }
   whole(m.num_moe_experts, h);  // the router
-  mlp(m.moe_ffn_hidden_size, c.expert_tp, true, m.num_moe_experts / c.ep);
-  if (m.moe_shared_expert_intermediate_size > 0) mlp(m.moe_shared_expert_intermediate_size, tp, false, 1);
+  if (m.moe_latent_size > 0) {
+    whole(m.moe_latent_size, h);  // fc1_latent_proj
+    whole(h, m.moe_latent_size);  // fc2_latent_proj
+  }
+  mlp(m.moe_ffn_hidden_size, m.moe_token_width(), c.expert_tp, true, m.num_moe_experts / c.ep);
+  if (m.moe_shared_expert_intermediate_size > 0) mlp(m.moe_shared_expert_intermediate_size, h, tp, false, 1);
   return w;
 }
 
 std::vector<WeightMatrix> mtp_depth_weight_matrices(const model::ModelSpec& m, const strategy::ParallelConfig& c) {
-  std::vector<WeightMatrix> w = layer_weight_matrices(m, c, m.mtp_layer_kind());
+  std::vector<WeightMatrix> w;
+  for (const std::int64_t kind : m.mtp_layer_kinds()) {
+    const std::vector<WeightMatrix> layer = layer_weight_matrices(m, c, kind);
+    w.insert(w.end(), layer.begin(), layer.end());
+  }
   w.push_back({m.hidden_size / c.tp, 2 * m.hidden_size, 0, c.tp, false, 1});
   return w;
 }
@@ -183,6 +193,8 @@ std::int64_t layer_tp_replicated_parameters(const model::ModelSpec& m, const str
   const bool mlp_fc2 = m.has_mlp(layer) && (!moe || m.moe_shared_expert_intermediate_size > 0);
   if (m.add_bias_linear) n += (attention ? h : 0) + (mlp_fc2 ? h : 0);  // output projection's and FC2's biases
   if (moe) n += h * m.num_moe_experts + (m.add_bias_linear ? m.num_moe_experts : 0);  // router
+  if (moe && m.moe_latent_size > 0)                                                   // the latent projections
+    n += 2 * h * m.moe_latent_size + (m.add_bias_linear ? m.moe_latent_size + h : 0);
   // MLA's down projections and latent norms, as layer_parameters_per_rank counts them.
   if (attention && m.multi_latent_attention) {
     if (m.q_lora_rank > 0) n += h * m.q_lora_rank + m.q_lora_rank;
@@ -206,9 +218,10 @@ RankParameters mtp_parameters_per_rank(const model::ModelSpec& m, const strategy
   RankParameters p;
   if (m.mtp_num_layers == 0) return p;
   const std::int64_t h = m.hidden_size;
-  RankParameters depth = layer_parameters_per_rank(m, c, m.mtp_layer_kind());
+  RankParameters depth;
+  for (const std::int64_t kind : m.mtp_layer_kinds()) depth += layer_parameters_per_rank(m, c, kind);
   depth.dense += 2 * h * h / c.tp + 3 * norm_parameters(m, h);
-  for (std::int64_t d = 0; d < m.mtp_num_layers; ++d) p += depth;
+  for (std::int64_t d = 0; d < m.mtp_weight_sets(); ++d) p += depth;
   // The word embedding only: positions, if learned, stay with the first stage.
   if (separate_embedding) p.dense += m.vocab_size / c.tp * h;
   return p;

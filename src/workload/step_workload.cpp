@@ -159,7 +159,7 @@ std::vector<WeightMatrix> stage_weight_matrices(const model::ModelSpec& m, const
       w.insert(w.end(), layer.begin(), layer.end());
     }
   if (stage_ends(c, stage).output)
-    for (std::int64_t d = 0; d < m.mtp_num_layers; ++d) {
+    for (std::int64_t d = 0; d < m.mtp_weight_sets(); ++d) {
       const auto depth = mtp_depth_weight_matrices(m, c);
       w.insert(w.end(), depth.begin(), depth.end());
     }

@@ -152,7 +152,7 @@ TEST_CASE("A hybrid layer pattern is read with Megatron's symbols and checked", 
   check_refused(j, "must divide mamba_num_heads = 6");
   j = small_hybrid();
   j["mtp_num_layers"] = 1;
-  check_refused(j, "multi-token prediction");
+  check_refused(j, "append one segment a depth");
 }
 
 TEST_CASE("What ptsim does not build for hybrid models is refused by name", "[config][hybrid]") {

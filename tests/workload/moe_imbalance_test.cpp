@@ -26,28 +26,23 @@ workload::MicroShape ep8(double imbalance, std::optional<double> capacity = std:
   return s;
 }
 
-const workload::OpSpec& op_named(const std::vector<workload::OpSpec>& ops, const std::string& name) {
-  for (const auto& op : ops)
-    if (op.name == name) return op;
-  FAIL("no op " << name);
-  return ops.front();
-}
-
 }  // namespace
 
 TEST_CASE("The busiest EP rank's experts and exchanges carry its share of the routed tokens", "[workload][moe]") {
   const auto m = test::shipped_model("qwen3-30b-a3b");
   for (const double f : {1.0, 1.5, 2.0}) {
     const auto ops = workload::transformer_layer_ops(m, ep8(f), 0);
-    const auto& fc1 = op_named(ops.forward, "moe.experts.fc1");
+    const auto& fc1 = test::op_named(ops.forward, "moe.experts.fc1");
     // Rows per local expert: f · T·k / 16 local experts.
     CHECK(static_cast<double>(fc1.shape[0]) == f * kTokens * kTopK / kLocal);
     CHECK(static_cast<double>(fc1.shape[3]) == kLocal);
     // Model FLOPs stay those of the routed tokens: 2·T·k·(2·768)·h.
     CHECK(fc1.flops == Approx(2 * kTokens * kTopK * 2 * kWidth * kH));
     // The dispatch all-to-all carries f times an even share of token copies.
-    CHECK(static_cast<double>(op_named(ops.forward, "moe.dispatch").bytes) == Approx(f * kTokens * kTopK * kH * 2));
-    CHECK(static_cast<double>(op_named(ops.forward, "moe.combine").bytes) == Approx(f * kTokens * kTopK * kH * 2));
+    CHECK(static_cast<double>(test::op_named(ops.forward, "moe.dispatch").bytes) ==
+          Approx(f * kTokens * kTopK * kH * 2));
+    CHECK(static_cast<double>(test::op_named(ops.forward, "moe.combine").bytes) ==
+          Approx(f * kTokens * kTopK * kH * 2));
   }
 }
 
@@ -57,11 +52,15 @@ TEST_CASE("A capacity factor caps the busiest rank's tokens, the rest dropped", 
   // padded to 1.25 and the exchange carries 1.25; routing 1.1: padded to
   // 1.25, the exchange carries 1.1.
   auto ops = workload::transformer_layer_ops(m, ep8(1.5, 1.25), 0);
-  CHECK(static_cast<double>(op_named(ops.forward, "moe.experts.fc1").shape[0]) == 1.25 * kTokens * kTopK / kLocal);
-  CHECK(static_cast<double>(op_named(ops.forward, "moe.dispatch").bytes) == Approx(1.25 * kTokens * kTopK * kH * 2));
+  CHECK(static_cast<double>(test::op_named(ops.forward, "moe.experts.fc1").shape[0]) ==
+        1.25 * kTokens * kTopK / kLocal);
+  CHECK(static_cast<double>(test::op_named(ops.forward, "moe.dispatch").bytes) ==
+        Approx(1.25 * kTokens * kTopK * kH * 2));
   ops = workload::transformer_layer_ops(m, ep8(1.1, 1.25), 0);
-  CHECK(static_cast<double>(op_named(ops.forward, "moe.experts.fc1").shape[0]) == 1.25 * kTokens * kTopK / kLocal);
-  CHECK(static_cast<double>(op_named(ops.forward, "moe.dispatch").bytes) == Approx(1.1 * kTokens * kTopK * kH * 2));
+  CHECK(static_cast<double>(test::op_named(ops.forward, "moe.experts.fc1").shape[0]) ==
+        1.25 * kTokens * kTopK / kLocal);
+  CHECK(static_cast<double>(test::op_named(ops.forward, "moe.dispatch").bytes) ==
+        Approx(1.1 * kTokens * kTopK * kH * 2));
 }
 
 TEST_CASE("Load imbalance is refused where it means nothing", "[workload][moe][config]") {

@@ -75,6 +75,14 @@ struct ModelSpec {
   /// The first layers keep a dense MLP of ffn_hidden_size (DeepSeek's
   /// first_k_dense_replace); the others are MoE layers.
   std::int64_t first_dense_layers = 0;
+  /// Latent MoE (Nemotron 3 Super; Megatron's --moe-latent-size): the MoE
+  /// layer projects its tokens h → moe_latent_size (fc1_latent_proj, a whole
+  /// weight on every TP rank) after the router, which still reads h; the
+  /// routed experts read and write that width and the tokens travel at it;
+  /// fc2_latent_proj projects the combined output back to h before the
+  /// shared experts' output is added (megatron/core/transformer/moe/
+  /// moe_layer.py at d98e8a64dd). 0: no latent projection.
+  std::int64_t moe_latent_size = 0;
   /// Multi-token prediction depths (DeepSeek-V3's MTP modules; Megatron's
   /// --mtp-num-layers, Hugging Face's num_nextn_predict_layers). Each depth
   /// on the last pipeline stage normalizes the embedding of the tokens one
@@ -83,6 +91,13 @@ struct ModelSpec {
   /// one, and its own final norm, the shared LM head and a cross-entropy
   /// loss (megatron/core/transformer/multi_token_prediction.py).
   std::int64_t mtp_num_layers = 0;
+  /// Every depth runs one shared set of weights (Megatron's
+  /// mtp_use_repeated_layer; Nemotron 3 Super trains one MTP block twice).
+  bool mtp_use_repeated_layer = false;
+  /// A hybrid model's MTP depth: its layers, one symbol each as in
+  /// hybrid_layer_pattern (Megatron's unified pattern after '/', or
+  /// mtp_hybrid_override_pattern; Nemotron 3 Super: "*E"). Empty otherwise.
+  std::string mtp_layer_pattern;
 
   // ---- Hybrid models (Megatron-Core's hybrid stack: Nemotron-H, Nemotron 3) ----
   /// One symbol per layer, Megatron's hybrid_layer_pattern: 'M' a Mamba-2
@@ -117,8 +132,15 @@ struct ModelSpec {
   }
   std::int64_t mamba_conv_channels() const { return mamba_inner() + 2 * mamba_num_groups * mamba_state_dim; }
 
-  /// The global index of the layer an MTP depth is built as: the last one.
-  std::int64_t mtp_layer_kind() const { return num_layers - 1; }
+  /// The global indices of the layers an MTP depth's layers are built as:
+  /// the last layer; in a hybrid model, for each symbol of its pattern the
+  /// first main layer of that symbol (a hybrid model's layers of one symbol
+  /// are alike).
+  std::vector<std::int64_t> mtp_layer_kinds() const;
+  /// The MTP weight sets the model holds: one a depth, or one if repeated.
+  std::int64_t mtp_weight_sets() const { return mtp_use_repeated_layer && mtp_num_layers > 0 ? 1 : mtp_num_layers; }
+  /// The width routed tokens travel at and the experts read and write.
+  std::int64_t moe_token_width() const { return moe_latent_size > 0 ? moe_latent_size : hidden_size; }
   bool is_moe() const { return num_moe_experts > 0; }
   /// A gated MLP: fc1 makes 2·width outputs, gate and up halves.
   bool gated_mlp() const { return activation == Activation::SwiGlu || activation == Activation::GeGlu; }
@@ -149,11 +171,11 @@ std::int64_t parameters_per_layer(const ModelSpec& m);
 std::int64_t embedding_parameters(const ModelSpec& m);
 /// Parameters of the output layer (final norm + LM head unless tied).
 std::int64_t output_parameters(const ModelSpec& m);
-/// Parameters of one MTP depth: its transformer layer, the 2h → h
+/// Parameters of one MTP depth: its layers (mtp_layer_kinds), the 2h → h
 /// projection and three norms (the embedding and the LM head are shared).
 std::int64_t mtp_depth_parameters(const ModelSpec& m);
 /// All parameters of the model: every layer's, the embedding, the output
-/// layer and the MTP depths.
+/// layer and the MTP depths' weight sets (mtp_weight_sets).
 std::int64_t total_parameters(const ModelSpec& m);
 
 /// Parameters of one Mamba-2 mixer (MambaMixer), its pre-norm aside: the
