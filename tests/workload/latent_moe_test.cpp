@@ -91,6 +91,46 @@ TEST_CASE("Nemotron 3 Super's parameters are the elements its verification card 
   CHECK(static_cast<double>(model::total_parameters(separate)) == main + 2 * kMtpDepth);
 }
 
+TEST_CASE("Nemotron 3.5 Lightning is Nano with one shared MTP depth: its verification card's parameters",
+          "[model][hybrid]") {
+  const auto nano = test::shipped_model("nemotron-3-nano-30b-a3b");
+  const auto m = test::shipped_model("nemotron-3.5-lightning-30b-a3b");
+  CHECK(m.mtp_num_layers == 2);
+  CHECK(m.mtp_layer_pattern == "*E");
+  CHECK(m.mtp_weight_sets() == 1);
+  // Nano's attention layer and MoE layer (h 2688, 128 experts of 1856, a
+  // shared expert of 3712), eh_proj and three norms.
+  const double h = 2688;
+  const double attention = h + h * (32 * 128 + 2 * 2 * 128) + 32 * 128 * h;
+  const double moe = h + h * 128 + 128 * 2 * h * 1856 + 2 * h * 3712;
+  CHECK(static_cast<double>(model::total_parameters(m)) ==
+        static_cast<double>(model::total_parameters(nano)) + 2 * h * h + 3 * h + attention + moe);
+  // Megatron-Bridge's card (examples/model_verification_cards/nemotron-3.5-lightning,
+  // 067f987df): 32,913,266,240 parameters, the 24 router correction biases
+  // (128 each, buffers in Megatron) among them.
+  CHECK(model::total_parameters(m) + 24 * 128 == 32'913'266'240LL);
+}
+
+TEST_CASE("Nemotron 3 Ultra's parameters are its name's 550B and 55B active", "[model][hybrid][moe]") {
+  const auto m = test::shipped_model("nemotron-3-ultra-550b-a55b");
+  // h 8192; Mamba-2 of 256 heads of 64 (d_inner 16384), 8 groups of state 128;
+  // 64 attention heads of 128, 2 key/value heads; 512 experts of 5120 on a
+  // latent of 2048, top 22, a shared expert of 10240; 48 Mamba, 12 attention
+  // and 48 MoE layers.
+  const double h = 8192, inner = 16384, in_proj = 2 * inner + 2 * 8 * 128 + 256, conv = inner + 2 * 8 * 128;
+  const double mamba = h + h * in_proj + conv * 5 + 3 * 256 + inner + inner * h;
+  const double attention = h + h * (64 * 128 + 2 * 2 * 128) + 64 * 128 * h;
+  const auto moe = [&](double experts) {
+    return h + h * 512 + 2 * h * 2048 + experts * 2 * 2048 * 5120 + 2 * h * 10240;
+  };
+  const double ends = 2 * 131072 * h + h;
+  const double total = 48 * mamba + 12 * attention + 48 * moe(512) + ends;
+  CHECK(static_cast<double>(model::total_parameters(m)) == total + 2 * h * h + 3 * h + attention + moe(512));
+  CHECK(static_cast<double>(model::active_parameters(m)) == 48 * mamba + 12 * attention + 48 * moe(22) + ends);
+  CHECK(total / 1e9 == Approx(550).epsilon(0.005));
+  CHECK(static_cast<double>(model::active_parameters(m)) / 1e9 == Approx(55).epsilon(0.025));
+}
+
 TEST_CASE("A latent MoE layer routes on h and runs its experts and exchanges at the latent width", "[workload][moe]") {
   const auto m = test::shipped_model("nemotron-3-super-120b-a12b");
   REQUIRE(m.is_moe_layer(1));
