@@ -10,6 +10,7 @@
 #include "ptsim/config/megatron_args.hpp"
 #include "ptsim/config/resolve_run.hpp"
 #include "ptsim/model/model_spec.hpp"
+#include "ptsim/simulate/kernel_inventory.hpp"
 #include "ptsim/workload/layer_ops.hpp"
 #include "ptsim/workload/stage_parameters.hpp"
 #include "ptsim/workload/step_workload.hpp"
@@ -277,4 +278,37 @@ TEST_CASE("Nemotron 3 Nano's Hugging Face config and Megatron launch line give t
   CHECK(launch.model.hybrid_layer_pattern == shipped.hybrid_layer_pattern);
   CHECK(model::total_parameters(launch.model) == model::total_parameters(shipped));
   CHECK(launch.not_modelled.empty());
+}
+
+TEST_CASE("The SSD forward on an H100 is priced near the Triton kernels' measured time", "[workload][hybrid]") {
+  // vLLM PR #27299 (2025-10-25, one H100, the Triton _mamba_chunk_scan_combined_fwd
+  // that mamba_ssm's training path also runs, "Original" column): 8,192 tokens of
+  // granite-4.0-h-small's mixer (128 heads of 64, 1 group, state 128) at
+  // 1.262e7 tokens/s, 649 us for the five forward kernels.
+  nlohmann::json probe = {{"num_layers", 1},
+                          {"hybrid_layer_pattern", "M"},
+                          {"hidden_size", 4096},
+                          {"num_attention_heads", 32},
+                          {"mamba_num_heads", 128},
+                          {"mamba_head_dim", 64},
+                          {"mamba_state_dim", 128},
+                          {"mamba_num_groups", 1},
+                          {"vocab_size", 1024},
+                          {"seq_length", 8192},
+                          {"normalization", "rmsnorm"},
+                          {"position_embedding_type", "none"},
+                          {"add_bias_linear", false},
+                          {"dropout", 0.0}};
+  const auto m = config::parse_model(probe, "probe.json", "probe");
+  config::StrategyInput s;
+  s.gpus = 1;
+  s.global_batch_size = 1;
+  const auto run = config::resolve_run(m, s);
+  double forward_ssd = 0;
+  for (const auto& k : simulate::kernel_inventory(run.model, test::shipped_hardware("h100-sxm5-80gb"), run.parallel))
+    for (std::size_t i = 0; i < k.names.size(); ++i)
+      if (k.names[i].rfind("fwd.mamba.ssd.", 0) == 0) forward_ssd += k.seconds * static_cast<double>(k.name_counts[i]);
+  const double measured = 8192 / 1.262327e7;
+  // ptsim prices them by their bytes (docs/model-sources.md): 605 us, 7% short.
+  CHECK(forward_ssd == Approx(measured).epsilon(0.15));
 }
