@@ -74,6 +74,7 @@ int fp8_gemms_per_layer(const model::ModelSpec& m, std::int64_t layer, bool sepa
   if (m.has_attention(layer)) gemms += m.multi_latent_attention ? (m.q_lora_rank > 0 ? 5 : 4) : 2;  // + output
   if (m.has_mlp(layer)) gemms += 2;  // fc1 + fc2 (or expert fc1 + fc2)
   if (m.is_moe_layer(layer) && m.moe_shared_expert_intermediate_size > 0) gemms += 2;
+  if (m.is_moe_layer(layer) && m.moe_latent_size > 0) gemms += 2;  // fc1_latent_proj, fc2_latent_proj
   return gemms;
 }
 

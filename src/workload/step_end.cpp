@@ -37,7 +37,8 @@ std::int64_t tp_replicated_parameters(const StageContext& ctx, bool holds_last_v
 
 // The fp8 weight tensors of this stage's layers, each with a scale of its
 // own: the linears of attention and of a dense MLP or the shared experts
-// (dense parameters), and one fc1 and one fc2 weight per local expert
+// and a latent MoE's projections (dense parameters), and one fc1 and one fc2
+// weight per local expert
 // (Megatron-Core's TEGroupedMLP keeps each expert's weights apart).
 struct Fp8WeightTensors {
   std::int64_t dense = 0, expert = 0;

@@ -151,6 +151,9 @@ TEST_CASE("A latent MoE layer routes on h and runs its experts and exchanges at 
   CHECK(test::op_named(ops.backward, "moe.fc1_latent_proj.wgrad").flops == Approx(2 * kH * kLatent * T));
   // The router's backward stays at h.
   CHECK(test::op_named(ops.backward, "moe.router.dgrad").flops == Approx(2 * T * kExperts * kH));
+  // Under FP8 the projections are two more quantized weights of the layer:
+  // the experts' fc1 and fc2, the shared expert's two, the projections' two.
+  CHECK(workload::fp8_gemms_per_layer(m, 1) == 6);
 }
 
 TEST_CASE("The latent projections are whole on every TP rank and summed over TP under SP", "[workload][moe]") {
