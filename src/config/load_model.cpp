@@ -166,12 +166,12 @@ void parse_hybrid(internal::ObjectReader& in, model::ModelSpec& m) {
   // Megatron's unified pattern: the main layers, then one segment a
   // multi-token-prediction depth after each '/', every depth alike.
   const std::size_t slash = unified->find('/');
-  const std::optional<std::string> pattern = unified->substr(0, slash);
-  if (static_cast<std::int64_t>(pattern->size()) != m.num_layers)
+  const std::string pattern = unified->substr(0, slash);
+  if (static_cast<std::int64_t>(pattern.size()) != m.num_layers)
     in.fail("hybrid_layer_pattern", fmt::format("has {} symbols before any '/'; it needs exactly num_layers = {} "
                                                 "(one a layer; pipeline separators ('|') are not read: give the "
                                                 "stages with --pipeline-model-parallel-layout)",
-                                                pattern->size(), m.num_layers));
+                                                pattern.size(), m.num_layers));
   const std::size_t bad = unified->find_first_not_of("M*-E/");
   if (bad != std::string::npos)
     in.fail("hybrid_layer_pattern", fmt::format("has '{}' at position {}; each symbol must be M (Mamba-2 mixer), "
@@ -191,7 +191,7 @@ void parse_hybrid(internal::ObjectReader& in, model::ModelSpec& m) {
     ++m.mtp_num_layers;
     at = next;
   }
-  const bool moe_layers = pattern->find('E') != std::string::npos;
+  const bool moe_layers = pattern.find('E') != std::string::npos;
   if (moe_layers != m.is_moe())
     in.fail("hybrid_layer_pattern", moe_layers ? "has MoE layers (E) but num_moe_experts is 0; give the experts"
                                                : "has no MoE layer (E) but num_moe_experts > 0; mark the MoE "
@@ -200,7 +200,7 @@ void parse_hybrid(internal::ObjectReader& in, model::ModelSpec& m) {
     in.fail("first_dense_layers",
             "does not apply to hybrid models: the pattern says which layers are MoE (E) "
             "and which dense (-); remove it");
-  m.hybrid_layer_pattern = *pattern;
+  m.hybrid_layer_pattern = pattern;
   m.mamba_head_dim = in.optional_integer("mamba_head_dim", 1, kMaxDim).value_or(64);
   m.mamba_state_dim = in.optional_integer("mamba_state_dim", 1, kMaxDim).value_or(128);
   m.mamba_num_groups = in.optional_integer("mamba_num_groups", 1, kMaxDim).value_or(8);
@@ -322,7 +322,7 @@ void validate_hybrid(const model::ModelSpec& m, const std::string& where) {
     throw ConfigError(fmt::format("{}: a hybrid model's {} MTP depths need their layer pattern ('{}')", where,
                                   m.mtp_num_layers, m.mtp_layer_pattern));
   for (const char symbol : m.mtp_layer_pattern)
-    if (p.find(symbol) == std::string::npos || std::string("M*-E").find(symbol) == std::string::npos)
+    if (p.find(symbol) == std::string::npos)  // p holds only M, *, - and E (checked above)
       throw ConfigError(
           fmt::format("{}: the MTP depth's layer '{}' has no layer of its kind in the main pattern to "
                       "be built as (its symbols must be M, *, - or E and appear there too)",

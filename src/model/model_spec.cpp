@@ -101,7 +101,7 @@ std::int64_t layer_with_experts(const ModelSpec& m, std::int64_t l, std::int64_t
   const std::int64_t h = m.hidden_size;
   if (!m.is_moe_layer(l)) return p + mlp_parameters(m, m.ffn_hidden_size, h);
   p += linear(m, h, m.num_moe_experts);
-  if (m.moe_latent_size > 0) p += linear(m, h, m.moe_latent_size) + linear(m, m.moe_latent_size, h);
+  p += moe_latent_parameters(m);
   p += experts * mlp_parameters(m, m.moe_ffn_hidden_size, m.moe_token_width());
   if (m.moe_shared_expert_intermediate_size > 0) p += mlp_parameters(m, m.moe_shared_expert_intermediate_size, h);
   return p;
@@ -113,6 +113,11 @@ std::int64_t layer_with_experts(const ModelSpec& m, std::int64_t l, std::int64_t
 std::int64_t mamba_parameters(const ModelSpec& m) {
   return m.hidden_size * m.mamba_in_proj_width() + m.mamba_conv_channels() * (ModelSpec::kMambaConvWidth + 1) +
          3 * m.mamba_num_heads + m.mamba_inner() + m.mamba_inner() * m.hidden_size;
+}
+
+std::int64_t moe_latent_parameters(const ModelSpec& m) {
+  if (m.moe_latent_size == 0) return 0;
+  return linear(m, m.hidden_size, m.moe_latent_size) + linear(m, m.moe_latent_size, m.hidden_size);
 }
 
 std::int64_t layer_parameters(const ModelSpec& m, std::int64_t layer) {

@@ -62,7 +62,7 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
   p.expert = m.num_moe_experts / c.ep * per_expert;
   p.dense += h * m.num_moe_experts + (m.add_bias_linear ? m.num_moe_experts : 0);  // router
   // The latent projections, whole on every TP rank (parallel_mode "duplicated").
-  if (m.moe_latent_size > 0) p.dense += 2 * h * m.moe_latent_size + (m.add_bias_linear ? m.moe_latent_size + h : 0);
+  p.dense += model::moe_latent_parameters(m);
   if (m.moe_shared_expert_intermediate_size > 0) p += dense_mlp(m, m.moe_shared_expert_intermediate_size, tp);
   return p;
 }
@@ -193,8 +193,7 @@ std::int64_t layer_tp_replicated_parameters(const model::ModelSpec& m, const str
   const bool mlp_fc2 = m.has_mlp(layer) && (!moe || m.moe_shared_expert_intermediate_size > 0);
   if (m.add_bias_linear) n += (attention ? h : 0) + (mlp_fc2 ? h : 0);  // output projection's and FC2's biases
   if (moe) n += h * m.num_moe_experts + (m.add_bias_linear ? m.num_moe_experts : 0);  // router
-  if (moe && m.moe_latent_size > 0)                                                   // the latent projections
-    n += 2 * h * m.moe_latent_size + (m.add_bias_linear ? m.moe_latent_size + h : 0);
+  if (moe) n += model::moe_latent_parameters(m);
   // MLA's down projections and latent norms, as layer_parameters_per_rank counts them.
   if (attention && m.multi_latent_attention) {
     if (m.q_lora_rank > 0) n += h * m.q_lora_rank + m.q_lora_rank;

@@ -184,6 +184,10 @@ std::int64_t total_parameters(const ModelSpec& m);
 /// head, the gated norm's weight over d_inner, and the output projection.
 /// MambaMixer splits every one of them over TP by heads and groups.
 std::int64_t mamba_parameters(const ModelSpec& m);
+/// Parameters of a latent MoE layer's two projections, h → moe_latent_size
+/// and back, with their biases under add_bias_linear; 0 without a latent.
+/// Both are whole on every TP rank.
+std::int64_t moe_latent_parameters(const ModelSpec& m);
 /// Parameters of layer `l` (0-based, global): attention (with MLA's
 /// projections and latent norms, or qk_layernorm's per-head norms), the
 /// norms (norms_per_layer), and a dense MLP or, in an MoE layer, the router, every routed
