@@ -232,6 +232,37 @@ const std::vector<StrategyField> kFields = {
     {"dp_replicate", "data_parallel_replicate_degree", "", &S::dp_replicate, 1, std::int64_t{1} << 24, {}, "N",
      "with --fsdp: HSDP's number of replicas, dp / data_parallel_shard_degree (torchtitan's "
      "data_parallel_replicate_degree)"},
+    {"megatron_fsdp", "use_megatron_fsdp", "", &S::megatron_fsdp, 1, 1, {}, "",
+     "Megatron-FSDP as the data parallelism (Megatron-Core's): what --data-parallel-sharding-strategy shards, "
+     "sharded a transformer layer at a time, the next layer's parameters gathered while one runs and each "
+     "layer's gradients reduce-scattered beside its backward, every micro-batch; gradients kept and reduced in "
+     "bf16 unless --megatron-fsdp-main-grads-dtype fp32; implies the distributed optimizer"},
+    {"dp_sharding_strategy", "data_parallel_sharding_strategy", "", &S::dp_sharding_strategy, 1, 1,
+     {"no_shard", "optim", "optim_grads", "optim_grads_params"}, "WHAT",
+     "with --use-megatron-fsdp: no_shard (ZeRO 0) | optim (ZeRO 1) | optim_grads (ZeRO 2) | optim_grads_params "
+     "(ZeRO 3, Megatron-LM's default)"},
+    {"outer_dp_sharding_strategy", "outer_dp_sharding_strategy", "", &S::outer_dp_sharding_strategy, 1, 1,
+     {"no_shard", "optim"}, "WHAT",
+     "with --use-megatron-fsdp and --num-distributed-optimizer-instances > 1: no_shard (default, HSDP: the "
+     "instances are replicas, each layer's reduced gradient shard all-reduced across them in the last "
+     "micro-batch) | optim (Hybrid-FSDP, with optim_grads_params: the optimizer states and fp32 main weights "
+     "sharded across the instances too, each layer's gradient shard reduce-scattered across them in the last "
+     "micro-batch and its parameters all-gathered across them before the first micro-batch's forward)"},
+    {"optimizer_instances", "num_distributed_optimizer_instances", "", &S::optimizer_instances, 1,
+     std::int64_t{1} << 24, {}, "N",
+     "with the distributed optimizer or Megatron-FSDP: the data-parallel ranks (dense and expert) split into N "
+     "contiguous groups, each sharding over its own ranks (dp / N, expert dp / N) and replicating the others; "
+     "gradients reduced inside a group, then all-reduced across the groups on a stream of their own (default 1)"},
+    {"fsdp_main_params_dtype", "megatron_fsdp_main_params_dtype", "", &S::fsdp_main_params_dtype, 1, 1, {"fp32"},
+     "DTYPE", "with --use-megatron-fsdp: the main weights' dtype, fp32 (the default and the one modelled)"},
+    {"fsdp_main_grads_dtype", "megatron_fsdp_main_grads_dtype", "", &S::fsdp_main_grads_dtype, 1, 1,
+     {"auto", "bf16", "fp32"}, "DTYPE",
+     "with --use-megatron-fsdp: the dtype gradients accumulate in, auto (default: the compute weights', bf16) | "
+     "bf16 | fp32"},
+    {"fsdp_grad_comm_dtype", "megatron_fsdp_grad_comm_dtype", "", &S::fsdp_grad_comm_dtype, 1, 1,
+     {"auto", "bf16", "fp32"}, "DTYPE",
+     "with --use-megatron-fsdp: the dtype gradients are reduced in, auto (default: the main gradients') or the "
+     "same as they; a different one is not modelled"},
     {"precision", "precision", "", &S::precision, 1, 1, {"bf16", "fp8", "nvfp4"}, "DTYPE",
      "the layers' GEMMs: bf16 (default) | fp8 (with casts and amax bookkeeping) | nvfp4 (Transformer Engine's "
      "NVFP4 recipe, the same as --fp4-format e2m1; needs the profile's nvfp4 rate, Blackwell's)"},

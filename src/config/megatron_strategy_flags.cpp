@@ -46,7 +46,20 @@ constexpr std::array kSameStrategyKey = {"--tensor-model-parallel-size",
                                          "--grad-reduce-in-bf16",
                                          "--tp-comm-overlap",
                                          "--cross-entropy-loss-fusion",
-                                         "--no-gradient-accumulation-fusion"};
+                                         "--no-gradient-accumulation-fusion",
+                                         "--use-megatron-fsdp",
+                                         "--data-parallel-sharding-strategy",
+                                         "--outer-dp-sharding-strategy",
+                                         "--num-distributed-optimizer-instances",
+                                         "--megatron-fsdp-main-params-dtype",
+                                         "--megatron-fsdp-main-grads-dtype",
+                                         "--megatron-fsdp-grad-comm-dtype"};
+
+// Flags Megatron-LM reads only under --use-megatron-fsdp (its
+// DistributedDataParallelConfig passes them to Megatron-FSDP alone).
+constexpr std::array kMegatronFsdpOnly = {"--data-parallel-sharding-strategy", "--outer-dp-sharding-strategy",
+                                          "--megatron-fsdp-main-params-dtype", "--megatron-fsdp-main-grads-dtype",
+                                          "--megatron-fsdp-grad-comm-dtype"};
 
 std::string key_of(std::string_view flag) {
   std::string key(flag.substr(2));
@@ -61,14 +74,24 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
   const std::int64_t tp =
       flags.has("--tensor-model-parallel-size") ? integer_of(flags.get("--tensor-model-parallel-size")) : 1;
   // ---- the strategy ----
+  if (!flags.has("--use-megatron-fsdp"))
+    for (const char* flag : kMegatronFsdpOnly)
+      if (flags.has(flag)) {
+        flags.take(flag);
+        notes.push_back(
+            fmt::format("{} without --use-megatron-fsdp: Megatron-LM reads it only for Megatron-FSDP, "
+                        "and ptsim ignores it too",
+                        flag));
+      }
   for (const char* flag : kSameStrategyKey) {
-    if (!flags.has(flag)) continue;
+    if (!flags.has(flag) || flags.taken(flag)) continue;
     const GivenFlag& g = flags.get(flag);
     const std::string key = key_of(flag);
     if (g.values.empty()) {
       strategy[key] = true;
     } else if (key == "pipeline_model_parallel_layout" || key == "moe_token_dispatcher_type" ||
-               key == "moe_flex_dispatcher_backend") {
+               key == "moe_flex_dispatcher_backend" || key == "data_parallel_sharding_strategy" ||
+               key == "outer_dp_sharding_strategy" || key.starts_with("megatron_fsdp_")) {
       strategy[key] = g.values.at(0);
     } else if (key == "moe_expert_capacity_factor") {
       strategy[key] = number_of(g);

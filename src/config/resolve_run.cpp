@@ -23,6 +23,7 @@ namespace {
 
 using internal::check_pipeline;
 using internal::Checker;
+using internal::divisors_hint;
 using internal::enforce;
 using internal::kMaxBatch;
 using internal::kMaxGpus;
@@ -199,6 +200,88 @@ void check_hsdp(const Checker& check, const model::ModelSpec& m, strategy::Paral
   c.dp_shard = shard == c.dp ? 0 : shard;
 }
 
+// Megatron-FSDP (megatron/core/distributed/fsdp at d98e8a64dd): its
+// sharding strategy is a ZeRO stage run by Megatron's own FSDP; its main
+// gradients default to the compute weights' dtype, bf16 (arguments.py maps
+// --megatron-fsdp-main-grads-dtype auto to None: "main gradients will match
+// the dtype of the model compute parameters"), and are reduced in that
+// dtype unless --megatron-fsdp-grad-comm-dtype says otherwise.
+void check_megatron_fsdp(const Checker& check, strategy::ParallelConfig& c, const StrategyInput& s) {
+  c.megatron_fsdp = s.megatron_fsdp.value_or(false);
+  if (!c.megatron_fsdp) {
+    const std::pair<const char*, bool> fsdp_only[] = {{"dp_sharding_strategy", s.dp_sharding_strategy.has_value()},
+                                                      {"outer_dp_sharding_strategy",
+                                                       s.outer_dp_sharding_strategy.has_value()},
+                                                      {"fsdp_main_params_dtype", s.fsdp_main_params_dtype.has_value()},
+                                                      {"fsdp_main_grads_dtype", s.fsdp_main_grads_dtype.has_value()},
+                                                      {"fsdp_grad_comm_dtype", s.fsdp_grad_comm_dtype.has_value()}};
+    for (const auto& [field, given] : fsdp_only)
+      if (given) check.fail_flag(field, "applies to Megatron-FSDP", "add --use-megatron-fsdp, or drop it");
+    return;
+  }
+  if (c.fsdp()) check.fail_flag("megatron_fsdp", "contradicts --fsdp (PyTorch's FSDP)", "give one of the two");
+  if (s.zero3_blocking.value_or(false))
+    check.fail_flag("zero3_blocking", "is DeepSpeed 0.3's ZeRO-3, not Megatron-FSDP", "drop one of the two");
+  const std::string strategy = s.dp_sharding_strategy.value_or("optim_grads_params");
+  const int stage = strategy == "no_shard" ? 0 : strategy == "optim" ? 1 : strategy == "optim_grads" ? 2 : 3;
+  if (s.zero && *s.zero != stage)
+    check.fail("zero", *s.zero,
+               fmt::format("contradicts Megatron-FSDP's sharding strategy {} (ZeRO stage {})", strategy, stage),
+               "give --data-parallel-sharding-strategy alone");
+  c.zero_stage = stage;
+  const std::string main = s.fsdp_main_grads_dtype.value_or("auto") == "fp32" ? "fp32" : "bf16";
+  const std::string comm = s.fsdp_grad_comm_dtype.value_or("auto") == "auto" ? main : *s.fsdp_grad_comm_dtype;
+  if (comm != main)
+    check.fail("fsdp_grad_comm_dtype", comm,
+               fmt::format("differs from the main gradients' {}: casts around each reduction are not modelled", main),
+               fmt::format("give {} or auto", main));
+  if (s.grad_reduce_in_bf16.value_or(false) && main == "fp32")
+    check.fail_flag("grad_reduce_in_bf16", "contradicts --megatron-fsdp-main-grads-dtype fp32", "drop one of the two");
+  c.grad_reduce_in_bf16 = main == "bf16";
+}
+
+// Megatron-Core's --num-distributed-optimizer-instances, and Megatron-FSDP's
+// outer sharding across them (parallel_state.py at d98e8a64dd: the intra
+// groups are contiguous runs of dp·cp / instances ranks of the DP-with-CP
+// group and of expert_dp / instances ranks of the expert DP group).
+void check_optimizer_instances(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
+                               const StrategyInput& s) {
+  c.optimizer_instances = s.optimizer_instances.value_or(1);
+  const std::string outer = s.outer_dp_sharding_strategy.value_or("no_shard");
+  c.outer_optimizer_sharding = outer == "optim";
+  const std::int64_t r = c.optimizer_instances;
+  if (r == 1) {
+    if (c.outer_optimizer_sharding)
+      check.fail("outer_dp_sharding_strategy", outer,
+                 "shards across optimizer instances, and there is one (Megatron-FSDP enables its outer sharding "
+                 "only with --num-distributed-optimizer-instances > 1)",
+                 "add --num-distributed-optimizer-instances N, or drop it");
+    return;
+  }
+  if (c.zero_stage < 1)
+    check.fail("optimizer_instances", r, "splits the distributed optimizer, which this run does not use",
+               "add --use-distributed-optimizer (or Megatron-FSDP with a sharding strategy), or drop it");
+  if (c.fsdp() || s.dp_shard || s.dp_replicate)
+    check.fail("optimizer_instances", r,
+               "is Megatron's; PyTorch FSDP's hybrid sharding is --data-parallel-shard-degree", "drop one of the two");
+  if (c.optimizer == strategy::Optimizer::Muon)
+    check.fail("optimizer_instances", r, "with Muon is not modelled", "drop it, or use --optimizer adam");
+  if (strategy::describe(c.schedule).two_directions)
+    check.fail("optimizer_instances", r, "with DualPipe's mirrored stages is not modelled", "drop it");
+  if (c.dp % r != 0)
+    check.fail("optimizer_instances", r, fmt::format("must divide the data parallelism, {}", c.dp),
+               fmt::format("choose one of {}", divisors_hint(c.dp)));
+  if (m.is_moe() && c.expert_dp() % r != 0)
+    check.fail("optimizer_instances", r,
+               fmt::format("must divide the experts' data parallelism, tp·cp·dp / (expert_tp·ep) = {}", c.expert_dp()),
+               fmt::format("choose one of {}", divisors_hint(c.expert_dp())));
+  if (c.outer_optimizer_sharding && !(c.megatron_fsdp && c.zero_stage == 3))
+    check.fail("outer_dp_sharding_strategy", outer,
+               "needs Megatron-FSDP sharding the parameters (--data-parallel-sharding-strategy optim_grads_params)",
+               "add those, or drop it");
+  c.dp_shard = c.dp / r;
+}
+
 void check_memory_options(const Checker& check, strategy::ParallelConfig& c, const StrategyInput& s) {
   const std::string recompute = s.recompute.value_or("none");
   c.recompute = named(recompute,
@@ -230,10 +313,11 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
     c.zero_stage = 1;
   }
   check_fsdp(check, c, s);
+  check_megatron_fsdp(check, c, s);
   c.overlap_grad_reduce = s.overlap_grad_reduce.value_or(false);
   c.overlap_param_gather = s.overlap_param_gather.value_or(false);
   c.fp8_param_gather = s.fp8_param_gather.value_or(false) || s.fp4_param_gather.value_or(false);
-  c.grad_reduce_in_bf16 = s.grad_reduce_in_bf16.value_or(false);
+  if (!c.megatron_fsdp) c.grad_reduce_in_bf16 = s.grad_reduce_in_bf16.value_or(false);
   c.zero3_blocking = s.zero3_blocking.value_or(false);
   c.tp_comm_overlap = s.tp_comm_overlap.value_or(false);
   c.scatter_gather_pipeline = s.scatter_gather_pipeline.value_or(false);
@@ -270,7 +354,16 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   // before their all-gather (enable_fsdp_float8_all_gather).
   const bool torchao_gather =
       c.fsdp_version == 2 && c.kernel_fusion == strategy::KernelFusion::Compiled && c.precision == Dtype::Fp8;
-  if (c.fp8_param_gather && c.zero_stage == 3 && !torchao_gather)
+  // Megatron-FSDP keeps MXFP8 parameters as their two quantized copies, the
+  // row-wise one gathered for the forward, the column-wise one for the
+  // backward (megatron_fsdp mixed_precision.py fp8_need_transpose_data);
+  // its per-tensor and blockwise paths are not modelled.
+  const bool mxfp8_fsdp = c.megatron_fsdp && c.precision == Dtype::Fp8 && c.fp8_recipe == strategy::Fp8Recipe::Mxfp8;
+  if (c.fp8_param_gather && c.zero_stage == 3 && c.megatron_fsdp && !mxfp8_fsdp)
+    check.fail_flag(s.fp4_param_gather.value_or(false) ? "fp4_param_gather" : "fp8_param_gather",
+                    "under Megatron-FSDP sharding the parameters is modelled for MXFP8 only",
+                    "use --fp8-recipe mxfp8, or drop it");
+  if (c.fp8_param_gather && c.zero_stage == 3 && !torchao_gather && !mxfp8_fsdp)
     check.fail_flag(s.fp4_param_gather.value_or(false) ? "fp4_param_gather" : "fp8_param_gather",
                     "with ZeRO-3 is torchao's float8 all-gather under FSDP2 (--fsdp fsdp2 --kernel-fusion compiled "
                     "--precision fp8); otherwise it needs Megatron's distributed optimizer (ZeRO 1 or 2)",
@@ -627,6 +720,7 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   check_memory_options(check, c, s);
   check_hsdp(check, m, c, s);
   check_optimizer(check, c, s);
+  check_optimizer_instances(check, m, c, s);
   check_recompute_modules(check, m, c, s);
   check_moe_overlap(check, m, c, s);
   check_fp8_attention(check, c);

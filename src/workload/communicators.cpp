@@ -14,6 +14,21 @@ using strategy::Axis;
 using strategy::ScheduleKind;
 using taskgraph::CommunicatorId;
 
+// Hybrid sharding's two groups of rank r among its data-parallel group
+// (`axes` of `layout`): the contiguous run of `shard` Dp coordinates that
+// holds r (every rank of the other axes with it), or, for `replicas`, the
+// ranks at r's place in every run.
+std::vector<Rank> split_group(const strategy::RankLayout& layout, Rank r, std::initializer_list<Axis> axes,
+                              std::int64_t shard, bool replicas) {
+  const std::int64_t d = layout.coordinate(r, Axis::Dp);
+  std::vector<Rank> out;
+  for (const Rank m : layout.group(r, replicas ? std::initializer_list<Axis>{Axis::Dp} : axes)) {
+    const std::int64_t e = layout.coordinate(m, Axis::Dp);
+    if (replicas ? e % shard == d % shard : e / shard == d / shard) out.push_back(m);
+  }
+  return out;
+}
+
 class Builder {
  public:
   explicit Builder(taskgraph::Workload& w) : w_(w) {}
@@ -43,6 +58,17 @@ class Builder {
       }
       if (id != taskgraph::kNoCommunicator) assign(r, slot, id);
     }
+  }
+
+  // Hybrid sharding: `inner` reaches the run of `shard` data-parallel ranks
+  // that shard together, `outer` the replicas of each shard (split_group).
+  void add_split_groups(std::int64_t world, const strategy::RankLayout& layout, std::initializer_list<Axis> axes,
+                        std::int64_t shard, std::uint8_t inner, std::uint8_t outer) {
+    for (const bool replicas : {false, true})
+      add_groups(
+          world, replicas ? outer : inner,
+          [&](Rank r) { return split_group(layout, r, axes, shard, replicas).front(); },
+          [&](Rank r) { return split_group(layout, r, axes, shard, replicas); });
   }
 
   // A one-way channel from `from` to `to`.
@@ -100,27 +126,13 @@ void add_communicators(const strategy::ParallelConfig& config, const strategy::R
   b.add_groups(world, slots::kTensorParallel, tp_leader, tp_group);
   if (two_lanes) b.add_groups(world, slots::kTensorParallel1, tp_leader, tp_group);
   if (config.dp_shard > 0) {
-    // HSDP (torchtitan's mesh: dp_shard inside dp_replicate): the shard group
+    // HSDP (torchtitan's mesh: dp_shard inside dp_replicate; Megatron's
+    // optimizer instances likewise): the shard group
     // is the data-parallel ranks of one replica, dp coordinates
     // [k·shard, (k+1)·shard), with every CP rank; the replicate group the
     // ranks of one dp coordinate modulo shard across the replicas.
-    const std::int64_t shard = config.dp_shard;
-    const auto members = [&](Rank r, bool replicas) {
-      const std::int64_t d = dense.coordinate(r, Axis::Dp);
-      std::vector<Rank> out;
-      for (const Rank m : dense.group(r, replicas ? std::initializer_list<Axis>{Axis::Dp}
-                                                  : std::initializer_list<Axis>{Axis::Cp, Axis::Dp})) {
-        const std::int64_t e = dense.coordinate(m, Axis::Dp);
-        if (replicas ? e % shard == d % shard : e / shard == d / shard) out.push_back(m);
-      }
-      return out;
-    };
-    b.add_groups(
-        world, slots::kDataParallel, [&](Rank r) { return members(r, false).front(); },
-        [&](Rank r) { return members(r, false); });
-    b.add_groups(
-        world, slots::kDataParallelReplicate, [&](Rank r) { return members(r, true).front(); },
-        [&](Rank r) { return members(r, true); });
+    b.add_split_groups(world, dense, {Axis::Cp, Axis::Dp}, config.dp_shard, slots::kDataParallel,
+                       slots::kDataParallelReplicate);
   } else {
     b.add_groups(
         world, slots::kDataParallel,
@@ -147,8 +159,18 @@ void add_communicators(const strategy::ParallelConfig& config, const strategy::R
     const auto etp_group = [&](Rank r) { return expert->group(r, Axis::Tp); };
     b.add_groups(world, slots::kExpertParallel, ep_leader, ep_group);
     b.add_groups(world, slots::kExpertTensorParallel, etp_leader, etp_group);
-    b.add_groups(world, slots::kExpertDataParallel, [&](Rank r) { return mirrored_leader(*expert, r, {Axis::Dp}); },
-                 [&](Rank r) { return with_mirror(expert->group(r, Axis::Dp)); });
+    if (config.optimizer_instances > 1) {
+      // Megatron's optimizer instances: the intra group is a contiguous run
+      // of expert_dp / instances expert-DP coordinates, the inter group the
+      // ranks at the same place in each run (parallel_state.py's
+      // intra/inter partial expert data-parallel groups).
+      b.add_split_groups(world, *expert, {Axis::Dp}, config.expert_gradient_group(), slots::kExpertDataParallel,
+                         slots::kExpertDataParallelReplicate);
+    } else {
+      b.add_groups(
+          world, slots::kExpertDataParallel, [&](Rank r) { return mirrored_leader(*expert, r, {Axis::Dp}); },
+          [&](Rank r) { return with_mirror(expert->group(r, Axis::Dp)); });
+    }
     if (two_lanes) {
       b.add_groups(world, slots::kExpertParallel1, ep_leader, ep_group);
       b.add_groups(world, slots::kExpertTensorParallel1, etp_leader, etp_group);

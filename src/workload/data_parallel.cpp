@@ -14,12 +14,58 @@ namespace ptsim::workload::internal {
 using taskgraph::CollectiveKind;
 
 std::uint32_t DataParallel::collective(const std::string& name, std::uint8_t slot, taskgraph::CollectiveKind kind,
-                                       std::uint64_t bytes, bool blocks_next, std::uint64_t alloc, std::uint8_t flags) {
-  return out_.block(fmt::format("{}.{}.{}{}.{}", name, bytes, alloc, blocks_next ? ".blocking" : "", flags),
+                                       std::uint64_t bytes, bool blocks_next, std::uint64_t alloc, std::uint8_t flags,
+                                       bool follows_outer) {
+  return out_.block(fmt::format("{}.{}.{}{}.{}{}", name, bytes, alloc, blocks_next ? ".blocking" : "", flags,
+                                follows_outer ? ".after_outer" : ""),
                     [&](BlockRecorder& b) {
-                      b.emit_collective(streams::kDataParallel, slot, categories::kDataParallel, bytes, name,
-                                        blocks_next, kind, alloc, flags);
+                      const auto id = b.emit_collective(streams::kDataParallel, slot, categories::kDataParallel, bytes,
+                                                        name, blocks_next, kind, alloc, flags);
+                      if (follows_outer) b.follow_stream(id, streams::kDataParallelOuter);
                     });
+}
+
+namespace {
+
+// The slot of the ranks holding the same shard in the other optimizer
+// instances.
+std::uint8_t outer_slot(std::uint8_t slot) {
+  return slot == slots::kExpertDataParallel ? slots::kExpertDataParallelReplicate : slots::kDataParallelReplicate;
+}
+
+}  // namespace
+
+// Across the optimizer instances, on their own stream, after what the
+// instance did on its data-parallel stream: a collective of the inner shard
+// of `n` parameters, `bytes_per_parameter` each.
+std::uint32_t DataParallel::outer_collective(const std::string& name, std::int64_t n, std::uint8_t slot,
+                                             taskgraph::CollectiveKind kind, double bytes_per_parameter,
+                                             std::int32_t mb, std::int32_t layer) {
+  const double shard = static_cast<double>(n) / static_cast<double>(group_of(slot));
+  const auto bytes = static_cast<std::uint64_t>(std::ceil(bytes_per_parameter * shard));
+  const auto block = out_.block(fmt::format("{}.{}.{}", name, bytes, slot), [&](BlockRecorder& b) {
+    const auto id = b.emit_collective(streams::kDataParallelOuter, outer_slot(slot), categories::kDataParallel, bytes,
+                                      name, false, kind);
+    b.follow_stream(id, streams::kDataParallel);
+  });
+  return out_.instantiate(block, mb, layer);
+}
+
+// Megatron's instances: the shard the instance reduced, all-reduced across
+// the instances (param_and_grad_buffer.py start_grad_sync; Megatron-FSDP's
+// HSDP), or reduce-scattered across them under Hybrid-FSDP, whose
+// optimizer holds a 1/instances share of it.
+void DataParallel::outer_reduce(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer) {
+  if (c_.optimizer_instances <= 1) return;
+  const bool scatter = c_.outer_optimizer_sharding;
+  outer_collective(scatter ? "dp_outer.grad_reducescatter" : "dp_outer.grad_allreduce", n, slot,
+                   scatter ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, c_.gradient_bytes(), mb, layer);
+}
+
+std::uint32_t DataParallel::outer_gather(std::int64_t n, std::uint8_t slot, double bytes_per_parameter, std::int32_t mb,
+                                         std::int32_t layer) {
+  return outer_collective("dp_outer.param_allgather", n, slot, CollectiveKind::AllGather, bytes_per_parameter, mb,
+                          layer);
 }
 
 std::uint64_t DataParallel::others_shards(std::int64_t n, std::int64_t group, double bytes_per_parameter) {
@@ -57,17 +103,19 @@ void DataParallel::compute_memory_kernel(const std::string& op_name, double byte
 
 // Gradients reduce-scattered over their shard group (FSDP2: after its
 // copy-in; nothing on a group of one), then, under HSDP, the shard
-// all-reduced across the replicas.
-void DataParallel::reduce_scatter_gradients(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer) {
-  if (group_of(slot) <= 1) {
-    hsdp_allreduce(n, slot, mb, layer);
-    return;
+// all-reduced across the replicas; across Megatron's instances in the last
+// micro-batch only.
+void DataParallel::reduce_scatter_gradients(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer,
+                                            bool final) {
+  if (group_of(slot) > 1) {
+    if (c_.fsdp_version == 2) fsdp_copy_in(n, mb, layer);
+    out_.instantiate(collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
+                                static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
+                                zero3_flags()),
+                     mb, layer);
   }
-  if (c_.fsdp_version == 2) fsdp_copy_in(n, mb, layer);
-  out_.instantiate(collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
-                              static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0, zero3_flags()),
-                   mb, layer);
   hsdp_allreduce(n, slot, mb, layer);
+  if (final) outer_reduce(n, slot, mb, layer);
 }
 
 // A later micro-batch's gradients added to the unsharded ones (autograd's
@@ -87,10 +135,11 @@ void DataParallel::layer_gradients(std::int64_t layer, std::int32_t mb, bool fin
     return;
   }
   if (zero3()) {
-    for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) { reduce_scatter_gradients(n, slot, mb, at); });
+    for_each_zero3_part(layer,
+                        [&](std::int64_t n, std::uint8_t slot) { reduce_scatter_gradients(n, slot, mb, at, final); });
     return;
   }
-  if (reduce_now(final)) gradients_ready(layer_parameters_per_rank(m_, c_, layer));
+  if (reduce_now(final)) gradients_ready(layer_parameters_per_rank(m_, c_, layer), final);
 }
 
 void DataParallel::output_gradients(bool final) {
@@ -99,7 +148,7 @@ void DataParallel::output_gradients(bool final) {
   if (zero3()) {
     zero3_boundary_gradients(p.total(), final);  // the MTP depths' experts, if any, counted as dense here
   } else if (reduce_now(final)) {
-    gradients_ready(p);
+    gradients_ready(p, final);
   }
 }
 
@@ -108,7 +157,7 @@ void DataParallel::embedding_gradients(bool final) {
   if (zero3()) {
     zero3_boundary_gradients(n, final);
   } else if (reduce_now(final)) {
-    gradients_ready({n, 0});
+    gradients_ready({n, 0}, final);
   }
 }
 
@@ -120,14 +169,14 @@ void DataParallel::zero3_boundary_gradients(std::int64_t n, bool final) {
     if (final) deferred_.push_back({n, slots::kDataParallel, -1, -1});
     return;
   }
-  reduce_scatter_gradients(n, slots::kDataParallel, -1, -1);
+  reduce_scatter_gradients(n, slots::kDataParallel, -1, -1, final);
 }
 
 // HSDP: the reduce-scattered shard is all-reduced across the replicas
 // (FSDP2's foreach_reduce: all_reduce over the replicate group after the
 // reduce-scatter over the shard group), in the reduction type.
 void DataParallel::hsdp_allreduce(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer) {
-  if (c_.dp_replicate() <= 1 || slot != slots::kDataParallel) return;
+  if (!c_.fsdp() || c_.dp_replicate() <= 1 || slot != slots::kDataParallel) return;
   const auto shard = static_cast<double>(n) / static_cast<double>(ctx_.dense_group);
   out_.instantiate(collective("hsdp.grad_allreduce", slots::kDataParallelReplicate, CollectiveKind::AllReduce,
                               static_cast<std::uint64_t>(std::ceil(c_.gradient_bytes() * shard)), false),
@@ -138,39 +187,42 @@ void DataParallel::end_of_gradients(bool final) {
   if (final) {
     // torch.distributed.pipelining's post_backward of each FSDP2 parameter
     // group after the chunk's last backward.
-    for (const Deferred& d : deferred_) reduce_scatter_gradients(d.n, d.slot, d.mb, d.layer);
+    for (const Deferred& d : deferred_) reduce_scatter_gradients(d.n, d.slot, d.mb, d.layer, true);
     deferred_.clear();
   }
-  if (c_.zero_stage == 2 || (reduce_now(final) && final)) flush_buckets();
+  if (c_.zero_stage == 2 || (reduce_now(final) && final)) flush_buckets(final);
 }
 
-void DataParallel::gradients_ready(const RankParameters& p) {
-  add_to_bucket(dense_bucket_, p.dense, slots::kDataParallel);
-  add_to_bucket(expert_bucket_, p.expert, slots::kExpertDataParallel);
+void DataParallel::gradients_ready(const RankParameters& p, bool final) {
+  add_to_bucket(dense_bucket_, p.dense, slots::kDataParallel, final);
+  add_to_bucket(expert_bucket_, p.expert, slots::kExpertDataParallel, final);
 }
 
-void DataParallel::add_to_bucket(std::int64_t& bucket, std::int64_t parameters, std::uint8_t slot) {
-  if (parameters == 0 || group_of(slot) == 1) return;
+void DataParallel::add_to_bucket(std::int64_t& bucket, std::int64_t parameters, std::uint8_t slot, bool final) {
+  if (parameters == 0 || !sharded(slot)) return;
   bucket += parameters;
-  if (bucket >= ctx_.ddp_bucket_parameters) flush_bucket(bucket, slot);
+  if (bucket >= ctx_.ddp_bucket_parameters) flush_bucket(bucket, slot, final);
 }
 
-void DataParallel::flush_buckets() {
-  flush_bucket(dense_bucket_, slots::kDataParallel);
-  flush_bucket(expert_bucket_, slots::kExpertDataParallel);
+void DataParallel::flush_buckets(bool final) {
+  flush_bucket(dense_bucket_, slots::kDataParallel, final);
+  flush_bucket(expert_bucket_, slots::kExpertDataParallel, final);
 }
 
 // Megatron-LM's DDP: a bucket of gradients (fp32 unless
 // --grad-reduce-in-bf16) all-reduced (ZeRO: reduce-scattered) over the
-// ranks that hold the same parameters.
-void DataParallel::flush_bucket(std::int64_t& bucket, std::uint8_t slot) {
+// ranks that hold the same parameters, then, in the last micro-batch, its
+// shard across the optimizer instances.
+void DataParallel::flush_bucket(std::int64_t& bucket, std::uint8_t slot, bool final) {
   if (bucket == 0) return;
   const bool shard = c_.zero_stage >= 1;
   const std::string name = fmt::format("{}.grad_{}.bucket", slot == slots::kExpertDataParallel ? "edp" : "dp",
                                        shard ? "reducescatter" : "allreduce");
-  out_.instantiate(collective(name, slot, shard ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
-                              static_cast<std::uint64_t>(c_.gradient_bytes() * bucket), false),
-                   -1, -1);
+  if (group_of(slot) > 1)
+    out_.instantiate(collective(name, slot, shard ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
+                                static_cast<std::uint64_t>(c_.gradient_bytes() * bucket), false),
+                     -1, -1);
+  if (final) outer_reduce(bucket, slot, -1, -1);
   bucket = 0;
 }
 
@@ -179,11 +231,11 @@ void DataParallel::reduce_remaining() {
   if (zero3() || c_.zero_stage == 2) return;
   if (reduce_now(true)) return;  // reduced during the final backward
   const auto reduce = [&](std::int64_t total, std::uint8_t slot, std::int64_t& bucket) {
-    if (group_of(slot) == 1) return;
+    if (!sharded(slot)) return;
     for (std::int64_t left = total; left > 0;) {
       const std::int64_t n = std::min(left, ctx_.ddp_bucket_parameters);
       bucket = n;
-      flush_bucket(bucket, slot);
+      flush_bucket(bucket, slot, true);
       left -= n;
     }
   };

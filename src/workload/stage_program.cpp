@@ -206,8 +206,14 @@ class StageBuilder {
   // in bf16, a few in 10^4 of a layer's, counted as the weights here), else
   // two; MXFP8's are gathered in bf16 (strategy::Quantization).
   double layer_parameter_bytes() const {
+    if (mxfp8_fsdp_parameters()) return shape_.quantization.copy_bytes;
     return quantized_param_gather() ? shape_.quantization.param_gather_bytes : 2.0;
   }
+  // Megatron-FSDP's MXFP8 parameters: the row-wise copy gathered for the
+  // forward, the column-wise one for the backward, each with its scales
+  // (megatron_fsdp mixed_precision.py: an MXFP8Tensor "needs transpose
+  // data", gathered as it is); nothing cast from bf16.
+  bool mxfp8_fsdp_parameters() const { return c_.megatron_fsdp && zero3() && c_.fp8_param_gather; }
   bool quantized_param_gather() const { return c_.fp8_param_gather && shape_.quantization.param_gather_quantized(); }
 
   // ---- steps --------------------------------------------------------------
@@ -226,7 +232,7 @@ class StageBuilder {
     // (torchtitan's modules) casts its weights in every layer's forward
     // instead (LayerBuilder::torchao_weight_cast).
     const bool transpose = quantized_param_gather();
-    if (shape_.quantization.active && !shape_.torch_modules() &&
+    if (shape_.quantization.active && !shape_.torch_modules() && !mxfp8_fsdp_parameters() &&
         !(transpose && shape_.quantization.param_transpose_bytes == 0)) {
       const double weights = static_cast<double>(ctx_.layer_parameters.total());
       const std::string name = fmt::format("{}.weight_{}", shape_.quantization.tag, transpose ? "transpose" : "cast");
@@ -272,16 +278,26 @@ class StageBuilder {
 
   // A layer's parameter all-gather: it waits for the kernel issued before it,
   // and the layer waits for it (wait_gathered).
+  // Under Hybrid-FSDP the step's first gather of a layer is preceded by the
+  // gather of its inner-DP shard across the optimizer instances (both
+  // MXFP8 copies), which the gather inside the instance follows.
   void zero3_gather(std::int64_t layer, std::int32_t mb) {
     std::vector<TaskRef> refs;
+    const bool outer = c_.outer_optimizer_sharding && !gathered_this_step_.contains(layer);
+    const auto at = static_cast<std::int32_t>(layer);
     dp_.for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
       // Under torchao's float8 all-gather (FSDP2) one byte a parameter: the
       // block's norm weights, 2 in 10^4 of its parameters, counted with them.
       const double bytes = layer_parameter_bytes();
+      if (outer) {
+        const auto i = dp_.outer_gather(n, slot, mxfp8_fsdp_parameters() ? 2 * bytes : bytes, mb, at);
+        if (dp_.group_of(slot) == 1) refs.push_back({i, 0});
+      }
+      if (dp_.group_of(slot) == 1) return;
       const auto i = out_.instantiate(dp_.collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
                                                      static_cast<std::uint64_t>(bytes * static_cast<double>(n)), false,
-                                                     gather_holds(n, slot), dp_.zero3_flags()),
-                                      mb, static_cast<std::int32_t>(layer));
+                                                     gather_holds(n, slot), dp_.zero3_flags(), outer),
+                                      mb, at);
       refs.push_back({i, 0});
     });
     gathers_[layer] = refs;

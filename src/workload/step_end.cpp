@@ -141,8 +141,10 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
   const auto shard = [&](std::int64_t n, std::int64_t group) {
     return c.zero_stage >= 1 ? (n + group - 1) / group : n;
   };
-  const std::int64_t updated =
-      shard(ctx.stage_parameters.dense, ctx.dense_group) + shard(ctx.stage_parameters.expert, ctx.expert_group);
+  // Hybrid-FSDP: each instance's shard split again across the instances.
+  const std::int64_t outer = c.outer_optimizer_sharding ? c.optimizer_instances : 1;
+  const std::int64_t updated = shard(ctx.stage_parameters.dense, ctx.dense_group * outer) +
+                               shard(ctx.stage_parameters.expert, ctx.expert_group * outer);
   // With fp8 parameter gathering the Adam kernel leaves the model
   // parameters alone and the updated shard is cast to fp8 after it (read
   // the fp32 main parameters, write one byte). Every DP rank casts its own
@@ -188,6 +190,17 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
     return;
   }
   const double shard_parameters = static_cast<double>(updated);
+  // Megatron-FSDP's MXFP8 parameters: Adam leaves the compute weights alone
+  // and the updated fp32 shard is cast into both MXFP8 copies (read 4 bytes,
+  // write each copy with its scales); block scales need no amax reduction.
+  if (c.megatron_fsdp && c.zero_stage >= 3 && c.fp8_param_gather) {
+    const strategy::Quantization mx = strategy::quantization_of(c);
+    emit_step_end_ops(out, fmt::format("optimizer.{}.mxfp8_fsdp", updated),
+                      {optimizer_step_op(updated, c.gradient_bytes(), 0),
+                       memory_op("fp8.param_shard_cast", (4 + 2 * mx.copy_bytes) * shard_parameters,
+                                 taskgraph::KernelClass::Optimizer)});
+    return;
+  }
   if (c.foreach_optimizer) {
     emit_step_end_ops(out, fmt::format("optimizer.grad_norm.{}", updated),
                       {memory_op("optimizer.grad_norm", 4 * shard_parameters, taskgraph::KernelClass::Optimizer)});

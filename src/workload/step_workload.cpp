@@ -57,6 +57,7 @@ constexpr std::array<StreamLabel, streams::kCount> kStreams = {{
     {streams::kCompute1, "compute1", ""},
     {streams::kTensorParallel1, "tp1", "tp"},
     {streams::kExpertParallel1, "ep1", "ep"},
+    {streams::kDataParallelOuter, "dp_outer", "dp"},
 }};
 
 struct Label {
@@ -86,6 +87,7 @@ constexpr std::array<Label, slots::kCount> kSlots = {{
     {slots::kExpertTensorParallel1, "etp1"},
     {slots::kDataParallelReplicate, "dp_replicate"},
     {slots::kContextParallel, "cp"},
+    {slots::kExpertDataParallelReplicate, "edp_replicate"},
 }};
 constexpr std::array<Label, categories::kCount> kCategories = {{
     {categories::kForward, "forward"},
@@ -184,10 +186,10 @@ RankParameters stage_parameters(const model::ModelSpec& m, const strategy::Paral
 StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::ParallelConfig& c, std::int64_t stage) {
   const RankParameters p = stage_parameters(model, c, stage);
   const std::int64_t mirror = strategy::describe(c.schedule).two_directions ? 2 : 1;
-  const StaticMemory dense =
-      static_memory(p.dense, c.zero_stage, c.gradient_group() * mirror, c.gradient_bytes(), c.fsdp());
-  const StaticMemory experts =
-      static_memory(p.expert, c.zero_stage, c.expert_dp() * mirror, c.gradient_bytes(), c.fsdp());
+  const StaticMemory dense = static_memory(p.dense, c.zero_stage, c.gradient_group() * mirror, c.gradient_bytes(),
+                                           c.fsdp(), c.dense_optimizer_group() * mirror);
+  const StaticMemory experts = static_memory(p.expert, c.zero_stage, c.expert_gradient_group() * mirror,
+                                             c.gradient_bytes(), c.fsdp(), c.expert_optimizer_group() * mirror);
   StaticMemory total{dense.parameters + experts.parameters, dense.params_bytes + experts.params_bytes,
                      dense.grads_bytes + experts.grads_bytes, dense.optimizer_bytes + experts.optimizer_bytes};
   // Muon keeps its momentum beside the fp32 master weight, 8 bytes a weight
@@ -217,6 +219,16 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
   // the two copies are the parameter. (Under ZeRO-3 the cache would follow
   // the gathered layers; not modelled.)
   const strategy::Quantization q = strategy::quantization_of(c);
+  // Megatron-FSDP's MXFP8 parameters: each layer weight's shard is its two
+  // quantized copies with their scales (a row-wise one for the forward, a
+  // column-wise one for the backward), no bf16 one.
+  if (c.megatron_fsdp && c.zero_stage >= 3 && c.fp8_param_gather) {
+    const RankParameters layers = stage_layer_parameters(model, c, stage);
+    const double shards =
+        std::ceil(static_cast<double>(layers.dense) / static_cast<double>(c.gradient_group())) +
+        std::ceil(static_cast<double>(layers.expert) / static_cast<double>(c.expert_gradient_group()));
+    total.params_bytes += static_cast<std::uint64_t>((2 * q.copy_bytes - 2) * shards);
+  }
   if (!q.active || c.zero_stage >= 3) return total;
   const double layer_weights = static_cast<double>(stage_layer_parameters(model, c, stage).total());
   if (!c.fp8_param_gather)
@@ -251,7 +263,7 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
   internal::add_communicators(config, step.layout, expert ? &*expert : nullptr, embedding_group, w);
   const std::int64_t mirror = dualpipe ? 2 : 1;
   const std::int64_t dense_group = config.gradient_group() * mirror;
-  const std::int64_t expert_group = config.expert_dp() * mirror;
+  const std::int64_t expert_group = config.expert_gradient_group() * mirror;
 
   internal::NameTable names;
   w.programs.resize(static_cast<std::size_t>(config.pp));

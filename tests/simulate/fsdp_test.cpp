@@ -5,18 +5,16 @@
 #include <string>
 
 #include "ptsim/simulate/kernel_inventory.hpp"
+#include "simulate/llama3_8b_parameters.hpp"
 #include "test_support.hpp"
 
 using namespace ptsim;
 
 namespace {
 
-// Llama 3 8B: a layer's parameters (q and o 4096², k and v 4096·1024, the
-// SwiGLU MLP 3·4096·14336, two norms 4096) and the untied embedding and
-// output layer (128,256 × 4096 each, the final norm 4096).
-constexpr double kLayer = 4096.0 * (4096 + 1024 + 1024 + 4096) + 3.0 * 4096 * 14336 + 2 * 4096;
-constexpr double kBoundary = 2.0 * 128256 * 4096 + 4096;
-constexpr double kParameters = 32 * kLayer + kBoundary;
+using test::llama3_8b::kBoundary;
+using test::llama3_8b::kLayer;
+using test::llama3_8b::kParameters;
 
 // Llama 3 8B under `fsdp` on `gpus` GPUs, micro-batches of 2 × 8192 tokens,
 // one per rank, full recomputation.

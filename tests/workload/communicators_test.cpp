@@ -2,6 +2,7 @@
 // every rank belongs to the group it reaches, all members of a group reach the
 // same communicator, groups of one slot are disjoint, and their sizes are the
 // parallel sizes (DualPipe's DP groups hold both mirrored stages).
+#include <numeric>
 #include <set>
 
 #include "ptsim/workload/step_workload.hpp"
@@ -89,4 +90,41 @@ TEST_CASE("Group communicators partition the ranks by the layout", "[workload]")
       check_groups(step.workload, "edp", dualpipe ? 2 * edp : edp, edp, step.layout);
     }
   }
+}
+
+TEST_CASE("Optimizer instances split the data-parallel groups into contiguous runs and their replicas",
+          "[workload][megatron_fsdp]") {
+  // Mixtral 8x7B on 32 ranks, EP 8, two instances: dense DP 32 as two runs
+  // of 16 ranks (0-15, 16-31), each rank's replicas 16 apart; experts' DP
+  // 4 (expert-DP coordinate r / 8) as runs of 2 coordinates, {0, 8} and
+  // {16, 24} for rank 0's expert, its replica across the instances 16 apart
+  // (Megatron-Core's intra and inter partial data-parallel groups).
+  config::StrategyInput s;
+  s.gpus = 32;
+  s.ep = 8;
+  s.global_batch_size = 32;
+  s.seq_length = 256;
+  s.distributed_optimizer = true;
+  s.optimizer_instances = 2;
+  const config::ResolvedRun run = config::resolve_run(test::shipped_model("mixtral-8x7b"), s);
+  const workload::StepWorkload step = workload::build_step_workload(run.model, run.parallel);
+  const auto& w = step.workload;
+  const auto members = [&](Rank r, const std::string& name) {
+    const auto it = std::find(w.comm_slot_names.begin(), w.comm_slot_names.end(), name);
+    REQUIRE(it != w.comm_slot_names.end());
+    const auto id = w.communicator(r, static_cast<std::uint8_t>(it - w.comm_slot_names.begin()));
+    REQUIRE(id != taskgraph::kNoCommunicator);
+    return w.communicators[id].members;
+  };
+  std::vector<Rank> run0(16);
+  std::iota(run0.begin(), run0.end(), Rank{0});
+  CHECK(members(3, "dp") == run0);
+  CHECK(members(3, "dp_replicate") == std::vector<Rank>{3, 19});
+  CHECK(members(3, "edp") == std::vector<Rank>{3, 11});
+  CHECK(members(3, "edp_replicate") == std::vector<Rank>{3, 19});
+  CHECK(members(27, "edp") == std::vector<Rank>{19, 27});
+  check_groups(w, "dp", 16, 16, step.layout);
+  check_groups(w, "dp_replicate", 2, 2, step.layout);
+  check_groups(w, "edp", 2, 2, step.layout);
+  check_groups(w, "edp_replicate", 2, 2, step.layout);
 }

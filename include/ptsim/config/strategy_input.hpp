@@ -80,6 +80,13 @@ struct StrategyInput {
   std::optional<std::string> reshard_after_forward;  // default | always | never (with fsdp)
   std::optional<std::int64_t> dp_shard;              // HSDP: ranks a parameter is sharded over (torchtitan's name)
   std::optional<std::int64_t> dp_replicate;          // HSDP: replicas of each shard group
+  std::optional<bool> megatron_fsdp;                 // Megatron-Core's --use-megatron-fsdp
+  std::optional<std::string> dp_sharding_strategy;   // no_shard | optim | optim_grads | optim_grads_params
+  std::optional<std::string> outer_dp_sharding_strategy;  // no_shard | optim (Hybrid-FSDP)
+  std::optional<std::int64_t> optimizer_instances;        // --num-distributed-optimizer-instances
+  std::optional<std::string> fsdp_main_params_dtype;      // Megatron-FSDP's: fp32 (the one modelled)
+  std::optional<std::string> fsdp_main_grads_dtype;       // Megatron-FSDP's: auto | bf16 | fp32
+  std::optional<std::string> fsdp_grad_comm_dtype;        // Megatron-FSDP's: auto | bf16 | fp32
   std::optional<std::string> precision;          // bf16 | fp8 | nvfp4
   std::optional<std::string> fp8_recipe;         // delayed | tensorwise | blockwise | mxfp8 (with precision fp8)
   std::optional<std::string> fp4_format;         // e2m1: FP4 training (precision nvfp4), Megatron-Core's --fp4-format

@@ -345,6 +345,40 @@ struct ParallelConfig {
   /// replicated across dp / dp_shard of them); 0: shard over all of dp.
   std::int64_t dp_shard = 0;
   std::int64_t dp_replicate() const { return dp_shard > 0 ? dp / dp_shard : 1; }
+
+  /// Megatron-FSDP (Megatron-Core's --use-megatron-fsdp): ZeRO-style
+  /// sharding (zero_stage, from --data-parallel-sharding-strategy) by
+  /// Megatron's own FSDP, a transformer layer per unit, gathered a layer
+  /// ahead and its gradients reduce-scattered beside the backward; the
+  /// fp32 main weights sharded with the optimizer states, the bf16 (or
+  /// quantized) compute weights and the gradients sharded per zero_stage.
+  bool megatron_fsdp = false;
+  /// Megatron-Core's --num-distributed-optimizer-instances: the
+  /// data-parallel ranks (with CP, dense and expert alike) split into this
+  /// many contiguous groups; the sharding (zero_stage) is inside a group
+  /// (dp_shard = dp / instances), the groups are replicas. The gradients a
+  /// group reduced are all-reduced across the groups after its last
+  /// micro-batch's reduction (param_and_grad_buffer.py start_grad_sync; for
+  /// Megatron-FSDP, HSDP's outer all-reduce), or, under
+  /// outer_optimizer_sharding, reduce-scattered across them.
+  std::int64_t optimizer_instances = 1;
+  /// Megatron-FSDP's --outer-dp-sharding-strategy optim (Hybrid-FSDP):
+  /// the optimizer states and fp32 main weights also sharded across the
+  /// instances; a layer's gradients reduce-scattered across them in the
+  /// last micro-batch, its parameters all-gathered across them before the
+  /// first micro-batch's forward (megatron_fsdp.md, "Hybrid-FSDP").
+  bool outer_optimizer_sharding = false;
+  /// Ranks an expert's gradients are reduced (and sharded) over inside one
+  /// optimizer instance.
+  std::int64_t expert_gradient_group() const { return expert_dp() / optimizer_instances; }
+  /// Ranks the optimizer states of dense (expert) parameters are split
+  /// over: the sharding group, times the instances under Hybrid-FSDP.
+  std::int64_t dense_optimizer_group() const {
+    return gradient_group() * (outer_optimizer_sharding ? optimizer_instances : 1);
+  }
+  std::int64_t expert_optimizer_group() const {
+    return expert_gradient_group() * (outer_optimizer_sharding ? optimizer_instances : 1);
+  }
 };
 
 }  // namespace ptsim::strategy

@@ -123,7 +123,9 @@ struct StaticMemory {
 /// copy of a parameter — no bf16 one beside it — and its gradient shard is
 /// fp32 whatever the reduction type (FSDP casts the reduced gradient to the
 /// parameter's type): 4 + 4 + 8 (Adam's moments) = 16 bytes a parameter.
+/// `optimizer_group` (0: `group`): the ranks the optimizer states are split
+/// over where more than the gradients' (Megatron-FSDP's Hybrid-FSDP).
 StaticMemory static_memory(std::int64_t parameters, int zero_stage = 0, std::int64_t group = 1, int gradient_bytes = 4,
-                           bool fp32_shards = false);
+                           bool fp32_shards = false, std::int64_t optimizer_group = 0);
 
 }  // namespace ptsim::workload

@@ -40,7 +40,10 @@ inline constexpr std::uint8_t kPipeline1RecvBackward = 14;
 inline constexpr std::uint8_t kCompute1 = 15;
 inline constexpr std::uint8_t kTensorParallel1 = 16;
 inline constexpr std::uint8_t kExpertParallel1 = 17;
-inline constexpr std::uint8_t kCount = 18;
+/// Across Megatron's optimizer instances (ParallelConfig::optimizer_instances):
+/// the reductions and gathers between the instances, beside those inside one.
+inline constexpr std::uint8_t kDataParallelOuter = 18;
+inline constexpr std::uint8_t kCount = 19;
 }  // namespace streams
 
 /// Communicator slots every program names (resolved per rank).
@@ -73,7 +76,10 @@ inline constexpr std::uint8_t kDataParallelReplicate = 20;
 /// The CP group as one communicator: PyTorch's context parallelism gathers
 /// every rank's keys and values over it (Megatron-Core's ring only sends).
 inline constexpr std::uint8_t kContextParallel = 21;
-inline constexpr std::uint8_t kCount = 22;
+/// Across Megatron's optimizer instances, the ranks holding the same expert
+/// gradient shard (kExpertDataParallel is then the group inside an instance).
+inline constexpr std::uint8_t kExpertDataParallelReplicate = 22;
+inline constexpr std::uint8_t kCount = 23;
 }  // namespace slots
 
 /// Task categories, for the report's breakdown.

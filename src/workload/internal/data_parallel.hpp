@@ -6,7 +6,10 @@
 // the last micro-batch's backward with --overlap-grad-reduce, else all after
 // the last backward. FSDP2 under pipeline parallelism accumulates unsharded
 // gradients and reduce-scatters them once, after each chunk's last backward
-// (ParallelConfig::fsdp_gathers_once_a_step). Private to workload/.
+// (ParallelConfig::fsdp_gathers_once_a_step). Across Megatron's optimizer
+// instances the reduced shards are all-reduced (Hybrid-FSDP:
+// reduce-scattered) in the last micro-batch, on a stream of their own.
+// Private to workload/.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +38,8 @@ class DataParallel {
   /// A collective on the data-parallel stream, its own block; `flags`:
   /// Task::flags (kTensorList).
   std::uint32_t collective(const std::string& name, std::uint8_t slot, taskgraph::CollectiveKind kind,
-                           std::uint64_t bytes, bool blocks_next, std::uint64_t alloc = 0, std::uint8_t flags = 0);
+                           std::uint64_t bytes, bool blocks_next, std::uint64_t alloc = 0, std::uint8_t flags = 0,
+                           bool follows_outer = false);
 
   /// Calls f(elements, slot) for each ZeRO-3 collective of layer `layer`'s
   /// parameters on a group of more than one rank: its dense parameters, then
@@ -47,15 +51,24 @@ class DataParallel {
   template <typename F>
   void for_each_zero3_part(std::int64_t layer, F f) const {
     const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
-    if (p.dense > 0 && group_of(slots::kDataParallel) > 1) {
+    if (p.dense > 0 && sharded(slots::kDataParallel)) {
       if (c_.zero3_blocking) {
         for (const std::int64_t n : layer_parameter_tensors(m_, c_, layer)) f(n, slots::kDataParallel);
       } else {
         f(p.dense, slots::kDataParallel);
       }
     }
-    if (p.expert > 0 && group_of(slots::kExpertDataParallel) > 1) f(p.expert, slots::kExpertDataParallel);
+    if (p.expert > 0 && sharded(slots::kExpertDataParallel)) f(p.expert, slots::kExpertDataParallel);
   }
+  /// Whether `slot`'s parameters have collectives: a group of more than one
+  /// rank inside an optimizer instance, or more than one instance.
+  bool sharded(std::uint8_t slot) const { return group_of(slot) > 1 || c_.optimizer_instances > 1; }
+  /// Hybrid-FSDP: the gather across the optimizer instances of `n` of
+  /// layer `layer`'s parameters (`slot`'s), their inner-DP shard at
+  /// `bytes_per_parameter`, on a stream of its own; what gathers inside
+  /// the instance then follows that stream. Returns the instance.
+  std::uint32_t outer_gather(std::int64_t n, std::uint8_t slot, double bytes_per_parameter, std::int32_t mb,
+                             std::int32_t layer);
   std::uint8_t zero3_flags() const { return c_.zero3_blocking ? taskgraph::kTensorList : 0; }
   /// What a ZeRO-3 rank's gather of `n` parameters over `group` ranks
   /// allocates: the other ranks' shards, at `bytes_per_parameter` (2 in
@@ -80,15 +93,19 @@ class DataParallel {
   bool zero3() const { return c_.zero_stage >= 3; }
   bool reduce_now(bool final) const;
   void zero3_boundary_gradients(std::int64_t n, bool final);
-  void reduce_scatter_gradients(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer);
+  void reduce_scatter_gradients(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer, bool final);
+  void outer_reduce(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer);
+  std::uint32_t outer_collective(const std::string& name, std::int64_t n, std::uint8_t slot,
+                                 taskgraph::CollectiveKind kind, double bytes_per_parameter, std::int32_t mb,
+                                 std::int32_t layer);
   void accumulate_unsharded(std::int64_t n, std::int32_t mb, std::int32_t layer);
   void compute_memory_kernel(const std::string& op_name, double bytes, std::int32_t mb, std::int32_t layer);
   void fsdp_copy_in(std::int64_t n, std::int32_t mb, std::int32_t layer);
   void hsdp_allreduce(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer);
-  void gradients_ready(const RankParameters& p);
-  void add_to_bucket(std::int64_t& bucket, std::int64_t parameters, std::uint8_t slot);
-  void flush_buckets();
-  void flush_bucket(std::int64_t& bucket, std::uint8_t slot);
+  void gradients_ready(const RankParameters& p, bool final);
+  void add_to_bucket(std::int64_t& bucket, std::int64_t parameters, std::uint8_t slot, bool final);
+  void flush_buckets(bool final);
+  void flush_bucket(std::int64_t& bucket, std::uint8_t slot, bool final);
 
   const StageContext& ctx_;
   const strategy::ParallelConfig& c_;
