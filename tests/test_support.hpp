@@ -13,6 +13,7 @@
 
 #include "ptsim/config/load_hardware.hpp"
 #include "ptsim/config/load_model.hpp"
+#include "ptsim/config/megatron_args.hpp"
 #include "ptsim/config/resolve_run.hpp"
 #include "ptsim/hardware/hardware_profile.hpp"
 #include "ptsim/simulate/simulate_step.hpp"
@@ -86,6 +87,30 @@ inline simulate::Outcome simulate(const model::ModelSpec& m, const hardware::Har
   const config::ResolvedRun run = config::resolve_run(m, s);
   simulate::Request request{run.model, hw, run.parallel, mode, {}, {}};
   return simulate::simulate_step(request);
+}
+
+/// A Megatron-LM launch line of a small model (2 layers, h 256, 4 heads,
+/// 512 tokens, a 32,000-word vocabulary, micro-batch 1, global batch 16)
+/// with `flags` after it, parsed.
+inline config::MegatronLaunch small_launch(const std::vector<std::string>& flags) {
+  std::vector<std::string> args = {"--num-layers",
+                                   "2",
+                                   "--hidden-size",
+                                   "256",
+                                   "--num-attention-heads",
+                                   "4",
+                                   "--max-position-embeddings",
+                                   "512",
+                                   "--seq-length",
+                                   "512",
+                                   "--vocab-size",
+                                   "32000",
+                                   "--micro-batch-size",
+                                   "1",
+                                   "--global-batch-size",
+                                   "16"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  return config::parse_megatron_args(args);
 }
 
 /// The first op named `name` in `ops`; a failed test when there is none.

@@ -300,10 +300,11 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   gpu.comm_compute_slowdown = in.number("comm_compute_slowdown", 0.0, 10.0);
   if (in.has("sustained")) gpu.sustained = parse_sustained(in.object("sustained"), gpu);
   gpu.compute_capability = in.optional_number("compute_capability", 1.0, 99.0);
+  if (const auto link = in.optional_number("host_link_GBps", 1e-3, 1e5)) gpu.host_link_bytes_per_s = *link * units::kGB;
   in.reject_unknown_keys(
       "accepted keys: name, peak_tflops, memory_GiB, memory_bandwidth_GBps, sm_count, "
       "gemm_efficiency, memory_efficiency, attention_efficiency, kernel_launch_overhead_us, "
-      "comm_compute_slowdown, sustained, compute_capability");
+      "comm_compute_slowdown, sustained, compute_capability, host_link_GBps");
   return gpu;
 }
 

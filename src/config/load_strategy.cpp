@@ -263,6 +263,19 @@ const std::vector<StrategyField> kFields = {
      {"auto", "bf16", "fp32"}, "DTYPE",
      "with --use-megatron-fsdp: the dtype gradients are reduced in, auto (default: the main gradients') or the "
      "same as they; a different one is not modelled"},
+    {"activation_offloading", "fine_grained_activation_offloading", "", &S::activation_offloading, 1, 1, {}, "",
+     "Megatron-Core's fine-grained activation offloading: the saved inputs of the --offload-modules copied to host "
+     "memory after each layer's forward (freed once copied) and back while the next layer runs its backward, on "
+     "copy streams of their own at the profile's host_link_GBps; the last offloadable layer of each model chunk "
+     "keeps its inputs, as Megatron-Core keeps the group its backward needs at once"},
+    {"offload_modules", "offload_modules", "", &S::offload_modules, 1, 1, {}, "LIST",
+     "with --fine-grained-activation-offloading, whose saved inputs move, comma-separated: expert_fc1 (the routed "
+     "experts' fc1 input), moe_act (their activation's input, fc1's output), fused_group_mlp (every input the "
+     "experts' fused grouped MLP keeps) (in a strategy file also a JSON list)"},
+    {"min_offloaded_tensor_size", "min_offloaded_tensor_size", "", &S::min_offloaded_tensor_size, 1,
+     std::int64_t{1} << 40, {}, "N",
+     "with --fine-grained-activation-offloading: tensors of fewer elements stay on the GPU (default 1048576, "
+     "Megatron-Core's)"},
     {"precision", "precision", "", &S::precision, 1, 1, {"bf16", "fp8", "nvfp4"}, "DTYPE",
      "the layers' GEMMs: bf16 (default) | fp8 (with casts and amax bookkeeping) | nvfp4 (Transformer Engine's "
      "NVFP4 recipe, the same as --fp4-format e2m1; needs the profile's nvfp4 rate, Blackwell's)"},
@@ -314,18 +327,20 @@ StrategyInput parse_strategy(const nlohmann::json& object, const std::string& wh
   // joined by commas, as --recompute-modules takes them.
   nlohmann::json normalized;
   const nlohmann::json* read = &object;
-  if (const auto it = object.find("recompute_modules"); it != object.end() && it->is_array()) {
+  for (const char* key : {"recompute_modules", "offload_modules"}) {
+    const auto it = read->find(key);
+    if (it == read->end() || !it->is_array()) continue;
     std::string joined;
     for (const auto& name : *it) {
       if (!name.is_string())
         throw ConfigError(
-            fmt::format("{}: recompute_modules: {} is not a module name; expected a list of strings "
-                        "such as [\"moe_act\", \"layernorm\"]",
-                        where, name.dump()));
+            fmt::format("{}: {}: {} is not a module name; expected a list of strings such as [\"moe_act\", "
+                        "\"layernorm\"]",
+                        where, key, name.dump()));
       joined += (joined.empty() ? "" : ",") + name.get<std::string>();
     }
-    normalized = object;
-    normalized["recompute_modules"] = joined;
+    if (read != &normalized) normalized = object;
+    normalized[key] = joined;
     read = &normalized;
   }
   internal::ObjectReader in(*read, where, path);

@@ -53,7 +53,9 @@ constexpr std::array kSameStrategyKey = {"--tensor-model-parallel-size",
                                          "--num-distributed-optimizer-instances",
                                          "--megatron-fsdp-main-params-dtype",
                                          "--megatron-fsdp-main-grads-dtype",
-                                         "--megatron-fsdp-grad-comm-dtype"};
+                                         "--megatron-fsdp-grad-comm-dtype",
+                                         "--fine-grained-activation-offloading",
+                                         "--min-offloaded-tensor-size"};
 
 // Flags Megatron-LM reads only under --use-megatron-fsdp (its
 // DistributedDataParallelConfig passes them to Megatron-FSDP alone).
@@ -99,6 +101,11 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
       strategy[key] = integer_of(g);
     }
     flags.take(flag);
+  }
+  // Megatron-LM takes the offloaded modules as a list.
+  if (flags.has("--offload-modules")) {
+    strategy["offload_modules"] = flags.get("--offload-modules").values;
+    flags.take("--offload-modules");
   }
   // Benchmarks force balanced routing: the busiest EP rank gets an even share.
   if (flags.has("--moe-router-force-load-balancing")) {

@@ -446,6 +446,17 @@ void check_torchao_float8(const Checker& check, const strategy::ParallelConfig& 
                "use --fp8-recipe tensorwise, or --kernel-fusion fused for Transformer Engine's recipes");
 }
 
+// The names of a list separated by commas or spaces, empty ones skipped.
+std::vector<std::string> names_in(const std::string& list) {
+  std::vector<std::string> names;
+  for (std::size_t start = 0; start <= list.size();) {
+    const std::size_t end = std::min(list.find_first_of(", ", start), list.size());
+    if (end > start) names.push_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+  return names;
+}
+
 // What selective recomputation reruns: Megatron-Core's recompute_modules,
 // refused where its TransformerConfig refuses them (transformer_config.py
 // at d98e8a64dd, __post_init__) or where ptsim's layers have no such part.
@@ -460,12 +471,7 @@ void check_recompute_modules(const Checker& check, const model::ModelSpec& m, st
                fmt::format("applies to selective recomputation, not to --recompute {}", *s.recompute),
                "give --recompute selective, or drop --recompute-modules");
   strategy::RecomputeModules modules = 0;
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    const std::size_t end = std::min(list.find_first_of(", ", start), list.size());
-    const std::string name = list.substr(start, end - start);
-    start = end + 1;
-    if (name.empty()) continue;
+  for (const std::string& name : names_in(list)) {
     const strategy::RecomputeModule bit = strategy::recompute_module_named(name);
     if (bit == 0) {
       const bool megatron = name == "gdn_norm_out" || name == "gdp_in_proj" || name == "gdp_qkv" || name == "mhc";
@@ -486,6 +492,60 @@ void check_recompute_modules(const Checker& check, const model::ModelSpec& m, st
                "moe_act and layernorm cannot be recomputed under delayed FP8 scaling (Megatron-Core refuses it)",
                "choose another --fp8-recipe, or drop them");
   c.recompute_modules = modules;
+}
+
+// Fine-grained activation offloading (pipeline_parallel/
+// fine_grained_activation_offload.py and transformer_config.py at
+// d98e8a64dd): the experts' modules ptsim's MoE layers have, under the rules
+// Megatron-Core asserts, and not where ptsim's layers keep nothing to move.
+void check_activation_offloading(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
+                                 const StrategyInput& s) {
+  if (!s.activation_offloading.value_or(false)) {
+    if (s.offload_modules || s.min_offloaded_tensor_size)
+      check.fail_flag(s.offload_modules ? "offload_modules" : "min_offloaded_tensor_size",
+                      "needs --fine-grained-activation-offloading", "add it, or drop this");
+    return;
+  }
+  const std::string list = s.offload_modules.value_or("");
+  std::uint8_t modules = 0;
+  for (const std::string& name : names_in(list)) {
+    if (name == "expert_fc1") {
+      modules |= strategy::kOffloadExpertFc1;
+    } else if (name == "moe_act") {
+      modules |= strategy::kOffloadMoeAct;
+    } else if (name == "fused_group_mlp") {
+      modules |= strategy::kOffloadFusedGroupMlp;
+    } else {
+      const bool megatron = name == "attn_norm" || name == "qkv_linear" || name == "core_attn" || name == "attn_proj" ||
+                            name == "mlp_norm" || name == "gdp_qkv";
+      check.fail("offload_modules", name,
+                 megatron ? "is a Megatron-Core offload module ptsim does not model (it models the routed experts')"
+                          : "is not an offload module",
+                 "use expert_fc1, moe_act or fused_group_mlp");
+    }
+  }
+  if (modules == 0)
+    check.fail_flag("activation_offloading", "offloads the --offload-modules, and none is given",
+                    "add --offload-modules expert_fc1|moe_act|fused_group_mlp");
+  if ((modules & strategy::kOffloadFusedGroupMlp) && (modules & ~strategy::kOffloadFusedGroupMlp))
+    check.fail("offload_modules", list,
+               "combines fused_group_mlp with expert_fc1 or moe_act, which Megatron-Core refuses (the fused MLP "
+               "offloads them already)",
+               "give fused_group_mlp alone, or the others without it");
+  if (!m.is_moe())
+    check.fail("offload_modules", list, "moves the routed experts' inputs; the model has no experts", "drop it");
+  if (c.recompute == strategy::RecomputeKind::Full || (c.selective_modules() & strategy::kRecomputeMoe))
+    check.fail_flag("activation_offloading",
+                    "with full recomputation or the moe module recomputed is not modelled (the experts keep "
+                    "nothing for their backward)",
+                    "recompute moe_act or core_attn selectively, or drop the offloading");
+  if (c.overlap_moe_expert_parallel_comm || strategy::describe(c.schedule).two_directions || c.torch_modules())
+    check.fail_flag("activation_offloading",
+                    "with two overlapped lanes of layers (combined 1F1B, DualPipe) or torchtitan's modules is not "
+                    "modelled",
+                    "drop one of the two");
+  c.offload_modules = modules;
+  c.min_offloaded_tensor_size = s.min_offloaded_tensor_size.value_or(c.min_offloaded_tensor_size);
 }
 
 // Megatron-Core's EP communication overlap and its delayed weight
@@ -723,6 +783,7 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   check_optimizer_instances(check, m, c, s);
   check_recompute_modules(check, m, c, s);
   check_moe_overlap(check, m, c, s);
+  check_activation_offloading(check, m, c, s);
   check_fp8_attention(check, c);
 
   c.rank_order = s.rank_order.value_or(strategy::kDefaultRankOrder);

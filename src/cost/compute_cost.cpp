@@ -113,6 +113,17 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
   using taskgraph::ComputeKind;
   const auto& gpu = hw.gpu;
   const double bytes = static_cast<double>(task.bytes);
+  // A copy engine's transfer to or from host memory: the host link's rate,
+  // issued as a copy is (cudaMemcpyAsync), at a kernel's launch cost.
+  if (task.kernel == taskgraph::KernelClass::HostCopy) {
+    if (!gpu.host_link_bytes_per_s)
+      throw ConfigError(
+          fmt::format("{}: activation offload needs the profile's /gpu/host_link_GBps (the bytes a "
+                      "second each GPU copies to or from host memory); this profile has none: add it "
+                      "with its source, or drop --fine-grained-activation-offloading",
+                      hw.name));
+    return bytes / *gpu.host_link_bytes_per_s + launch_overhead_seconds(hw);
+  }
   // A calibration measured under sustained load has the derate in its tables.
   const bool sustained_tables = hw.calibration && hw.calibration->sustain_s > 0;
   const bool calibrated_memory =

@@ -164,8 +164,15 @@ inline void Run::start_kernel(std::uint32_t local, std::uint8_t s, RankState& r,
   r.account(now);
   const std::uint32_t bit = 1u << s;
   r.busy_mask |= bit;
+  if (copy_mask_ & bit) {
+    // A copy engine's transfer: its own speed, no kernel repriced.
+    stream.speed = 1;
+    schedule_started_kernel(local, s, r, stream, tp.duration_ns, now);
+    r.allocate(tp.task->alloc_bytes, now);
+    return;
+  }
   const std::uint32_t kernels = r.busy_mask & compute_mask_;
-  const bool communicating = (r.busy_mask & ~compute_mask_) != 0;
+  const bool communicating = (r.busy_mask & comm_mask_) != 0;
   if (kernels == bit) {
     // reprice()'s arithmetic for one kernel whose work was set just now.
     stream.speed = communicating ? 1 / slowdown_ : 1;
@@ -194,7 +201,7 @@ inline bool Run::continue_kernel(std::uint32_t local, std::uint8_t s, RankState&
   stream.last = now;
   stream.running = true;
   stream.started = now;
-  stream.speed = (r.busy_mask & ~compute_mask_) != 0 ? 1 / slowdown_ : 1;
+  stream.speed = (r.busy_mask & comm_mask_) != 0 ? 1 / slowdown_ : 1;
   schedule_started_kernel(local, s, r, stream, tp->duration_ns, now);
   r.allocate(tp->task->alloc_bytes, now);
   return true;
@@ -237,7 +244,7 @@ inline void Run::set_busy(std::uint32_t local, std::uint8_t s, RankState& r, boo
   // kernel runs); with none, no speed can change.
   const std::uint32_t kernels = r.busy_mask & compute_mask_;
   if (kernels == 0) return;
-  const bool comm_before = (before & ~compute_mask_) != 0, comm_after = (r.busy_mask & ~compute_mask_) != 0;
+  const bool comm_before = (before & comm_mask_) != 0, comm_after = (r.busy_mask & comm_mask_) != 0;
   if (!(compute_mask_ & bit) && (comm_before == comm_after || slowdown_ == 1)) return;
   reprice(local, kernels, comm_after, now);
 }

@@ -17,6 +17,8 @@ Run::Run(const taskgraph::Workload& w, const cost::CostModel& cost, const RunOpt
       network_(cost.links()),
       slowdown_(cost.compute_slowdown_with_communication()),
       compute_mask_(w.compute_stream_mask),
+      comm_mask_(~(w.compute_stream_mask | w.copy_stream_mask)),
+      copy_mask_(w.copy_stream_mask),
       plans_(w, cost, network_, flow_weights()) {
   network_.defer_rates();
   Event::check_target(state_.ranks.size() == 0 ? 0 : state_.ranks.size() - 1, "simulated ranks");

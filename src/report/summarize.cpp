@@ -113,6 +113,12 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
     d.bus_bytes = bus_bytes[category];
     d.time_s = busy(category);
   }
+  // Activation offload's copies between HBM and host memory, where a run has them.
+  if (const auto& copies = r.categories[workload::categories::kOffload]; copies.count > 0) {
+    auto& d = out.communication["offload"];
+    d.bytes = copies.bytes;
+    d.time_s = copies.busy.seconds();
+  }
   out.host_overhead_s = config.host_overhead_s;
   const std::uint64_t kernels = r.categories[kForward].count + r.categories[kBackward].count +
                                 r.categories[kRecompute].count;

@@ -32,7 +32,10 @@ std::vector<KernelUse> kernel_inventory(const model::ModelSpec& model,
       const auto& block = program.block(b);
       for (taskgraph::TaskId t = 0; t < block.size(); ++t) {
         const auto& task = block.task(t);
-        if (task.kind != taskgraph::TaskKind::Compute || instances[b] == 0) continue;
+        // Kernels only: activation offload's copies run on copy engines.
+        if (task.kind != taskgraph::TaskKind::Compute || task.kernel == taskgraph::KernelClass::HostCopy ||
+            instances[b] == 0)
+          continue;
         const Key key{task.kernel, task.dtype, task.shape, task.flags, task.bytes, task.flops};
         KernelUse& use = uses[key];
         if (use.count == 0) {

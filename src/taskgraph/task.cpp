@@ -28,6 +28,7 @@ std::string_view to_string(KernelClass k) {
     case KernelClass::Embedding: return "embedding";
     case KernelClass::Optimizer: return "optimizer";
     case KernelClass::Copy: return "copy";
+    case KernelClass::HostCopy: return "host_copy";
   }
   return "?";
 }

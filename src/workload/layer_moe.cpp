@@ -118,6 +118,7 @@ void LayerBuilder::moe() {
   if (fp8_) fw_.push_back(memory_op("moe.experts.fc1" + q(".", "cast"), rows * w * cast_bytes()));
   fw_.push_back(
       saving(expert_gemm(matmul("moe.experts.fc1", per_expert, fc1_out, w, local_experts, dt)), saved_input(rows * w)));
+  offloads(strategy::kOffloadExpertFc1 | strategy::kOffloadFusedGroupMlp, rows * w);
   // Recomputing "moe_act" reruns the activation as a CheckpointWithoutOutput
   // (experts.py, TEGroupedMLP): FC2 keeps no input, under FP8 not its
   // quantized copy either (set_save_original_input: it keeps the bf16
@@ -125,9 +126,11 @@ void LayerBuilder::moe() {
   // gradient in backward).
   fw_.push_back(saving(memory_op(act, 2 * rows * (fc1_out + fe / etp)), 2 * rows * fc1_out));
   fw_.back().rerun_by |= strategy::kRecomputeMoeAct;
+  offloads(strategy::kOffloadMoeAct | strategy::kOffloadFusedGroupMlp, rows * fc1_out);
   if (fp8_) fw_.push_back(memory_op("moe.experts.fc2" + q(".", "cast"), rows * fe / etp * cast_bytes()));
   fw_.push_back(saving(expert_gemm(matmul("moe.experts.fc2", per_expert, w, fe / etp, local_experts, dt)),
                        saved_input(rows * fe / etp)));
+  offloads(strategy::kOffloadFusedGroupMlp, rows * fe / etp);
   drop(fw_.size() - 1, strategy::kRecomputeMoeAct, static_cast<double>(fw_.back().saved_bytes));
   if (etp > 1)
     fw_.push_back(collective_op("moe.combine.reducescatter", CollectiveKind::ReduceScatter,

@@ -134,6 +134,24 @@ TaskId BlockRecorder::emit(const OpSpec& op, std::uint32_t name, std::uint8_t ca
   return id;
 }
 
+TaskId BlockRecorder::emit_host_copy(std::uint8_t stream, std::uint64_t bytes, const std::string& name,
+                                     std::uint64_t alloc, std::uint64_t free) {
+  Task task;
+  task.kind = TaskKind::Compute;
+  task.compute = taskgraph::ComputeKind::MemoryBound;
+  task.kernel = taskgraph::KernelClass::HostCopy;
+  task.name = names_->intern(name);
+  task.bytes = bytes;
+  task.alloc_bytes = alloc;
+  task.free_bytes = free;
+  task.stream = stream;
+  task.category = categories::kOffload;
+  const TaskId id = add(task);
+  list_.push_back(id);
+  after_last_kernel(id);
+  return id;
+}
+
 TaskId BlockRecorder::add_point_to_point(TaskKind kind, std::uint8_t stream, std::uint8_t slot,
                                          std::uint64_t bytes, const std::string& name, std::uint8_t flags) {
   Task task;

@@ -73,6 +73,7 @@ class StageBuilder {
         }) {
     activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));
     total_virtual_ = strategy::path_stages(c_.schedule, c_.pp, strategy::chunks_per_stage(c_));
+    if (c_.offload_modules != 0) plan_offloads();
   }
 
   void build() {
@@ -215,6 +216,63 @@ class StageBuilder {
   // data", gathered as it is); nothing cast from bf16.
   bool mxfp8_fsdp_parameters() const { return c_.megatron_fsdp && zero3() && c_.fp8_param_gather; }
   bool quantized_param_gather() const { return c_.fp8_param_gather && shape_.quantization.param_gather_quantized(); }
+
+  // ---- activation offload ---------------------------------------------------
+  // Megatron-Core's fine-grained activation offloading: what each layer's
+  // forward saves as the input of an offload module, at least
+  // min_offloaded_tensor_size elements long, less what its recomputed
+  // modules drop. Each chunk's last such layer keeps its inputs: its backward
+  // comes first, and Megatron-Core does not offload the last group of a
+  // name whose backward follows (should_bulk_offload) or within its reload
+  // margin (post_warmup_callback).
+  void plan_offloads() {
+    for (const auto& chunk : ctx_.chunks) {
+      std::int64_t last = -1;
+      for (std::int64_t layer = chunk.first; layer < chunk.first + chunk.count; ++layer) {
+        std::uint64_t bytes = 0;
+        for (const OpSpec& op : blocks_.lists(layer).ops.forward)
+          if ((op.offload_modules & c_.offload_modules) &&
+              op.offload_elements >= static_cast<double>(c_.min_offloaded_tensor_size))
+            bytes += op.kept_bytes(c_.selective_modules());
+        if (bytes > 0) {
+          offloaded_[layer] = bytes;
+          last = layer;
+        }
+      }
+      if (last >= 0) offloaded_.erase(last);
+    }
+  }
+  std::uint64_t offloaded(std::int64_t layer) const {
+    const auto it = offloaded_.find(layer);
+    return it == offloaded_.end() ? 0 : it->second;
+  }
+  // The copy of a layer's offloaded inputs to the host after its forward's
+  // last kernel, which frees them once done; or back from the host, which
+  // holds them again from its start.
+  std::uint32_t offload_copy(std::int64_t layer, std::int32_t mb, bool to_host) {
+    const std::uint64_t bytes = offloaded(layer);
+    const std::string name = to_host ? "offload.to_host" : "offload.from_host";
+    // A copy back waits for the copies to the host issued before it (the
+    // reload waits for its group's offload event; copies to the host finish
+    // in issue order).
+    const auto block = out_.block(fmt::format("{}.{}", name, bytes), [&](BlockRecorder& b) {
+      const auto id = b.emit_host_copy(to_host ? streams::kOffloadToHost : streams::kOffloadFromHost, bytes, name,
+                                       to_host ? 0 : bytes, to_host ? bytes : 0);
+      if (!to_host) b.follow_stream(id, streams::kOffloadToHost);
+    });
+    return out_.instantiate(block, mb, static_cast<std::int32_t>(layer));
+  }
+  // Before layer `layer`'s backward (its recomputation first): its inputs
+  // must be back, and the layer whose backward comes next starts coming
+  // back now, a layer ahead (bulk_reload: each group's backward reloads the
+  // next group's).
+  void reload_around(std::int64_t layer, std::int64_t first, std::int32_t mb) {
+    if (const auto it = reloads_.find(layer); it != reloads_.end()) {
+      out_.wait_for({it->second, 0});
+      reloads_.erase(it);
+    }
+    if (layer > first && offloaded(layer - 1) > 0) reloads_[layer - 1] = offload_copy(layer - 1, mb, false);
+  }
 
   // ---- steps --------------------------------------------------------------
   void prologue() {
@@ -388,6 +446,7 @@ class StageBuilder {
     };
     pass.layers = layer_pieces(chunk, false, mb, [this, mb](std::int64_t layer, std::int64_t l) {
       out_.instantiate(blocks_.layer_forward(layer, fully_recomputed(l)), mb, static_cast<std::int32_t>(layer));
+      if (offloaded(layer) > 0) offload_copy(layer, mb, true);
     });
     pass.after = [this, mb, chunk, call] {
       const Channels& ch = channels(chunk);
@@ -447,6 +506,7 @@ class StageBuilder {
     };
     pass.layers =
         layer_pieces(chunk, true, mb, [this, mb, final, input_only, which](std::int64_t layer, std::int64_t l) {
+          if (c_.offload_modules != 0) reload_around(layer, layer - l, mb);
           if (fully_recomputed(l)) {
             out_.instantiate(blocks_.layer_recompute(layer, true), mb, static_cast<std::int32_t>(layer));
           } else if (!blocks_.lists(layer).recomputed.empty()) {
@@ -515,6 +575,8 @@ class StageBuilder {
   std::uint64_t activation_bytes_ = 0;
   std::int64_t total_virtual_ = 1;
   std::unordered_map<std::int64_t, std::vector<TaskRef>> gathers_, param_gather_;
+  std::unordered_map<std::int64_t, std::uint64_t> offloaded_;  // layer → bytes its forward moves to the host
+  std::unordered_map<std::int64_t, std::uint32_t> reloads_;    // layer → the instance bringing them back
   std::unordered_set<std::int64_t> gathered_this_step_;  // blocks FSDP2 keeps gathered (fsdp_gathers_once_a_step)
 };
 

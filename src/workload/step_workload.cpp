@@ -58,6 +58,8 @@ constexpr std::array<StreamLabel, streams::kCount> kStreams = {{
     {streams::kTensorParallel1, "tp1", "tp"},
     {streams::kExpertParallel1, "ep1", "ep"},
     {streams::kDataParallelOuter, "dp_outer", "dp"},
+    {streams::kOffloadToHost, "offload_to_host", "offload"},
+    {streams::kOffloadFromHost, "offload_from_host", "offload"},
 }};
 
 struct Label {
@@ -99,6 +101,7 @@ constexpr std::array<Label, categories::kCount> kCategories = {{
     {categories::kDataParallel, "dp"},
     {categories::kContextParallel, "cp"},
     {categories::kExpertParallel, "ep"},
+    {categories::kOffload, "offload"},
 }};
 
 template <typename T, std::size_t N>
@@ -117,6 +120,7 @@ void label(taskgraph::Workload& w) {
     w.stream_dimension.emplace_back(s.dimension);
   }
   w.compute_stream_mask = (1u << streams::kCompute) | (1u << streams::kCompute1);
+  w.copy_stream_mask = (1u << streams::kOffloadToHost) | (1u << streams::kOffloadFromHost);
   for (const Label& c : kCategories) w.category_names.emplace_back(c.name);
   for (const Label& s : kSlots) w.comm_slot_names.emplace_back(s.name);
 }

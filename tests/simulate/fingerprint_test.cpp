@@ -117,6 +117,9 @@
 // +0.09% (tiny GPipe, host-bound) to +5.34% (Llama 2 7B interleaved,
 // compute-bound: 0.8416 / 0.7905 - 1 = +6.5% at most); peaks and task counts
 // all kept.
+// Report hashes only, re-recorded (2026-12-06) when the JSON report's
+// communication gained `offload` (activation offload's host copies): every
+// fingerprint, makespan, task count and peak stayed.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

@@ -3,7 +3,6 @@
 // whose sharding group inside an instance is one rank).
 #include <cmath>
 
-#include "ptsim/config/megatron_args.hpp"
 #include "ptsim/workload/step_workload.hpp"
 #include "simulate/llama3_8b_parameters.hpp"
 #include "test_support.hpp"
@@ -195,32 +194,10 @@ TEST_CASE("Megatron-FSDP and the optimizer instances refuse what Megatron-LM ref
 }
 
 TEST_CASE("A launch line's Megatron-FSDP flags give the same strategy as the JSON keys", "[config][megatron_fsdp]") {
-  const auto launch = config::parse_megatron_args({"--num-layers",
-                                                   "2",
-                                                   "--hidden-size",
-                                                   "256",
-                                                   "--num-attention-heads",
-                                                   "4",
-                                                   "--max-position-embeddings",
-                                                   "512",
-                                                   "--seq-length",
-                                                   "512",
-                                                   "--vocab-size",
-                                                   "32000",
-                                                   "--micro-batch-size",
-                                                   "1",
-                                                   "--global-batch-size",
-                                                   "16",
-                                                   "--use-megatron-fsdp",
-                                                   "--data-parallel-sharding-strategy",
-                                                   "optim_grads_params",
-                                                   "--num-distributed-optimizer-instances",
-                                                   "2",
-                                                   "--outer-dp-sharding-strategy",
-                                                   "optim",
-                                                   "--megatron-fsdp-main-grads-dtype",
-                                                   "bf16",
-                                                   "--init-model-with-meta-device"});
+  const auto launch =
+      test::small_launch({"--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads_params",
+                          "--num-distributed-optimizer-instances", "2", "--outer-dp-sharding-strategy", "optim",
+                          "--megatron-fsdp-main-grads-dtype", "bf16", "--init-model-with-meta-device"});
   CHECK(launch.strategy.megatron_fsdp == true);
   CHECK(launch.strategy.optimizer_instances == 2);
   CHECK(launch.strategy.outer_dp_sharding_strategy == "optim");
@@ -232,10 +209,7 @@ TEST_CASE("A launch line's Megatron-FSDP flags give the same strategy as the JSO
   CHECK(c.dense_optimizer_group() == 16);
   CHECK(c.gradient_group() == 8);
   // Without --use-megatron-fsdp Megatron-LM never reads the sharding flags.
-  const auto ddp = config::parse_megatron_args(
-      {"--num-layers", "2", "--hidden-size", "256", "--num-attention-heads", "4", "--max-position-embeddings", "512",
-       "--seq-length", "512", "--vocab-size", "32000", "--micro-batch-size", "1", "--global-batch-size", "16",
-       "--data-parallel-sharding-strategy", "optim_grads_params"});
+  const auto ddp = test::small_launch({"--data-parallel-sharding-strategy", "optim_grads_params"});
   CHECK_FALSE(ddp.strategy.dp_sharding_strategy.has_value());
   CHECK(ddp.notes.size() == 1);
 }

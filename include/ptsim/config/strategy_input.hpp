@@ -87,6 +87,9 @@ struct StrategyInput {
   std::optional<std::string> fsdp_main_params_dtype;      // Megatron-FSDP's: fp32 (the one modelled)
   std::optional<std::string> fsdp_main_grads_dtype;       // Megatron-FSDP's: auto | bf16 | fp32
   std::optional<std::string> fsdp_grad_comm_dtype;        // Megatron-FSDP's: auto | bf16 | fp32
+  std::optional<bool> activation_offloading;              // --fine-grained-activation-offloading
+  std::optional<std::string> offload_modules;             // Megatron-Core's names, comma-separated
+  std::optional<std::int64_t> min_offloaded_tensor_size;  // elements
   std::optional<std::string> precision;          // bf16 | fp8 | nvfp4
   std::optional<std::string> fp8_recipe;         // delayed | tensorwise | blockwise | mxfp8 (with precision fp8)
   std::optional<std::string> fp4_format;         // e2m1: FP4 training (precision nvfp4), Megatron-Core's --fp4-format

@@ -88,6 +88,10 @@ struct SustainedRates {
 
 struct GpuSpec {
   std::string name;
+  /// Bytes a second a copy engine moves between this GPU's memory and its
+  /// host's, each way, while every GPU of the node does the same (activation
+  /// offload); unknown where the profile gives none.
+  std::optional<double> host_link_bytes_per_s;
   /// Dense peak FLOP/s per dtype; empty where the GPU has no such unit.
   std::array<std::optional<double>, kNumDtypes> peak_flops_per_s{};
   double memory_bytes = 0;                 // usable HBM capacity

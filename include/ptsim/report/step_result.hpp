@@ -56,8 +56,9 @@ struct StageMemory {
   std::map<std::string, double> exposed_s;
 };
 
-/// The parallel dimensions whose communication reports name, in print order.
-inline constexpr const char* kDimensions[] = {"tp", "cp", "ep", "pp", "dp"};
+/// The parallel dimensions whose communication reports name, in print order,
+/// and activation offload's copies between HBM and host memory ("offload").
+inline constexpr const char* kDimensions[] = {"tp", "cp", "ep", "pp", "dp", "offload"};
 
 /// One parallel dimension's communication on the rank that finishes last.
 struct DimensionCommunication {

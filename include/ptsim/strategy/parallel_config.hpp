@@ -114,6 +114,14 @@ inline constexpr double kDefaultHostOverheadS = 65e-6;
 /// allocator's fragmentation is not in it: no figure was found.
 inline constexpr double kDefaultMemoryHeadroomBytes = 0.4e9 + 3 * 0.688e9;
 
+/// Modules whose saved inputs fine-grained activation offloading moves to
+/// the host (Megatron-Core's offload_modules names): the routed experts'
+/// fc1 input (expert_fc1), their activation's input, fc1's output
+/// (moe_act), or every input the fused grouped MLP keeps (fused_group_mlp).
+inline constexpr std::uint8_t kOffloadExpertFc1 = 1;
+inline constexpr std::uint8_t kOffloadMoeAct = 2;
+inline constexpr std::uint8_t kOffloadFusedGroupMlp = 4;
+
 struct ParallelConfig {
   std::int64_t world_size = 1;  // GPUs = tp·cp·dp·pp
   std::int64_t tp = 1;          // tensor-model-parallel size
@@ -379,6 +387,16 @@ struct ParallelConfig {
   std::int64_t expert_optimizer_group() const {
     return expert_gradient_group() * (outer_optimizer_sharding ? optimizer_instances : 1);
   }
+
+  /// Megatron-Core's fine-grained activation offloading
+  /// (--fine-grained-activation-offloading, --offload-modules): a module's
+  /// saved input, when it has at least min_offloaded_tensor_size elements,
+  /// is copied to host memory after the layer's forward and freed, and
+  /// copied back while the layer after it runs its backward
+  /// (pipeline_parallel/fine_grained_activation_offload.py at d98e8a64dd).
+  /// Bits: kOffloadExpertFc1, kOffloadMoeAct, kOffloadFusedGroupMlp.
+  std::uint8_t offload_modules = 0;
+  std::int64_t min_offloaded_tensor_size = std::int64_t{1} << 20;
 };
 
 }  // namespace ptsim::strategy

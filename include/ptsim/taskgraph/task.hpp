@@ -57,8 +57,9 @@ enum class KernelClass : std::uint8_t {
   Embedding,    // gathers and scatter-adds of embedding rows
   Optimizer,    // fused optimizer step
   Copy,         // plain memory copies
+  HostCopy,     // a copy engine's transfer between HBM and host memory (activation offload): bytes over the host link
 };
-inline constexpr int kNumKernelClasses = 8;
+inline constexpr int kNumKernelClasses = 9;
 
 /// Attention kernel flags (Task::flags).
 inline constexpr std::uint8_t kCausal = 1;

@@ -48,6 +48,10 @@ struct Workload {
   /// run (two lanes of work interleaved on the SMs, e.g. DualPipe's
   /// overlapped forward and backward).
   std::uint32_t compute_stream_mask = 1;
+  /// Bit s: stream s runs a copy engine's transfers (taskgraph::KernelClass::
+  /// HostCopy): each at its own speed, neither sharing the GPU with kernels
+  /// nor slowing them as communication does.
+  std::uint32_t copy_stream_mask = 0;
 
   std::vector<Program> programs;
   std::vector<std::uint32_t> program_of_rank;          // size world_size

@@ -83,6 +83,11 @@ struct OpSpec {
   /// buffer (memory-oracle finding A7: under core_attn, the value view pins
   /// the QKV projection's output beside the post-RoPE query and key).
   std::vector<Drop> holds;
+  /// Fine-grained activation offloading: what the op saves is the input of
+  /// these offload modules (strategy::kOffload* bits), a tensor of
+  /// `offload_elements` elements (what min_offloaded_tensor_size compares).
+  std::uint8_t offload_modules = 0;
+  double offload_elements = 0;
   /// What the op's rerun does not keep when `selected` modules are recomputed.
   std::uint64_t dropped_bytes(strategy::RecomputeModules selected) const {
     std::uint64_t dropped = 0;

@@ -43,7 +43,11 @@ inline constexpr std::uint8_t kExpertParallel1 = 17;
 /// Across Megatron's optimizer instances (ParallelConfig::optimizer_instances):
 /// the reductions and gathers between the instances, beside those inside one.
 inline constexpr std::uint8_t kDataParallelOuter = 18;
-inline constexpr std::uint8_t kCount = 19;
+/// Activation offload's copy engines: to host memory after a layer's
+/// forward, back before its backward (Workload::copy_stream_mask).
+inline constexpr std::uint8_t kOffloadToHost = 19;
+inline constexpr std::uint8_t kOffloadFromHost = 20;
+inline constexpr std::uint8_t kCount = 21;
 }  // namespace streams
 
 /// Communicator slots every program names (resolved per rank).
@@ -93,7 +97,8 @@ inline constexpr std::uint8_t kPipelineParallel = 5;
 inline constexpr std::uint8_t kDataParallel = 6;
 inline constexpr std::uint8_t kContextParallel = 7;
 inline constexpr std::uint8_t kExpertParallel = 8;
-inline constexpr std::uint8_t kCount = 9;
+inline constexpr std::uint8_t kOffload = 9;  // activation offload's copies to and from host memory
+inline constexpr std::uint8_t kCount = 10;
 }  // namespace categories
 
 struct StepWorkload {

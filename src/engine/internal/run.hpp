@@ -84,6 +84,10 @@ class Run {
   FlowNetwork network_;
   double slowdown_;
   std::uint32_t compute_mask_;
+  /// Streams whose busy bit slows kernels: those of neither kernels nor
+  /// copy engines (taskgraph::Workload::copy_stream_mask).
+  std::uint32_t comm_mask_;
+  std::uint32_t copy_mask_;
   bool host_issue_ = false;  // some simulated rank's tasks cost its host time to issue
   EventQueue queue_;
   RunResult result_;

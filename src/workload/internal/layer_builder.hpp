@@ -437,6 +437,12 @@ class LayerBuilder {
     const std::uint64_t b = std::min(as_bytes(bytes), fw_[i].saved_bytes);
     if (b > 0) fw_[i].drops.push_back({modules, b});
   }
+  // What the last forward op saves is the input of offload `modules`, a
+  // tensor of `elements` elements (OpSpec::offload_modules).
+  void offloads(std::uint8_t modules, double elements) {
+    fw_.back().offload_modules = modules;
+    fw_.back().offload_elements = elements;
+  }
   // Under `modules`, forward op `i` holds `bytes` more until the backward
   // op that frees its saved tensors: the last of the latest backward group.
   void hold_until_backward(std::size_t i, strategy::RecomputeModules modules, double bytes) {

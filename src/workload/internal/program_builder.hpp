@@ -53,6 +53,11 @@ class BlockRecorder {
                                     std::uint64_t bytes, const std::string& name, bool blocks_next,
                                     taskgraph::CollectiveKind kind = taskgraph::CollectiveKind::AllReduce,
                                     std::uint64_t alloc_bytes = 0, std::uint8_t flags = 0);
+  /// A copy engine's transfer of `bytes` between HBM and host memory on
+  /// `stream` (activation offload), after the last kernel: taking `alloc`
+  /// at its start, giving `free` back at its end; no kernel waits for it.
+  taskgraph::TaskId emit_host_copy(std::uint8_t stream, std::uint64_t bytes, const std::string& name,
+                                   std::uint64_t alloc, std::uint64_t free);
   /// Task `id` also waits for the last task issued on `stream` before this block.
   void follow_stream(taskgraph::TaskId id, std::uint8_t stream);
   /// Interned ids of `prefix` + each op's name, in order.
