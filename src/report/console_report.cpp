@@ -76,7 +76,11 @@ void print_console(const StepResult& r, std::ostream& out) {
   layout += fmt::format(" · PP {}", r.pp);
   if (r.vpp > 1) layout += fmt::format(" × {} chunks", r.vpp);
   layout += fmt::format(" · DP {}", r.dp);
-  if (r.zero_stage > 0) layout += fmt::format(" · ZeRO-{}", r.zero_stage);
+  if (r.zero_stage > 0) layout += fmt::format(" · {}ZeRO-{}", r.megatron_fsdp ? "Megatron-FSDP " : "", r.zero_stage);
+  if (r.optimizer_instances > 1)
+    layout += fmt::format(" × {} optimizer instances{}", r.optimizer_instances,
+                          r.outer_optimizer_sharding ? " (Hybrid-FSDP)" : "");
+  if (!r.offload_modules.empty()) layout += fmt::format(" · offload {}", fmt::join(r.offload_modules, ", "));
   if (r.precision != "bf16") layout += " · " + upper(r.precision);
   if (!r.fp8_recipe.empty() && r.fp8_recipe != "delayed") layout += " " + r.fp8_recipe;  // delayed: the default
   if (r.fp8_attention) layout += ", attention too";

@@ -76,6 +76,13 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
   out.vpp = config.vpp;
   out.sequence_parallel = config.sequence_parallel;
   out.zero_stage = config.zero_stage;
+  out.megatron_fsdp = config.megatron_fsdp;
+  out.optimizer_instances = config.optimizer_instances;
+  out.outer_optimizer_sharding = config.outer_optimizer_sharding;
+  for (const auto& [bit, name] : {std::pair{strategy::kOffloadExpertFc1, "expert_fc1"},
+                                  {strategy::kOffloadMoeAct, "moe_act"},
+                                  {strategy::kOffloadFusedGroupMlp, "fused_group_mlp"}})
+    if (config.offload_modules & bit) out.offload_modules.emplace_back(name);
   out.precision = std::string(to_string(config.precision));
   if (config.precision == Dtype::Fp8) out.fp8_recipe = std::string(strategy::to_string(config.fp8_recipe));
   out.fp8_attention = config.fp8_dot_product_attention;

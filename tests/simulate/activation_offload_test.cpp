@@ -39,6 +39,7 @@ TEST_CASE("Offloading the experts' activation input frees it in every layer but 
   const auto hw = test::shipped_hardware("gb200-nvl72");
   const auto kept = run(mixtral(nullptr), hw);
   const auto offloaded = run(mixtral("moe_act"), hw);
+  CHECK(offloaded.offload_modules == std::vector<std::string>{"moe_act"});
   // The peak comes as the forward ends: 31 of 32 layers' inputs have gone
   // to the host, less what is still on its way (at most a layer or two:
   // a layer's copy takes about as long as its forward).

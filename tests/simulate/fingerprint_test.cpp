@@ -118,8 +118,10 @@
 // compute-bound: 0.8416 / 0.7905 - 1 = +6.5% at most); peaks and task counts
 // all kept.
 // Report hashes only, re-recorded (2026-12-06) when the JSON report's
-// communication gained `offload` (activation offload's host copies): every
-// fingerprint, makespan, task count and peak stayed.
+// communication gained `offload` (activation offload's host copies) and its
+// run `megatron_fsdp`, `optimizer_instances`, `outer_dp_sharding_strategy`
+// and `offload_modules`: every fingerprint, makespan, task count and peak
+// stayed.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

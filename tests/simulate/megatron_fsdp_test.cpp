@@ -52,6 +52,7 @@ TEST_CASE("Hybrid-FSDP shards inside an instance every micro-batch and across in
   const double inner = 32 * 3 * 2 * kLayer + 2 * kBoundary;
   const double outer = 32 * 2 * 2 * kLayer / 8 + 2 * kBoundary / 8;
   CHECK(dp_bytes(one) == Approx(inner + outer));
+  CHECK((one.megatron_fsdp && one.optimizer_instances == 4 && one.outer_optimizer_sharding));
   // A second micro-batch adds the inner traffic alone.
   CHECK(dp_bytes(run(m, llama(2, "optim"))) - dp_bytes(one) == Approx(inner));
   // Memory: Adam's 12 bytes over all 32 ranks, bf16 weights and gradients

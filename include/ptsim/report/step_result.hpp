@@ -89,6 +89,10 @@ struct StepResult {
   std::int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, expert_tp = 1, vpp = 1;
   bool sequence_parallel = false;
   int zero_stage = 0;
+  bool megatron_fsdp = false;                // the ZeRO stage run as Megatron-FSDP
+  std::int64_t optimizer_instances = 1;      // Megatron's --num-distributed-optimizer-instances
+  bool outer_optimizer_sharding = false;     // Hybrid-FSDP: the optimizer split across the instances too
+  std::vector<std::string> offload_modules;  // fine-grained activation offloading's modules, Megatron-Core's names
   std::string precision = "bf16";
   std::string fp8_recipe;  // delayed | tensorwise under fp8; empty under bf16
   bool fp8_attention = false;  // fused attention in FP8 too (ParallelConfig::fp8_dot_product_attention)
