@@ -354,16 +354,22 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   // before their all-gather (enable_fsdp_float8_all_gather).
   const bool torchao_gather =
       c.fsdp_version == 2 && c.kernel_fusion == strategy::KernelFusion::Compiled && c.precision == Dtype::Fp8;
-  // Megatron-FSDP keeps MXFP8 parameters as their two quantized copies, the
-  // row-wise one gathered for the forward, the column-wise one for the
-  // backward (megatron_fsdp mixed_precision.py fp8_need_transpose_data);
-  // its per-tensor and blockwise paths are not modelled.
-  const bool mxfp8_fsdp = c.megatron_fsdp && c.precision == Dtype::Fp8 && c.fp8_recipe == strategy::Fp8Recipe::Mxfp8;
-  if (c.fp8_param_gather && c.zero_stage == 3 && c.megatron_fsdp && !mxfp8_fsdp)
+  // Megatron-FSDP keeps FP8 parameters quantized: MXFP8's as their two
+  // copies, the row-wise one gathered for the forward, the column-wise one
+  // for the backward (megatron_fsdp mixed_precision.py
+  // fp8_need_transpose_data); a per-tensor recipe's as one, gathered for
+  // each pass and transposed after the backward's gather
+  // (fp8_create_transpose_cache); its blockwise and NVFP4 paths are not
+  // modelled.
+  const bool fsdp_fp8 = c.megatron_fsdp && c.precision == Dtype::Fp8 &&
+                        (c.fp8_recipe == strategy::Fp8Recipe::Mxfp8 || c.fp8_recipe == strategy::Fp8Recipe::Delayed ||
+                         c.fp8_recipe == strategy::Fp8Recipe::Tensorwise);
+  if (c.fp8_param_gather && c.zero_stage == 3 && c.megatron_fsdp && !fsdp_fp8)
     check.fail_flag(s.fp4_param_gather.value_or(false) ? "fp4_param_gather" : "fp8_param_gather",
-                    "under Megatron-FSDP sharding the parameters is modelled for MXFP8 only",
-                    "use --fp8-recipe mxfp8, or drop it");
-  if (c.fp8_param_gather && c.zero_stage == 3 && !torchao_gather && !mxfp8_fsdp)
+                    "under Megatron-FSDP sharding the parameters is modelled for MXFP8 and per-tensor FP8 (delayed, "
+                    "tensorwise) only",
+                    "use one of those --fp8-recipe values, or drop it");
+  if (c.fp8_param_gather && c.zero_stage == 3 && !torchao_gather && !fsdp_fp8)
     check.fail_flag(s.fp4_param_gather.value_or(false) ? "fp4_param_gather" : "fp8_param_gather",
                     "with ZeRO-3 is torchao's float8 all-gather under FSDP2 (--fsdp fsdp2 --kernel-fusion compiled "
                     "--precision fp8); otherwise it needs Megatron's distributed optimizer (ZeRO 1 or 2)",

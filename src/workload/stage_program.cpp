@@ -210,11 +210,12 @@ class StageBuilder {
     if (mxfp8_fsdp_parameters()) return shape_.quantization.copy_bytes;
     return quantized_param_gather() ? shape_.quantization.param_gather_bytes : 2.0;
   }
-  // Megatron-FSDP's MXFP8 parameters: the row-wise copy gathered for the
-  // forward, the column-wise one for the backward, each with its scales
-  // (megatron_fsdp mixed_precision.py: an MXFP8Tensor "needs transpose
-  // data", gathered as it is); nothing cast from bf16.
-  bool mxfp8_fsdp_parameters() const { return c_.megatron_fsdp && zero3() && c_.fp8_param_gather; }
+  // Megatron-FSDP's FP8 parameters (see resolve_run): nothing cast from
+  // bf16 in the step. MXFP8's: the row-wise copy gathered for the forward,
+  // the column-wise one for the backward, each with its scales (an
+  // MXFP8Tensor "needs transpose data", gathered as it is).
+  bool fsdp_fp8_parameters() const { return c_.megatron_fsdp && zero3() && c_.fp8_param_gather; }
+  bool mxfp8_fsdp_parameters() const { return fsdp_fp8_parameters() && !shape_.quantization.per_tensor; }
   bool quantized_param_gather() const { return c_.fp8_param_gather && shape_.quantization.param_gather_quantized(); }
 
   // ---- activation offload ---------------------------------------------------
@@ -290,7 +291,7 @@ class StageBuilder {
     // (torchtitan's modules) casts its weights in every layer's forward
     // instead (LayerBuilder::torchao_weight_cast).
     const bool transpose = quantized_param_gather();
-    if (shape_.quantization.active && !shape_.torch_modules() && !mxfp8_fsdp_parameters() &&
+    if (shape_.quantization.active && !shape_.torch_modules() && !fsdp_fp8_parameters() &&
         !(transpose && shape_.quantization.param_transpose_bytes == 0)) {
       const double weights = static_cast<double>(ctx_.layer_parameters.total());
       const std::string name = fmt::format("{}.weight_{}", shape_.quantization.tag, transpose ? "transpose" : "cast");
@@ -384,6 +385,21 @@ class StageBuilder {
                      mb, static_cast<std::int32_t>(layer));
   }
 
+  // Megatron-FSDP's per-tensor FP8 weights, gathered again for the
+  // backward, transposed for its GEMMs on a GPU whose FP8 GEMMs take one
+  // layout (fp8_create_transpose_cache after the gather: read 1, write 1
+  // byte a weight); the forward's transposes are dropped after it
+  // (keep_fp8_transpose_cache off, Megatron-Bridge's setting).
+  void fp8_transpose(std::int64_t layer, std::int32_t mb) {
+    std::int64_t n = 0;
+    dp_.for_each_zero3_part(layer, [&](std::int64_t part, std::uint8_t) { n += part; });
+    const OpSpec op =
+        memory_op("fp8.weight_transpose", shape_.quantization.param_transpose_bytes * static_cast<double>(n));
+    out_.instantiate(blocks_.boundary_block(fmt::format("fp8.weight_transpose.{}", n), {op}, "", categories::kBackward,
+                                            true),
+                     mb, static_cast<std::int32_t>(layer));
+  }
+
   // A pass as the pieces it is issued in: what comes before its layers, each
   // layer, what comes after (combined 1F1B interleaves two passes' pieces).
   struct PassPieces {
@@ -420,7 +436,10 @@ class StageBuilder {
         const std::int64_t layer = layer_at(i);
         if (ahead > 0 && i == 0 && gathers(layer)) zero3_gather(layer, mb);
         if (i + ahead < n && gathers(layer_at(i + ahead))) zero3_gather(layer_at(i + ahead), mb);
-        if (zero3() && wait_gathered(gathers_, layer) && c_.fsdp_version == 2) fsdp_copy_out(layer, mb, reverse);
+        if (zero3() && wait_gathered(gathers_, layer)) {
+          if (c_.fsdp_version == 2) fsdp_copy_out(layer, mb, reverse);
+          if (reverse && fsdp_fp8_parameters() && shape_.quantization.transposes()) fp8_transpose(layer, mb);
+        }
         wait_gathered(param_gather_, layer);
         run(layer, layer - first);
       });

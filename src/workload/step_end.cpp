@@ -193,7 +193,7 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
   // Megatron-FSDP's MXFP8 parameters: Adam leaves the compute weights alone
   // and the updated fp32 shard is cast into both MXFP8 copies (read 4 bytes,
   // write each copy with its scales); block scales need no amax reduction.
-  if (c.megatron_fsdp && c.zero_stage >= 3 && c.fp8_param_gather) {
+  if (c.megatron_fsdp && c.zero_stage >= 3 && c.fp8_param_gather && c.fp8_recipe == strategy::Fp8Recipe::Mxfp8) {
     const strategy::Quantization mx = strategy::quantization_of(c);
     emit_step_end_ops(out, fmt::format("optimizer.{}.mxfp8_fsdp", updated),
                       {optimizer_step_op(updated, c.gradient_bytes(), 0),

@@ -223,15 +223,18 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
   // the two copies are the parameter. (Under ZeRO-3 the cache would follow
   // the gathered layers; not modelled.)
   const strategy::Quantization q = strategy::quantization_of(c);
-  // Megatron-FSDP's MXFP8 parameters: each layer weight's shard is its two
-  // quantized copies with their scales (a row-wise one for the forward, a
-  // column-wise one for the backward), no bf16 one.
+  // Megatron-FSDP's FP8 parameters: each layer weight's shard is its
+  // quantized copies with their scales, no bf16 one: MXFP8's two (a
+  // row-wise one for the forward, a column-wise one for the backward), a
+  // per-tensor recipe's one (its transpose made after each gather).
   if (c.megatron_fsdp && c.zero_stage >= 3 && c.fp8_param_gather) {
     const RankParameters layers = stage_layer_parameters(model, c, stage);
     const double shards =
         std::ceil(static_cast<double>(layers.dense) / static_cast<double>(c.gradient_group())) +
         std::ceil(static_cast<double>(layers.expert) / static_cast<double>(c.expert_gradient_group()));
-    total.params_bytes += static_cast<std::uint64_t>((2 * q.copy_bytes - 2) * shards);
+    const double copies = q.per_tensor ? 1 : 2;
+    total.params_bytes =
+        static_cast<std::uint64_t>(static_cast<double>(total.params_bytes) + (copies * q.copy_bytes - 2) * shards);
   }
   if (!q.active || c.zero_stage >= 3) return total;
   const double layer_weights = static_cast<double>(stage_layer_parameters(model, c, stage).total());

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ptsim/workload/step_workload.hpp"
+#include "ptsim/simulate/kernel_inventory.hpp"
 #include "simulate/llama3_8b_parameters.hpp"
 #include "test_support.hpp"
 
@@ -164,6 +165,39 @@ TEST_CASE("Megatron-FSDP's MXFP8 parameters: two quantized copies, each gathered
   // The shard holds both copies of the layers' weights and the boundary in bf16.
   CHECK(static_cast<double>(r.memory.params_bytes) ==
         Approx(2 * std::ceil(kParameters / 8) + (2 * copy - 2) * std::ceil(32 * kLayer / 8)).epsilon(1e-6));
+}
+
+TEST_CASE("Megatron-FSDP's per-tensor FP8 parameters: one byte gathered for each pass and transposed for the backward",
+          "[simulate][megatron_fsdp]") {
+  // Megatron-LM's own example (examples/megatron_fsdp/train_llama3_8b_fsdp_h100_fp8.sh): Llama 3 8B, delayed FP8
+  // with --fp8-param-gather, here on 32 H100s in four instances.
+  const auto m = test::shipped_model("llama3-8b");
+  config::StrategyInput st = llama(1, "optim");
+  st.precision = "fp8";
+  st.fp8_param_gather = true;
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  const auto r = test::simulate(m, hw, st).result;
+  // The fp8 weights gathered at a byte each for the forward and again for
+  // the backward, bf16 gradients reduce-scattered; across the instances the
+  // 1/8 shard gathered at a byte and the gradient shard reduce-scattered.
+  const double inner = 32 * (1 + 1 + 2) * kLayer + 2 * kBoundary;
+  const double outer = 32 * (1 + 2) * kLayer / 8 + 2 * kBoundary / 8;
+  CHECK(dp_bytes(r) == Approx(inner + outer));
+  // A shard holds the layers' weights at a byte (no bf16 copy), the boundary at two.
+  CHECK(static_cast<double>(r.memory.params_bytes) ==
+        Approx(2 * std::ceil(kParameters / 8) - std::ceil(32 * kLayer / 8)).epsilon(1e-6));
+  // On a GPU whose FP8 GEMMs take one layout each backward gather is
+  // transposed (read 1, write 1 byte a weight): 32 layers' weights a step,
+  // none of it in the forward (the per-step cast of bf16 weights is gone).
+  const auto kernels = simulate::kernel_inventory(m, hw, config::resolve_run(m, st).parallel);
+  double transposed = 0, cast = 0;
+  for (const auto& k : kernels)
+    for (std::size_t i = 0; i < k.names.size(); ++i) {
+      if (k.names[i] == "fp8.weight_transpose") transposed += static_cast<double>(k.bytes * k.name_counts[i]);
+      if (k.names[i].starts_with("fp8.weight_cast")) cast += static_cast<double>(k.bytes * k.name_counts[i]);
+    }
+  CHECK(transposed == Approx(2 * 32 * kLayer));
+  CHECK(cast == 0);
 }
 
 TEST_CASE("Megatron-FSDP and the optimizer instances refuse what Megatron-LM refuses or ptsim does not model",
