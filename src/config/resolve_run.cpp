@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <iterator>
 #include <array>
 #include <variant>
 #include <vector>
@@ -515,12 +516,10 @@ void check_activation_offloading(const Checker& check, const model::ModelSpec& m
   const std::string list = s.offload_modules.value_or("");
   std::uint8_t modules = 0;
   for (const std::string& name : names_in(list)) {
-    if (name == "expert_fc1") {
-      modules |= strategy::kOffloadExpertFc1;
-    } else if (name == "moe_act") {
-      modules |= strategy::kOffloadMoeAct;
-    } else if (name == "fused_group_mlp") {
-      modules |= strategy::kOffloadFusedGroupMlp;
+    const auto* known = std::find_if(std::begin(strategy::kOffloadModuleNames), std::end(strategy::kOffloadModuleNames),
+                                     [&](const strategy::OffloadModuleName& o) { return name == o.name; });
+    if (known != std::end(strategy::kOffloadModuleNames)) {
+      modules |= known->bit;
     } else {
       const bool megatron = name == "attn_norm" || name == "qkv_linear" || name == "core_attn" || name == "attn_proj" ||
                             name == "mlp_norm" || name == "gdp_qkv";

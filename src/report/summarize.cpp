@@ -79,9 +79,7 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
   out.megatron_fsdp = config.megatron_fsdp;
   out.optimizer_instances = config.optimizer_instances;
   out.outer_optimizer_sharding = config.outer_optimizer_sharding;
-  for (const auto& [bit, name] : {std::pair{strategy::kOffloadExpertFc1, "expert_fc1"},
-                                  {strategy::kOffloadMoeAct, "moe_act"},
-                                  {strategy::kOffloadFusedGroupMlp, "fused_group_mlp"}})
+  for (const auto& [bit, name] : strategy::kOffloadModuleNames)
     if (config.offload_modules & bit) out.offload_modules.emplace_back(name);
   out.precision = std::string(to_string(config.precision));
   if (config.precision == Dtype::Fp8) out.fp8_recipe = std::string(strategy::to_string(config.fp8_recipe));

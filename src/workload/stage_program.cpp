@@ -377,12 +377,8 @@ class StageBuilder {
   // for the gather (foreach_all_gather_copy_out: split_with_sizes_copy, read
   // and write 2 bytes an element; 1 gathered in fp8).
   void fsdp_copy_out(std::int64_t layer, std::int32_t mb, bool backward) {
-    std::int64_t n = 0;
-    dp_.for_each_zero3_part(layer, [&](std::int64_t part, std::uint8_t) { n += part; });
-    const OpSpec op = memory_op("fsdp.all_gather_copy_out", 2 * layer_parameter_bytes() * static_cast<double>(n));
-    out_.instantiate(blocks_.boundary_block(fmt::format("fsdp.copy_out.{}.{}", n, backward), {op}, "",
-                                            backward ? categories::kBackward : categories::kForward, true),
-                     mb, static_cast<std::int32_t>(layer));
+    gathered_weights_kernel(layer, mb, backward, "fsdp.all_gather_copy_out", fmt::format("fsdp.copy_out.{}", backward),
+                            2 * layer_parameter_bytes());
   }
 
   // Megatron-FSDP's per-tensor FP8 weights, gathered again for the
@@ -391,12 +387,19 @@ class StageBuilder {
   // byte a weight); the forward's transposes are dropped after it
   // (keep_fp8_transpose_cache off, Megatron-Bridge's setting).
   void fp8_transpose(std::int64_t layer, std::int32_t mb) {
+    gathered_weights_kernel(layer, mb, true, "fp8.weight_transpose", "fp8.weight_transpose",
+                            shape_.quantization.param_transpose_bytes);
+  }
+
+  // A memory-bound kernel of the pass over a layer's gathered ZeRO-3
+  // parameters, `bytes_per_parameter` moved for each.
+  void gathered_weights_kernel(std::int64_t layer, std::int32_t mb, bool backward, const std::string& op_name,
+                               const std::string& key, double bytes_per_parameter) {
     std::int64_t n = 0;
     dp_.for_each_zero3_part(layer, [&](std::int64_t part, std::uint8_t) { n += part; });
-    const OpSpec op =
-        memory_op("fp8.weight_transpose", shape_.quantization.param_transpose_bytes * static_cast<double>(n));
-    out_.instantiate(blocks_.boundary_block(fmt::format("fp8.weight_transpose.{}", n), {op}, "", categories::kBackward,
-                                            true),
+    const OpSpec op = memory_op(op_name, bytes_per_parameter * static_cast<double>(n));
+    out_.instantiate(blocks_.boundary_block(fmt::format("{}.{}", key, n), {op}, "",
+                                            backward ? categories::kBackward : categories::kForward, true),
                      mb, static_cast<std::int32_t>(layer));
   }
 

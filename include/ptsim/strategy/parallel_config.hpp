@@ -121,6 +121,14 @@ inline constexpr double kDefaultMemoryHeadroomBytes = 0.4e9 + 3 * 0.688e9;
 inline constexpr std::uint8_t kOffloadExpertFc1 = 1;
 inline constexpr std::uint8_t kOffloadMoeAct = 2;
 inline constexpr std::uint8_t kOffloadFusedGroupMlp = 4;
+/// Each offload module's bit and Megatron-Core's name for it.
+struct OffloadModuleName {
+  std::uint8_t bit;
+  const char* name;
+};
+inline constexpr OffloadModuleName kOffloadModuleNames[] = {{kOffloadExpertFc1, "expert_fc1"},
+                                                            {kOffloadMoeAct, "moe_act"},
+                                                            {kOffloadFusedGroupMlp, "fused_group_mlp"}};
 
 struct ParallelConfig {
   std::int64_t world_size = 1;  // GPUs = tp·cp·dp·pp
