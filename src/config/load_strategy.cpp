@@ -292,6 +292,16 @@ const std::vector<StrategyField> kFields = {
      "blockwise (fp32 scales per 1x128 or 128x128 block, each tensor quantized both ways; no TP communication "
      "overlap) | mxfp8 (a scale per 32 elements; needs the profile's mxfp8 rate, Blackwell's) "
      "(Megatron-Core's --fp8-recipe)"},
+    {"first_last_layers_bf16", "first_last_layers_bf16", "", &S::first_last_layers_bf16, 1, 1, {}, "",
+     "with fp8 or nvfp4 training: the model's first --num-layers-at-start-in-bf16 and last "
+     "--num-layers-at-end-in-bf16 transformer layers (1 and 1 by default, Megatron-Core's) run in bf16, their linears, "
+     "attention and weights; the MTP depths stay quantized (Megatron-Core's --first-last-layers-bf16)"},
+    {"bf16_layers_at_start", "num_layers_at_start_in_bf16", "", &S::bf16_layers_at_start, 0, std::int64_t{1} << 20, {},
+     "N", "with --first-last-layers-bf16: the model's first N layers in bf16 (default 1; at most the layers per "
+     "pipeline stage)"},
+    {"bf16_layers_at_end", "num_layers_at_end_in_bf16", "", &S::bf16_layers_at_end, 0, std::int64_t{1} << 20, {}, "N",
+     "with --first-last-layers-bf16: the model's last N layers in bf16 (default 1; at most the layers per pipeline "
+     "stage)"},
 };
 // clang-format on
 

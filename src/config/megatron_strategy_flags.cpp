@@ -54,6 +54,9 @@ constexpr std::array kSameStrategyKey = {"--tensor-model-parallel-size",
                                          "--megatron-fsdp-main-params-dtype",
                                          "--megatron-fsdp-main-grads-dtype",
                                          "--megatron-fsdp-grad-comm-dtype",
+                                         "--first-last-layers-bf16",
+                                         "--num-layers-at-start-in-bf16",
+                                         "--num-layers-at-end-in-bf16",
                                          "--fine-grained-activation-offloading",
                                          "--min-offloaded-tensor-size"};
 
@@ -85,6 +88,15 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
                         "and ptsim ignores it too",
                         flag));
       }
+  // Megatron-Core reads the bf16 layer counts only under
+  // --first-last-layers-bf16, and that only under fp8 or fp4 training.
+  const bool quantized = flags.has("--fp8-format") || flags.has("--fp4-format");
+  for (const char* flag : {"--first-last-layers-bf16", "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16"})
+    if (flags.has(flag) && (!quantized || !flags.has("--first-last-layers-bf16"))) {
+      flags.take(flag);
+      notes.push_back(fmt::format("{} without {}: Megatron-LM leaves every layer as it is, and ptsim does too", flag,
+                                  quantized ? "--first-last-layers-bf16" : "--fp8-format or --fp4-format"));
+    }
   for (const char* flag : kSameStrategyKey) {
     if (!flags.has(flag) || flags.taken(flag)) continue;
     const GivenFlag& g = flags.get(flag);

@@ -622,6 +622,47 @@ void check_fp8_attention(const Checker& check, const strategy::ParallelConfig& c
     check.fail_flag("fp8_dot_product_attention", "under context parallelism is not modelled", "use --cp 1, or " + fix);
 }
 
+// Megatron-Core's first and last layers in bf16 (transformer_config.py
+// __post_init__ at d98e8a64dd): delayed scaling refused, each count at most
+// the layers of a pipeline stage; both counts 1 unless given.
+void check_bf16_layers(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
+                       const StrategyInput& s) {
+  if (!s.first_last_layers_bf16.value_or(false)) {
+    if (s.bf16_layers_at_start || s.bf16_layers_at_end)
+      check.fail_flag(s.bf16_layers_at_start ? "bf16_layers_at_start" : "bf16_layers_at_end",
+                      "counts the layers --first-last-layers-bf16 keeps in bf16, and it is not set",
+                      "add --first-last-layers-bf16, or drop the count");
+    return;
+  }
+  if (c.precision == Dtype::Bf16)
+    check.fail_flag("first_last_layers_bf16", "keeps layers out of fp8 or nvfp4 training, and precision is bf16",
+                    "add --precision fp8 or --fp4-format e2m1, or drop --first-last-layers-bf16");
+  if (c.precision == Dtype::Fp8 && c.fp8_recipe == strategy::Fp8Recipe::Delayed)
+    check.fail_flag("first_last_layers_bf16",
+                    "is refused by Megatron-Core under delayed scaling (\"Delayed scaling does not support first / "
+                    "last layer in BF16\")",
+                    "use --fp8-recipe tensorwise, blockwise or mxfp8, or drop --first-last-layers-bf16");
+  if (c.torch_modules())
+    check.fail_flag("first_last_layers_bf16", "is Megatron-Core's; torchtitan's Float8 is not modelled with it",
+                    "use --kernel-fusion fused, or drop --first-last-layers-bf16");
+  if (c.megatron_fsdp && c.fp8_param_gather)
+    check.fail_flag("first_last_layers_bf16",
+                    "with Megatron-FSDP's quantized parameters (--fp8-param-gather) is not modelled",
+                    "drop --fp8-param-gather or --first-last-layers-bf16");
+  const std::int64_t per_stage = m.num_layers / c.pp;
+  const auto count = [&](const std::optional<std::int64_t>& given, const char* field) {
+    const std::int64_t n = given.value_or(1);
+    if (n > per_stage)
+      check.fail(field, n,
+                 fmt::format("exceeds the layers of a pipeline stage, {} / pp {} = {} (Megatron-Core's bound)",
+                             m.num_layers, c.pp, per_stage),
+                 fmt::format("use at most {}", per_stage));
+    return n;
+  };
+  c.bf16_layers_at_start = count(s.bf16_layers_at_start, "bf16_layers_at_start");
+  c.bf16_layers_at_end = count(s.bf16_layers_at_end, "bf16_layers_at_end");
+}
+
 // Text fields must hold one of their choices (flags and files check this
 // too; a StrategyInput built in code reaches here unchecked).
 void check_choices(const Checker& check, const StrategyInput& s) {
@@ -790,6 +831,7 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   check_moe_overlap(check, m, c, s);
   check_activation_offloading(check, m, c, s);
   check_fp8_attention(check, c);
+  check_bf16_layers(check, m, c, s);
 
   c.rank_order = s.rank_order.value_or(strategy::kDefaultRankOrder);
   try {

@@ -69,12 +69,12 @@ Bounds::ShapeCosts& Bounds::costs_of(const workload::MicroShape& shape, strategy
 
 const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy::ParallelConfig& c, ShapeCosts& costs,
                                        const workload::MicroShape& shape, std::int64_t index) {
-  std::optional<LayerCost>& memo = costs.layers[workload::layer_kind(m, index)];
+  std::optional<LayerCost>& memo = costs.layers[workload::layer_kind(m, shape, index)];
   {
     const std::lock_guard lock(mutex_);
     if (memo) return *memo;
   }
-  const workload::BlockOps ops = workload::transformer_layer_ops(m, shape, index);
+  const workload::BlockOps ops = workload::transformer_layer_ops(m, workload::decoder_layer_shape(shape, index), index);
   LayerCost cost;
   for (std::size_t i = 0; i < ops.forward.size(); ++i) {
     const auto& op = ops.forward[i];
@@ -228,8 +228,9 @@ double Bounds::data_parallel_tail_seconds(const model::ModelSpec& m, const strat
     // Under fp8 parameter gathering the layers' parameters are gathered in
     // their own buffer at the format's bytes, the rest in bf16.
     const strategy::Quantization q = strategy::quantization_of(c);
-    const std::int64_t quantized =
-        c.fp8_param_gather && q.param_gather_quantized() ? workload::stage_layer_parameters(m, c, 0).dense : 0;
+    const std::int64_t quantized = c.fp8_param_gather && q.param_gather_quantized()
+                                       ? workload::stage_quantized_layer_parameters(m, c, 0).dense
+                                       : 0;
     tail += buckets_seconds(c, taskgraph::CollectiveKind::AllGather, quantized, bucket, q.param_gather_bytes) +
             buckets_seconds(c, taskgraph::CollectiveKind::AllGather, stage.dense - quantized, bucket, 2.0);
   }

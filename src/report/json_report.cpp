@@ -49,6 +49,8 @@ void write_json(const StepResult& r, std::ostream& out) {
               {"outer_dp_sharding_strategy", r.outer_optimizer_sharding ? "optim" : "no_shard"},
               {"offload_modules", r.offload_modules},
               {"precision", r.precision},
+              {"num_layers_at_start_in_bf16", r.bf16_layers_at_start},
+              {"num_layers_at_end_in_bf16", r.bf16_layers_at_end},
               {"fp8_recipe", r.fp8_recipe.empty() ? nlohmann::json() : nlohmann::json(r.fp8_recipe)},
               {"fp8_dot_product_attention", r.fp8_attention},
               {"micro_batch_size", r.micro_batch_size},

@@ -82,6 +82,8 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
   for (const auto& [bit, name] : strategy::kOffloadModuleNames)
     if (config.offload_modules & bit) out.offload_modules.emplace_back(name);
   out.precision = std::string(to_string(config.precision));
+  out.bf16_layers_at_start = config.bf16_layers_at_start;
+  out.bf16_layers_at_end = config.bf16_layers_at_end;
   if (config.precision == Dtype::Fp8) out.fp8_recipe = std::string(strategy::to_string(config.fp8_recipe));
   out.fp8_attention = config.fp8_dot_product_attention;
   out.micro_batch_size = config.micro_batch_size;

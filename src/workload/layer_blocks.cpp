@@ -54,11 +54,11 @@ LayerBlocks::LayerBlocks(const model::ModelSpec& m, const strategy::ParallelConf
       output_(last_stage_ops(m, shape)) {}
 
 const LayerLists& LayerBlocks::lists(std::int64_t layer) {
-  const std::string key = layer_kind_key(m_, layer);
+  const std::string key = layer_kind_key(m_, shape_, layer);
   auto it = lists_.find(key);
   if (it != lists_.end()) return it->second;
   LayerLists l;
-  l.ops = transformer_layer_ops(m_, shape_, layer);
+  l.ops = transformer_layer_ops(m_, decoder_layer_shape(shape_, layer), layer);
   l.input_backward = select(l.ops.backward, [](const OpSpec& op) { return !op.weight_grad; });
   l.weight_backward = select(l.ops.backward, [](const OpSpec& op) { return op.weight_grad; });
   for (auto& op : l.weight_backward) op.async = false;  // the W GEMM itself consumes it
@@ -144,7 +144,7 @@ std::uint32_t LayerBlocks::make_layer_forward(std::int64_t layer, bool checkpoin
   // A block FSDP does not reshard keeps its gathered parameters to its backward.
   const std::uint64_t release = c_.reshards_after_forward(layer, m_.num_layers) ? release_bytes_(layer) : 0;
   const bool op = checkpoint && op_checkpointing();
-  const std::string key = fmt::format("layer.fwd.{}{}{}", layer_kind_key(m_, layer),
+  const std::string key = fmt::format("layer.fwd.{}{}{}", layer_kind_key(m_, shape_, layer),
                                       op            ? ".op_checkpoint"
                                       : checkpoint  ? ".checkpoint"
                                       : selective() ? ".selective"
@@ -175,7 +175,8 @@ std::uint32_t LayerBlocks::make_layer_backward(std::int64_t layer, strategy::Pas
                                                   : l.weight_backward;
   const std::uint64_t release = release_gathered ? release_bytes_(layer) : 0;
   const char* name = part == Pass::Backward ? "bwd" : part == Pass::BackwardInput ? "bwd_input" : "bwd_weight";
-  const std::string key = fmt::format("layer.{}.{}{}", name, layer_kind_key(m_, layer), release ? ".zero3" : "");
+  const std::string key =
+      fmt::format("layer.{}.{}{}", name, layer_kind_key(m_, shape_, layer), release ? ".zero3" : "");
   return ops_block(
       key, ops, weight ? "bwd_weight." : "bwd.", categories::kBackward, [](std::size_t) { return std::uint64_t{0}; },
       [&](std::size_t i) { return ops[i].released_bytes(selective()) + (i + 1 == ops.size() ? release : 0); });
@@ -196,7 +197,7 @@ std::uint32_t LayerBlocks::make_layer_recompute(std::int64_t layer, bool full) {
                                       op     ? "_op"
                                       : full ? ""
                                              : "_selective",
-                                      layer_kind_key(m_, layer));
+                                      layer_kind_key(m_, shape_, layer));
   // What the backward frees beyond the kept input: under full recomputation
   // the first op's saves less that input (nothing more where the first op
   // keeps just it, a fused norm; eager's keeps its fp32 copy), then each op's.

@@ -49,22 +49,40 @@ namespace ptsim::workload {
 
 using internal::LayerBuilder;
 
-std::size_t layer_kind(const model::ModelSpec& m, std::int64_t layer) {
+namespace {
+constexpr std::size_t kMixKinds = kLayerKinds / 2;  // kinds by what a layer holds, before its precision
+}  // namespace
+
+std::size_t layer_kind(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer) {
+  std::size_t kind = 0;
   if (m.is_hybrid()) {
     switch (m.layer_symbol(layer)) {
-      case 'M': return 4;
-      case '*': return 5;
-      case '-': return 6;
-      default: return 7;  // 'E'
+      case 'M': kind = 4; break;
+      case '*': kind = 5; break;
+      case '-': kind = 6; break;
+      default: kind = 7;  // 'E'
     }
+  } else {
+    kind = (m.is_moe_layer(layer) ? 2u : 0u) + (m.is_sliding_window_layer(layer) ? 1u : 0u);
   }
-  return (m.is_moe_layer(layer) ? 2u : 0u) + (m.is_sliding_window_layer(layer) ? 1u : 0u);
+  return kind + (shape.bf16_layer(layer) ? kMixKinds : 0);
 }
 
-std::string layer_kind_key(const model::ModelSpec& m, std::int64_t layer) {
-  static constexpr std::array<const char*, kLayerKinds> kNames = {"dense", "dense.swa", "moe", "moe.swa",
-                                                                  "mamba", "attention", "mlp", "moe_mlp"};
-  return kNames[layer_kind(m, layer)];
+std::string layer_kind_key(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer) {
+  static constexpr std::array<const char*, kMixKinds> kNames = {"dense", "dense.swa", "moe", "moe.swa",
+                                                                "mamba", "attention", "mlp", "moe_mlp"};
+  const std::size_t kind = layer_kind(m, shape, layer);
+  return kind < kMixKinds ? kNames[kind] : std::string(kNames[kind - kMixKinds]) + ".bf16";
+}
+
+MicroShape decoder_layer_shape(const MicroShape& shape, std::int64_t layer) {
+  if (!shape.bf16_layer(layer)) return shape;
+  MicroShape bf16 = shape;
+  bf16.gemm_dtype = Dtype::Bf16;
+  bf16.attention_dtype = Dtype::Bf16;
+  bf16.quantization = strategy::Quantization{};
+  bf16.fp8_weights_gathered = false;
+  return bf16;
 }
 
 int fp8_gemms_per_layer(const model::ModelSpec& m, std::int64_t layer, bool separate_linears) {
@@ -103,6 +121,9 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.load_imbalance = c.moe_load_imbalance;
   s.moe_dispatcher = c.moe_dispatcher;
   s.delay_wgrad_compute = c.delay_wgrad_compute;
+  s.bf16_layers_at_start = c.bf16_layers_at_start;
+  s.bf16_layers_at_end = c.bf16_layers_at_end;
+  s.num_layers = m.num_layers;
   return s;
 }
 

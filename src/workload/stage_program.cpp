@@ -68,7 +68,8 @@ class StageBuilder {
         blocks_(m_, c_, shape_, out_, [this](std::int64_t layer) {
           std::uint64_t held = 0;
           if (zero3())
-            dp_.for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) { held += gather_holds(n, slot); });
+            dp_.for_each_zero3_part(layer,
+                                    [&](std::int64_t n, std::uint8_t slot) { held += gather_holds(n, slot, layer); });
           return held;
         }) {
     activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));
@@ -202,13 +203,14 @@ class StageBuilder {
     });
   }
 
-  // Bytes a layer parameter is gathered in: one under fp8 parameter
-  // gathering, half under NVFP4's (Megatron-Core keeps the norms' parameters
-  // in bf16, a few in 10^4 of a layer's, counted as the weights here), else
-  // two; MXFP8's are gathered in bf16 (strategy::Quantization).
-  double layer_parameter_bytes() const {
+  // Bytes a parameter of layer `layer` is gathered in: one under fp8
+  // parameter gathering, half under NVFP4's (Megatron-Core keeps the norms'
+  // parameters in bf16, a few in 10^4 of a layer's, counted as the weights
+  // here), else two, as in a layer first_last_layers_bf16 keeps in bf16;
+  // MXFP8's are gathered in bf16 (strategy::Quantization).
+  double layer_parameter_bytes(std::int64_t layer) const {
     if (mxfp8_fsdp_parameters()) return shape_.quantization.copy_bytes;
-    return quantized_param_gather() ? shape_.quantization.param_gather_bytes : 2.0;
+    return quantized_param_gather() && !shape_.bf16_layer(layer) ? shape_.quantization.param_gather_bytes : 2.0;
   }
   // Megatron-FSDP's FP8 parameters (see resolve_run): nothing cast from
   // bf16 in the step. MXFP8's: the row-wise copy gathered for the forward,
@@ -291,9 +293,9 @@ class StageBuilder {
     // (torchtitan's modules) casts its weights in every layer's forward
     // instead (LayerBuilder::torchao_weight_cast).
     const bool transpose = quantized_param_gather();
-    if (shape_.quantization.active && !shape_.torch_modules() && !fsdp_fp8_parameters() &&
+    const double weights = static_cast<double>(ctx_.quantized_layer_parameters.total());
+    if (shape_.quantization.active && weights > 0 && !shape_.torch_modules() && !fsdp_fp8_parameters() &&
         !(transpose && shape_.quantization.param_transpose_bytes == 0)) {
-      const double weights = static_cast<double>(ctx_.layer_parameters.total());
       const std::string name = fmt::format("{}.weight_{}", shape_.quantization.tag, transpose ? "transpose" : "cast");
       const double bytes_per_weight =
           transpose ? shape_.quantization.param_transpose_bytes : shape_.quantization.cast_bytes();
@@ -311,7 +313,7 @@ class StageBuilder {
           for (const auto& [n, slot] : {std::pair{p.dense, slots::kDataParallel}, {p.expert, slots::kExpertDataParallel}})
             if (n > 0 && dp_.group_of(slot) > 1) {
               const auto i = out_.instantiate(dp_.collective("zero.param_allgather", slot, CollectiveKind::AllGather,
-                                                             static_cast<std::uint64_t>(layer_parameter_bytes() *
+                                                             static_cast<std::uint64_t>(layer_parameter_bytes(layer) *
                                                                                         static_cast<double>(n)),
                                                              false),
                                               -1, static_cast<std::int32_t>(layer));
@@ -331,8 +333,8 @@ class StageBuilder {
   }
   // What a ZeRO-3 gather of `n` parameters allocates and the layer's release
   // frees: the other ranks' shards, and the unsharded gradients above.
-  std::uint64_t gather_holds(std::int64_t n, std::uint8_t slot) const {
-    return dp_.others_shards(n, dp_.group_of(slot), layer_parameter_bytes()) + unsharded_gradient_bytes(n);
+  std::uint64_t gather_holds(std::int64_t n, std::uint8_t slot, std::int64_t layer) const {
+    return dp_.others_shards(n, dp_.group_of(slot), layer_parameter_bytes(layer)) + unsharded_gradient_bytes(n);
   }
 
   // A layer's parameter all-gather: it waits for the kernel issued before it,
@@ -347,7 +349,7 @@ class StageBuilder {
     dp_.for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
       // Under torchao's float8 all-gather (FSDP2) one byte a parameter: the
       // block's norm weights, 2 in 10^4 of its parameters, counted with them.
-      const double bytes = layer_parameter_bytes();
+      const double bytes = layer_parameter_bytes(layer);
       if (outer) {
         const auto i = dp_.outer_gather(n, slot, mxfp8_fsdp_parameters() ? 2 * bytes : bytes, mb, at);
         if (dp_.group_of(slot) == 1) refs.push_back({i, 0});
@@ -355,7 +357,7 @@ class StageBuilder {
       if (dp_.group_of(slot) == 1) return;
       const auto i = out_.instantiate(dp_.collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
                                                      static_cast<std::uint64_t>(bytes * static_cast<double>(n)), false,
-                                                     gather_holds(n, slot), dp_.zero3_flags(), outer),
+                                                     gather_holds(n, slot, layer), dp_.zero3_flags(), outer),
                                       mb, at);
       refs.push_back({i, 0});
     });
@@ -378,7 +380,7 @@ class StageBuilder {
   // and write 2 bytes an element; 1 gathered in fp8).
   void fsdp_copy_out(std::int64_t layer, std::int32_t mb, bool backward) {
     gathered_weights_kernel(layer, mb, backward, "fsdp.all_gather_copy_out", fmt::format("fsdp.copy_out.{}", backward),
-                            2 * layer_parameter_bytes());
+                            2 * layer_parameter_bytes(layer));
   }
 
   // Megatron-FSDP's per-tensor FP8 weights, gathered again for the

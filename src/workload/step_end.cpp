@@ -49,6 +49,7 @@ Fp8WeightTensors fp8_weight_tensors(const StageContext& ctx) {
   Fp8WeightTensors t;
   for (const auto& chunk : ctx.chunks)
     for (std::int64_t layer = chunk.first; layer < chunk.first + chunk.count; ++layer) {
+      if (c.bf16_layer(layer, m.num_layers)) continue;  // its weights stay bf16
       const std::int64_t gemms = fp8_gemms_per_layer(m, layer, c.torch_modules());
       if (!m.is_moe_layer(layer)) {
         t.dense += gemms;
@@ -82,10 +83,12 @@ void gather_updated_parameters(const StageContext& ctx, ProgramBuilder& out, Dat
     // Under fp8 parameter gathering the layers' parameters sit in a buffer
     // of their own, gathered at one byte each; the embedding and output
     // layer stay bf16 (Megatron's buffers are per dtype).
-    const std::int64_t layers_dense = quantized_gather ? ctx.layer_parameters.dense : 0;
-    gather(layers_dense, slots::kDataParallel, q.param_gather_bytes);
-    gather(ctx.stage_parameters.dense - layers_dense, slots::kDataParallel, 2.0);
-    gather(ctx.stage_parameters.expert, slots::kExpertDataParallel, quantized_gather ? q.param_gather_bytes : 2.0);
+    // (Layers first_last_layers_bf16 keeps in bf16 too.)
+    const RankParameters quantized = quantized_gather ? ctx.quantized_layer_parameters : RankParameters{};
+    gather(quantized.dense, slots::kDataParallel, q.param_gather_bytes);
+    gather(ctx.stage_parameters.dense - quantized.dense, slots::kDataParallel, 2.0);
+    gather(quantized.expert, slots::kExpertDataParallel, q.param_gather_bytes);
+    gather(ctx.stage_parameters.expert - quantized.expert, slots::kExpertDataParallel, 2.0);
   }
 }
 
@@ -215,12 +218,22 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
                                                       taskgraph::KernelClass::Optimizer)
                       : c.fsdp()          ? optimizer_step_op(updated, 4, 0)
                                           : optimizer_step_op(updated, c.gradient_bytes(), quantized_gather ? 0 : 2);
+  // Under quantized gathering the shards of layers first_last_layers_bf16
+  // keeps in bf16 are copied to their bf16 parameters after the step (read
+  // 4, write 2 bytes each), the others cast.
+  std::int64_t kept_bf16 = 0;
+  if (quantized_gather) {
+    const RankParameters layers = stage_layer_parameters(m, c, ctx.stage);
+    kept_bf16 = shard(layers.dense - ctx.quantized_layer_parameters.dense, ctx.dense_group * outer) +
+                shard(layers.expert - ctx.quantized_layer_parameters.expert, ctx.expert_group * outer);
+  }
   if (!quantized_gather) {
     emit_step_end_ops(out, fmt::format("optimizer.{}{}", updated, c.foreach_optimizer ? ".foreach" : ""), {step});
   } else {
     const std::string tag(q.tag);
-    const OpSpec cast = memory_op(tag + ".param_shard_cast", (4 + q.param_gather_bytes) * static_cast<double>(updated),
-                                  taskgraph::KernelClass::Optimizer);
+    const OpSpec cast =
+        memory_op(tag + ".param_shard_cast", (4 + q.param_gather_bytes) * static_cast<double>(updated - kept_bf16),
+                  taskgraph::KernelClass::Optimizer);
     const auto reduce_amaxes = [&] {
       const Fp8WeightTensors t = fp8_weight_tensors(ctx);
       const auto reduce = [&](std::int64_t tensors, std::uint8_t slot) {
@@ -238,8 +251,8 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
       const auto blocks = [&](std::int64_t n) {
         return static_cast<std::int64_t>(std::ceil(static_cast<double>(n) / q.param_amax_block));
       };
-      reduce(blocks(ctx.layer_parameters.dense), slots::kDataParallel);
-      reduce(blocks(ctx.layer_parameters.expert), slots::kExpertDataParallel);
+      reduce(blocks(ctx.quantized_layer_parameters.dense), slots::kDataParallel);
+      reduce(blocks(ctx.quantized_layer_parameters.expert), slots::kExpertDataParallel);
     };
     if (c.fsdp()) {
       // torchao's precompute_float8_dynamic_scale_for_fsdp (torchtitan calls
@@ -248,7 +261,7 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
       // amaxes; each shard is cast as FSDP2 gathers it, in its copy-in
       // (fsdp_pre_all_gather), beside the compute stream as FSDP2's bf16
       // copy-in (not modelled either).
-      const double weights = static_cast<double>(shard(ctx.layer_parameters.dense, ctx.dense_group));
+      const double weights = static_cast<double>(shard(ctx.quantized_layer_parameters.dense, ctx.dense_group));
       emit_step_end_ops(out, fmt::format("optimizer.{}.{}_shard_amax", updated, tag),
                         {step, memory_op(tag + ".param_shard_amax", 4 * weights, taskgraph::KernelClass::Optimizer)});
       reduce_amaxes();
@@ -263,6 +276,10 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
       reduce_amaxes();
     }
   }
+  if (kept_bf16 > 0)
+    emit_step_end_ops(out, fmt::format("optimizer.bf16_param_copy.{}", kept_bf16),
+                      {memory_op("optimizer.bf16_param_copy", 6 * static_cast<double>(kept_bf16),
+                                 taskgraph::KernelClass::Optimizer)});
   gather_updated_parameters(ctx, out, dp, quantized_gather);
 }
 

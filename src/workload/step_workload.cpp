@@ -135,6 +135,15 @@ RankParameters stage_layer_parameters(const model::ModelSpec& m, const strategy:
   return p;
 }
 
+RankParameters stage_quantized_layer_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                                std::int64_t stage) {
+  RankParameters p;
+  for (const auto& chunk : strategy::stage_chunks(c, stage))
+    for (std::int64_t l = chunk.first; l < chunk.first + chunk.count; ++l)
+      if (!c.bf16_layer(l, m.num_layers)) p += layer_parameters_per_rank(m, c, l);
+  return p;
+}
+
 namespace {
 
 // Whether a rank of `stage` holds the first virtual stage (the embedding)
@@ -237,7 +246,8 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
         static_cast<std::uint64_t>(static_cast<double>(total.params_bytes) + (copies * q.copy_bytes - 2) * shards);
   }
   if (!q.active || c.zero_stage >= 3) return total;
-  const double layer_weights = static_cast<double>(stage_layer_parameters(model, c, stage).total());
+  // Layers first_last_layers_bf16 keeps in bf16 have neither.
+  const double layer_weights = static_cast<double>(stage_quantized_layer_parameters(model, c, stage).total());
   if (!c.fp8_param_gather)
     total.params_bytes += static_cast<std::uint64_t>(q.copies() * q.copy_bytes * layer_weights);
   else if (q.param_gather_quantized())
@@ -281,7 +291,7 @@ StepWorkload build_step_workload(const model::ModelSpec& model,
     ctx.stage = s;
     ctx.chunks = strategy::stage_chunks(config, s);
     ctx.stage_parameters = stage_parameters(step.model, config, s);
-    ctx.layer_parameters = stage_layer_parameters(step.model, config, s);
+    ctx.quantized_layer_parameters = stage_quantized_layer_parameters(step.model, config, s);
     if (config.optimizer == strategy::Optimizer::Muon)
       ctx.weight_matrices = stage_weight_matrices(step.model, config, s);
     ctx.ddp_bucket_parameters = bucket_parameters(config);

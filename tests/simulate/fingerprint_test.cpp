@@ -121,6 +121,9 @@
 // communication gained `offload` (activation offload's host copies) and its
 // run `megatron_fsdp`, `optimizer_instances`, `outer_dp_sharding_strategy`
 // and `offload_modules`: every fingerprint, makespan, task count and peak
+// stayed. Report hashes only again (2026-12-06, ninth session) when the
+// run gained `num_layers_at_start_in_bf16` and `num_layers_at_end_in_bf16`
+// (first_last_layers_bf16): every fingerprint, makespan, task count and peak
 // stayed.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"

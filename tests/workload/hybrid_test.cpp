@@ -81,9 +81,9 @@ TEST_CASE("Nemotron 3 Nano's parameters are the model card's 31.6B and 3.6B acti
   // NVIDIA's model card: 31.6B total, 3.6B active with the embeddings.
   CHECK(total / 1e9 == Approx(31.6).epsilon(0.005));
   CHECK(active / 1e9 == Approx(3.6).epsilon(0.01));
-  CHECK(workload::layer_kind_key(m, 0) == "mamba");
-  CHECK(workload::layer_kind_key(m, 1) == "moe_mlp");
-  CHECK(workload::layer_kind_key(m, 5) == "attention");
+  CHECK(workload::layer_kind_key(m, workload::MicroShape{}, 0) == "mamba");
+  CHECK(workload::layer_kind_key(m, workload::MicroShape{}, 1) == "moe_mlp");
+  CHECK(workload::layer_kind_key(m, workload::MicroShape{}, 5) == "attention");
 }
 
 TEST_CASE("TP splits a Mamba mixer by heads and groups, its pre-norm whole", "[workload][hybrid]") {

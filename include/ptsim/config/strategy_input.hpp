@@ -87,6 +87,9 @@ struct StrategyInput {
   std::optional<std::string> fsdp_main_params_dtype;      // Megatron-FSDP's: fp32 (the one modelled)
   std::optional<std::string> fsdp_main_grads_dtype;       // Megatron-FSDP's: auto | bf16 | fp32
   std::optional<std::string> fsdp_grad_comm_dtype;        // Megatron-FSDP's: auto | bf16 | fp32
+  std::optional<bool> first_last_layers_bf16;             // --first-last-layers-bf16
+  std::optional<std::int64_t> bf16_layers_at_start;       // --num-layers-at-start-in-bf16
+  std::optional<std::int64_t> bf16_layers_at_end;         // --num-layers-at-end-in-bf16
   std::optional<bool> activation_offloading;              // --fine-grained-activation-offloading
   std::optional<std::string> offload_modules;             // Megatron-Core's names, comma-separated
   std::optional<std::int64_t> min_offloaded_tensor_size;  // elements

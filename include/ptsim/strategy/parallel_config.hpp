@@ -338,6 +338,19 @@ struct ParallelConfig {
   Dtype gemm_dtype() const {
     return precision == Dtype::Fp8 && fp8_recipe == Fp8Recipe::Mxfp8 ? Dtype::Mxfp8 : precision;
   }
+  /// Megatron-Core's first_last_layers_bf16: under fp8 or nvfp4 the first
+  /// bf16_layers_at_start and the last bf16_layers_at_end transformer layers
+  /// of the model (global indices, wherever their pipeline stage) run
+  /// outside the quantization context, their linears and attention in bf16
+  /// and their weights kept in bf16 (fp8_utils.py is_first_last_bf16_layer,
+  /// fp4_utils.py get_fp4_context at d98e8a64dd). The MTP depths use the
+  /// global context and stay quantized (multi_token_prediction.py).
+  std::int64_t bf16_layers_at_start = 0;
+  std::int64_t bf16_layers_at_end = 0;
+  /// Whether layer `layer` of a model of `num_layers` runs in bf16 so.
+  bool bf16_layer(std::int64_t layer, std::int64_t num_layers) const {
+    return layer < bf16_layers_at_start || layer >= num_layers - bf16_layers_at_end;
+  }
   /// Fused attention in FP8 (Megatron-Core's fp8_dot_product_attention):
   /// Transformer Engine's cuDNN kernel in the recipe's format.
   bool fp8_dot_product_attention = false;

@@ -67,6 +67,14 @@ struct MicroShape {
   double load_imbalance = 1.0;
   strategy::MoeDispatcher moe_dispatcher = strategy::MoeDispatcher::AllToAll;  // ParallelConfig::moe_dispatcher
   bool delay_wgrad_compute = false;  // experts' wgrad beside the backward dispatch (ParallelConfig's)
+  /// The model's first and last layers kept in bf16 under fp8 or nvfp4
+  /// (ParallelConfig::bf16_layer), of its num_layers.
+  std::int64_t bf16_layers_at_start = 0;
+  std::int64_t bf16_layers_at_end = 0;
+  std::int64_t num_layers = 0;
+  bool bf16_layer(std::int64_t layer) const {
+    return quantization.active && (layer < bf16_layers_at_start || layer >= num_layers - bf16_layers_at_end);
+  }
 
   /// Tokens of one micro-batch on this rank: b·s/cp.
   double tokens() const { return static_cast<double>(micro_batch * seq_length) / static_cast<double>(cp); }
@@ -86,12 +94,18 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
 /// instead of everything else.
 BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer);
 
+/// The shape decoder layer `layer` runs in: `shape`, or for a layer kept in
+/// bf16 (MicroShape::bf16_layer) the same without quantization, its GEMMs
+/// and attention in bf16. (The MTP depths take `shape` itself: Megatron-Core
+/// runs them in the global quantization context.)
+MicroShape decoder_layer_shape(const MicroShape& shape, std::int64_t layer);
+
 /// Layers of the same kind have the same ops: dense or MoE MLP, sliding or
-/// full attention; a hybrid model's Mamba, attention, MLP or MoE layer. An
-/// index below kLayerKinds, and its name.
-inline constexpr std::size_t kLayerKinds = 8;
-std::size_t layer_kind(const model::ModelSpec& m, std::int64_t layer);
-std::string layer_kind_key(const model::ModelSpec& m, std::int64_t layer);
+/// full attention; a hybrid model's Mamba, attention, MLP or MoE layer;
+/// each quantized or kept in bf16. An index below kLayerKinds, and its name.
+inline constexpr std::size_t kLayerKinds = 16;
+std::size_t layer_kind(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer);
+std::string layer_kind_key(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer);
 
 /// FP8 GEMMs in a layer's forward (each casts its input, weight and output
 /// gradient, and keeps amax histories for them). `separate_linears`:

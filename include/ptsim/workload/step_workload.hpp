@@ -126,6 +126,11 @@ std::int64_t bucket_parameters(const strategy::ParallelConfig& config);
 /// its model chunks.
 RankParameters stage_layer_parameters(const model::ModelSpec& model, const strategy::ParallelConfig& config,
                                       std::int64_t stage);
+/// The same less the layers first_last_layers_bf16 keeps in bf16
+/// (ParallelConfig::bf16_layer): the layer weights fp8 or nvfp4 training
+/// quantizes.
+RankParameters stage_quantized_layer_parameters(const model::ModelSpec& model, const strategy::ParallelConfig& config,
+                                                std::int64_t stage);
 
 /// Parameters a rank of `stage` holds: its chunks' layers, the embedding on
 /// the first virtual stage, the output layer on the last. `model`'s

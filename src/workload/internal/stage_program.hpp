@@ -21,7 +21,9 @@ struct StageContext {
   std::int64_t stage = 0;                    // of config->pp; micro-batches and their size are config's
   std::vector<strategy::LayerRange> chunks;  // layers of each model chunk on this stage
   RankParameters stage_parameters;         // for the optimizer step and gradient buckets
-  RankParameters layer_parameters;         // the transformer layers' part of it (FP8 weight casts and gathers)
+  /// The transformer layers' part of it that fp8 or nvfp4 training
+  /// quantizes (all of them unless first_last_layers_bf16): weight casts and gathers.
+  RankParameters quantized_layer_parameters;
   std::int64_t ddp_bucket_parameters = 0;  // gradient bucket size, parameters
   bool embedding_group = false;            // tied embeddings split over stages
   /// Ranks reducing dense and expert gradients (ZeRO shards over them).
