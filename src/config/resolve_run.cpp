@@ -510,7 +510,9 @@ void check_activation_offloading(const Checker& check, const model::ModelSpec& m
   if (!s.activation_offloading.value_or(false)) {
     if (s.offload_modules || s.min_offloaded_tensor_size)
       check.fail_flag(s.offload_modules ? "offload_modules" : "min_offloaded_tensor_size",
-                      "needs --fine-grained-activation-offloading", "add it, or drop this");
+                      "needs --fine-grained-activation-offloading",
+                      fmt::format("add --fine-grained-activation-offloading, or drop --{}",
+                                  s.offload_modules ? "offload-modules" : "min-offloaded-tensor-size"));
     return;
   }
   const std::string list = s.offload_modules.value_or("");
