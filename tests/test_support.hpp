@@ -16,6 +16,7 @@
 #include "ptsim/config/megatron_args.hpp"
 #include "ptsim/config/resolve_run.hpp"
 #include "ptsim/hardware/hardware_profile.hpp"
+#include "ptsim/simulate/kernel_inventory.hpp"
 #include "ptsim/simulate/simulate_step.hpp"
 #include "ptsim/workload/op_spec.hpp"
 
@@ -111,6 +112,16 @@ inline config::MegatronLaunch small_launch(const std::vector<std::string>& flags
                                    "16"};
   args.insert(args.end(), flags.begin(), flags.end());
   return config::parse_megatron_args(args);
+}
+
+/// GEMM calls per step in `dtype` of a run (kernel_inventory: every stage's
+/// one rank, all its micro-batches).
+inline std::uint64_t gemm_calls(const model::ModelSpec& m, const hardware::HardwareProfile& hw,
+                                const config::StrategyInput& s, Dtype dtype) {
+  std::uint64_t calls = 0;
+  for (const auto& k : simulate::kernel_inventory(m, hw, config::resolve_run(m, s).parallel))
+    if (k.kernel == taskgraph::KernelClass::Gemm && k.dtype == dtype) calls += k.count;
+  return calls;
 }
 
 /// The first op named `name` in `ops`; a failed test when there is none.

@@ -302,6 +302,12 @@ const std::vector<StrategyField> kFields = {
     {"bf16_layers_at_end", "num_layers_at_end_in_bf16", "", &S::bf16_layers_at_end, 0, std::int64_t{1} << 20, {}, "N",
      "with --first-last-layers-bf16: the model's last N layers in bf16 (default 1; at most the layers per pipeline "
      "stage)"},
+    {"module_precision", "module_precision", "", &S::module_precision, 1, 1, {}, "LIST",
+     "with fp8 or nvfp4 training, modules whose linears run in another format, as Megatron-Core's quant_recipe "
+     "matchers set them: comma-separated MODULE=FORMAT, MODULE one of attention (QKV and output projections), "
+     "latent_proj (a latent MoE's projections), mamba_out_proj, mtp (the MTP depths' linears), FORMAT bf16, or "
+     "mxfp8 under nvfp4; e.g. attention=bf16,latent_proj=bf16,mtp=bf16,mamba_out_proj=mxfp8 (Megatron-Bridge's "
+     "Nemotron 3 Super NVFP4 recipe)"},
 };
 // clang-format on
 

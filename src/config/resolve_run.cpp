@@ -665,6 +665,55 @@ void check_bf16_layers(const Checker& check, const model::ModelSpec& m, strategy
   c.bf16_layers_at_end = count(s.bf16_layers_at_end, "bf16_layers_at_end");
 }
 
+// Linear modules in a format of their own (Megatron-Core's quant_recipe
+// matchers, as Megatron-Bridge's te_quant.cfg at 067f987df sets them):
+// bf16, or MXFP8 inside NVFP4 training; only modules the model has, and
+// not where ptsim does not follow the weights' formats.
+void check_module_precision(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
+                            const StrategyInput& s) {
+  if (!s.module_precision) return;
+  const std::string& list = *s.module_precision;
+  if (c.precision == Dtype::Bf16)
+    check.fail("module_precision", list, "sets formats inside fp8 or nvfp4 training, and precision is bf16",
+               "add --precision fp8 or --fp4-format e2m1, or drop --module-precision");
+  if (c.fp8_param_gather || c.torch_modules())
+    check.fail("module_precision", list, "with quantized parameter gathering or torchtitan's modules is not modelled",
+               c.fp8_param_gather ? "drop --fp8-param-gather/--fp4-param-gather or --module-precision"
+                                  : "use --kernel-fusion fused, or drop --module-precision");
+  for (const std::string& entry : names_in(list)) {
+    const auto eq = entry.find('=');
+    const std::string name = entry.substr(0, eq);
+    const auto* known = std::find_if(std::begin(strategy::kLinearModuleNames), std::end(strategy::kLinearModuleNames),
+                                     [&](const strategy::LinearModuleName& n) { return name == n.name; });
+    if (eq == std::string::npos || known == std::end(strategy::kLinearModuleNames))
+      check.fail("module_precision", entry,
+                 "is not MODULE=FORMAT with MODULE attention, latent_proj, mamba_out_proj or mtp",
+                 "write e.g. attention=bf16");
+    const std::string format = entry.substr(eq + 1);
+    std::optional<Dtype> dtype;
+    if (format == "bf16") dtype = Dtype::Bf16;
+    if (format == "mxfp8" && c.precision == Dtype::Nvfp4) dtype = Dtype::Mxfp8;
+    if (!dtype)
+      check.fail("module_precision", entry,
+                 format == "mxfp8" ? "runs MXFP8 inside NVFP4 training only (the one mix Megatron-Bridge's recipes use)"
+                                   : "names no format: bf16, or mxfp8 under nvfp4",
+                 "use bf16, or mxfp8 with --fp4-format e2m1");
+    auto& slot = c.module_precision[static_cast<std::size_t>(known->module)];
+    if (slot) check.fail("module_precision", entry, "sets a module twice", "give each module once");
+    const bool has = known->module == strategy::LinearModule::Attention          ? !m.multi_latent_attention
+                     : known->module == strategy::LinearModule::LatentProjection ? m.moe_latent_size > 0
+                     : known->module == strategy::LinearModule::MambaOutProj     ? m.has_mamba_layers()
+                                                                                 : m.mtp_num_layers > 0;
+    if (!has)
+      check.fail("module_precision", entry,
+                 known->module == strategy::LinearModule::Attention
+                     ? "is not modelled for multi-latent attention, whose projections are other modules"
+                     : fmt::format("names a module model {} does not have", m.name),
+                 "drop it");
+    slot = dtype;
+  }
+}
+
 // Text fields must hold one of their choices (flags and files check this
 // too; a StrategyInput built in code reaches here unchecked).
 void check_choices(const Checker& check, const StrategyInput& s) {
@@ -834,6 +883,7 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   check_activation_offloading(check, m, c, s);
   check_fp8_attention(check, c);
   check_bf16_layers(check, m, c, s);
+  check_module_precision(check, m, c, s);
 
   c.rank_order = s.rank_order.value_or(strategy::kDefaultRankOrder);
   try {

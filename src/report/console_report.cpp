@@ -86,6 +86,7 @@ void print_console(const StepResult& r, std::ostream& out) {
   if (r.fp8_attention) layout += ", attention too";
   if (r.bf16_layers_at_start + r.bf16_layers_at_end > 0)
     layout += fmt::format(" (first {} and last {} layers bf16)", r.bf16_layers_at_start, r.bf16_layers_at_end);
+  if (!r.module_precision.empty()) layout += fmt::format(" ({})", fmt::join(r.module_precision, ", "));
   fmt::print(out, "{} on {} × {} ({} node{}) · {} · {} micro-batch{} of {} · seq {} · {}{}{}\n", r.model_name, r.gpus,
              r.gpu_name, r.nodes, r.nodes == 1 ? "" : "s", layout, r.num_microbatches,
              r.num_microbatches == 1 ? "" : "es", r.micro_batch_size, r.seq_length, upper(r.schedule),

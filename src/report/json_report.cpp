@@ -51,6 +51,7 @@ void write_json(const StepResult& r, std::ostream& out) {
               {"precision", r.precision},
               {"num_layers_at_start_in_bf16", r.bf16_layers_at_start},
               {"num_layers_at_end_in_bf16", r.bf16_layers_at_end},
+              {"module_precision", r.module_precision},
               {"fp8_recipe", r.fp8_recipe.empty() ? nlohmann::json() : nlohmann::json(r.fp8_recipe)},
               {"fp8_dot_product_attention", r.fp8_attention},
               {"micro_batch_size", r.micro_batch_size},

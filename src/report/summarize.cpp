@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <bit>
 
+#include <fmt/format.h>
+
 #include "internal/bus_bytes.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/model/model_spec.hpp"
@@ -84,6 +86,9 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
   out.precision = std::string(to_string(config.precision));
   out.bf16_layers_at_start = config.bf16_layers_at_start;
   out.bf16_layers_at_end = config.bf16_layers_at_end;
+  for (const auto& [module, name] : strategy::kLinearModuleNames)
+    if (const auto& dtype = config.module_precision[static_cast<std::size_t>(module)])
+      out.module_precision.push_back(fmt::format("{}={}", name, to_string(*dtype)));
   if (config.precision == Dtype::Fp8) out.fp8_recipe = std::string(strategy::to_string(config.fp8_recipe));
   out.fp8_attention = config.fp8_dot_product_attention;
   out.micro_batch_size = config.micro_batch_size;

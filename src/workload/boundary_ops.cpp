@@ -45,7 +45,8 @@ BlockOps mtp_depth_ops(const model::ModelSpec& m, const MicroShape& shape) {
   const double t = static_cast<double>(shape.tp);
   const BlockOps embedding = embedding_ops(m, shape);
   std::vector<BlockOps> layers;
-  for (const std::int64_t kind : m.mtp_layer_kinds()) layers.push_back(transformer_layer_ops(m, shape, kind));
+  const MicroShape layer_shape = mtp_layer_shape(shape);
+  for (const std::int64_t kind : m.mtp_layer_kinds()) layers.push_back(transformer_layer_ops(m, layer_shape, kind));
   const BlockOps output = output_ops(m, shape);
   BlockOps ops;
   auto& fw = ops.forward;

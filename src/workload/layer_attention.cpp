@@ -18,12 +18,12 @@ void LayerBuilder::latent_attention_projections() {
   // and quantizes it for the weight gradient in backward).
   const auto down = [&](const std::string& name, double out, double saved) {
     cast(name, Nsp_, h_);
-    fw_.push_back(saving(matmul(name, Nsp_, out, h_, 1, shape_.gemm_dtype), saved));
+    fw_.push_back(saving(matmul(name, Nsp_, out, h_, 1, gemm_dtype_), saved));
     drop(fw_.size() - 1, strategy::kRecomputeLayernorm, saved);
     std::vector<OpSpec> bw;
     cast_grad(name, Nsp_, out, bw);
-    bw.push_back(matmul(name + ".dgrad", Nsp_, h_, out, 1, shape_.gemm_dtype));
-    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", h_, out, Nsp_, 1, shape_.gemm_dtype), saved)));
+    bw.push_back(matmul(name + ".dgrad", Nsp_, h_, out, 1, gemm_dtype_));
+    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", h_, out, Nsp_, 1, gemm_dtype_), saved)));
     backward(std::move(bw));
   };
   // A latent norm fused into its up projection to `out_total` (all heads).

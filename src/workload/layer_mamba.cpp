@@ -119,7 +119,8 @@ void LayerBuilder::mamba() {
   backward({memory_op("mamba.y.transpose.bwd", 4 * N_ * inner)});
   fw_.push_back(saving(memory_op("mamba.gated_norm", 4 * N_ * inner, KernelClass::Norm), 2 * N_ * inner));
   backward({freeing(memory_op("mamba.gated_norm.bwd", 6 * N_ * inner, KernelClass::Norm), 2 * N_ * inner)});
-  row("mamba.out_proj", N_, static_cast<double>(m_.mamba_inner()), h_);
+  in_format(strategy::LinearModule::MambaOutProj,
+            [&] { row("mamba.out_proj", N_, static_cast<double>(m_.mamba_inner()), h_); });
 }
 
 }  // namespace ptsim::workload::internal

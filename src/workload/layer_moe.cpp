@@ -36,7 +36,7 @@ void LayerBuilder::moe() {
   };
   const double fc1_out = (m_.gated_mlp() ? 2 : 1) * fe / etp;
   const std::string act = activation_name("moe.experts");
-  const Dtype dt = shape_.gemm_dtype;
+  const Dtype dt = gemm_dtype_;
 
   // Recomputing "moe" checkpoints the whole layer, exchanges included
   // (moe_layer.py: tensor_parallel.checkpoint of its forward): only its
@@ -52,12 +52,16 @@ void LayerBuilder::moe() {
   // every TP rank ("duplicated"), on this rank's tokens, no collective. Its
   // bf16 input is the router's, kept once; under FP8 it keeps its quantized
   // copy too, which recomputing "layernorm" drops with the rest.
-  const double latent_in_saved = fp8_ ? saved_input(T * h_) : 0;
-  if (L > 0) {
-    cast("moe.fc1_latent_proj", T, h_);
-    fw_.push_back(saving(matmul("moe.fc1_latent_proj", T, L, h_, 1, shape_.gemm_dtype), latent_in_saved));
-    drop(fw_.size() - 1, strategy::kRecomputeLayernorm, latent_in_saved);
-  }
+  // The projections run in their own format where the run gives them one.
+  constexpr auto kLatent = strategy::LinearModule::LatentProjection;
+  double latent_in_saved = 0;
+  if (L > 0)
+    in_format(kLatent, [&] {
+      latent_in_saved = fp8_ ? saved_input(T * h_) : 0;
+      cast("moe.fc1_latent_proj", T, h_);
+      fw_.push_back(saving(matmul("moe.fc1_latent_proj", T, L, h_, 1, gemm_dtype_), latent_in_saved));
+      drop(fw_.size() - 1, strategy::kRecomputeLayernorm, latent_in_saved);
+    });
   // With one expert-parallel rank every expert is local: the permuted
   // tokens need no exchange (and there is no group to exchange them in).
   const bool exchange = shape_.ep > 1;
@@ -139,18 +143,20 @@ void LayerBuilder::moe() {
   fw_.push_back(saving(memory_op("moe.unpermute", T * k * w * 2 * 2 + T * w * 2), T * k * 4));
   // ... and projects the combined output back up (MoELayer.postprocess),
   // keeping its input for the weight gradient.
-  if (L > 0) {
-    cast("moe.fc2_latent_proj", T, L);
-    fw_.push_back(saving(matmul("moe.fc2_latent_proj", T, h_, L, 1, shape_.gemm_dtype), saved_input(T * L)));
-  }
+  if (L > 0)
+    in_format(kLatent, [&] {
+      cast("moe.fc2_latent_proj", T, L);
+      fw_.push_back(saving(matmul("moe.fc2_latent_proj", T, h_, L, 1, gemm_dtype_), saved_input(T * L)));
+    });
 
   std::vector<OpSpec> bw;
-  if (L > 0) {
-    cast_grad("moe.fc2_latent_proj", T, h_, bw);
-    bw.push_back(matmul("moe.fc2_latent_proj.dgrad", T, L, h_, 1, shape_.gemm_dtype));
-    bw.push_back(
-        weight_grad(freeing(matmul("moe.fc2_latent_proj.wgrad", L, h_, T, 1, shape_.gemm_dtype), saved_input(T * L))));
-  }
+  if (L > 0)
+    in_format(kLatent, [&] {
+      cast_grad("moe.fc2_latent_proj", T, h_, bw);
+      bw.push_back(matmul("moe.fc2_latent_proj.dgrad", T, L, h_, 1, gemm_dtype_));
+      bw.push_back(
+          weight_grad(freeing(matmul("moe.fc2_latent_proj.wgrad", L, h_, T, 1, gemm_dtype_), saved_input(T * L))));
+    });
   bw.push_back(freeing(memory_op("moe.unpermute.bwd", T * k * w * 2 * 2 + T * w * 2), T * k * 4));
   if (exchange) bw.push_back(exchange_op("moe.combine.bwd", true));
   if (etp > 1)
@@ -189,12 +195,13 @@ void LayerBuilder::moe() {
   }
   for (OpSpec& op : wgrads) bw.push_back(std::move(op));
   bw.push_back(permute_bwd);
-  if (L > 0) {
-    cast_grad("moe.fc1_latent_proj", T, L, bw);
-    bw.push_back(matmul("moe.fc1_latent_proj.dgrad", T, h_, L, 1, shape_.gemm_dtype));
-    bw.push_back(
-        weight_grad(freeing(matmul("moe.fc1_latent_proj.wgrad", h_, L, T, 1, shape_.gemm_dtype), latent_in_saved)));
-  }
+  if (L > 0)
+    in_format(kLatent, [&] {
+      cast_grad("moe.fc1_latent_proj", T, L, bw);
+      bw.push_back(matmul("moe.fc1_latent_proj.dgrad", T, h_, L, 1, gemm_dtype_));
+      bw.push_back(
+          weight_grad(freeing(matmul("moe.fc1_latent_proj.wgrad", h_, L, T, 1, gemm_dtype_), latent_in_saved)));
+    });
   bw.push_back(freeing(memory_op("moe.router.topk.bwd", T * E * 4 * 3, KernelClass::Softmax), T * E * 4));
   bw.push_back(matmul("moe.router.dgrad", T, h_, E));
   bw.push_back(weight_grad(freeing(matmul("moe.router.wgrad", h_, E, T), 2 * T * h_)));

@@ -75,6 +75,17 @@ std::string layer_kind_key(const model::ModelSpec& m, const MicroShape& shape, s
   return kind < kMixKinds ? kNames[kind] : std::string(kNames[kind - kMixKinds]) + ".bf16";
 }
 
+MicroShape mtp_layer_shape(const MicroShape& shape) {
+  const std::optional<LinearFormat>& format = shape.format_of(strategy::LinearModule::Mtp);
+  if (!format) return shape;
+  MicroShape mtp = shape;
+  mtp.gemm_dtype = format->gemm_dtype;
+  mtp.quantization = format->quantization;
+  if (!format->quantization.active) mtp.attention_dtype = Dtype::Bf16;
+  mtp.module_formats = {};
+  return mtp;
+}
+
 MicroShape decoder_layer_shape(const MicroShape& shape, std::int64_t layer) {
   if (!shape.bf16_layer(layer)) return shape;
   MicroShape bf16 = shape;
@@ -82,6 +93,7 @@ MicroShape decoder_layer_shape(const MicroShape& shape, std::int64_t layer) {
   bf16.attention_dtype = Dtype::Bf16;
   bf16.quantization = strategy::Quantization{};
   bf16.fp8_weights_gathered = false;
+  bf16.module_formats = {};  // the whole layer is bf16
   return bf16;
 }
 
@@ -124,6 +136,15 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.bf16_layers_at_start = c.bf16_layers_at_start;
   s.bf16_layers_at_end = c.bf16_layers_at_end;
   s.num_layers = m.num_layers;
+  for (std::size_t i = 0; i < strategy::kLinearModules; ++i) {
+    const std::optional<Dtype>& dtype = c.module_precision[i];
+    if (!dtype) continue;
+    s.module_formats[i] =
+        *dtype == Dtype::Mxfp8
+            ? LinearFormat{Dtype::Mxfp8,
+                           strategy::quantization_of(Dtype::Fp8, strategy::Fp8Recipe::Mxfp8, c.fp8_any_layout)}
+            : LinearFormat{*dtype, strategy::Quantization{}};
+  }
   return s;
 }
 

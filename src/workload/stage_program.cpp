@@ -302,6 +302,15 @@ class StageBuilder {
       const OpSpec cast = memory_op(name, bytes_per_weight * weights);
       out_.instantiate(blocks_.boundary_block(name, {cast}, "", categories::kForward, true), -1, -1);
     }
+    // Modules module_precision runs in MXFP8 inside NVFP4 training: their
+    // weights cast into MXFP8's two copies (module_precision excludes
+    // parameter gathering).
+    if (const auto mxfp8 = stage_module_parameters(m_, c_, ctx_.stage, Dtype::Mxfp8); mxfp8 > 0) {
+      const strategy::Quantization mx =
+          strategy::quantization_of(Dtype::Fp8, strategy::Fp8Recipe::Mxfp8, c_.fp8_any_layout);
+      const OpSpec cast = memory_op("fp8.module_weight_cast", mx.cast_bytes() * static_cast<double>(mxfp8));
+      out_.instantiate(blocks_.boundary_block(cast.name, {cast}, "", categories::kForward, true), -1, -1);
+    }
     // Sharded optimizers whose parameter all-gather overlaps the forward: the
     // updated parameters of each layer arrive before its first forward.
     if (c_.zero_stage >= 1 && c_.zero_stage <= 2 && c_.overlap_param_gather) {

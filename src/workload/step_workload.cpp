@@ -135,13 +135,57 @@ RankParameters stage_layer_parameters(const model::ModelSpec& m, const strategy:
   return p;
 }
 
+namespace {
+
+// The weights of `module`'s linears in layer `layer` on one rank:
+// attention's QKV and output projections (split over TP), a latent MoE's
+// projections (whole on every TP rank), a Mamba mixer's output projection
+// (split over TP). Biases are left with the layer (a few in 10^4).
+std::int64_t module_weights(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t layer,
+                            strategy::LinearModule module) {
+  switch (module) {
+    case strategy::LinearModule::Attention: {
+      if (!m.has_attention(layer) || m.multi_latent_attention) return 0;
+      const std::int64_t q = m.num_attention_heads * m.kv_channels, kv = m.num_query_groups * m.kv_channels;
+      return (m.hidden_size * (q + 2 * kv) + q * m.hidden_size) / c.tp;
+    }
+    case strategy::LinearModule::LatentProjection:
+      return m.is_moe_layer(layer) && m.moe_latent_size > 0 ? 2 * m.hidden_size * m.moe_latent_size : 0;
+    case strategy::LinearModule::MambaOutProj:
+      return m.is_mamba_layer(layer) ? m.mamba_inner() * m.hidden_size / c.tp : 0;
+    case strategy::LinearModule::Mtp: return 0;  // not a decoder layer's
+  }
+  return 0;
+}
+
+// The weights of `stage`'s quantized layers whose modules run in `format`.
+std::int64_t module_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage,
+                               Dtype format) {
+  std::int64_t n = 0;
+  for (const auto& chunk : strategy::stage_chunks(c, stage))
+    for (std::int64_t l = chunk.first; l < chunk.first + chunk.count; ++l) {
+      if (c.bf16_layer(l, m.num_layers)) continue;
+      for (const auto& [module, name] : strategy::kLinearModuleNames)
+        if (c.module_precision[static_cast<std::size_t>(module)] == format) n += module_weights(m, c, l, module);
+    }
+  return n;
+}
+
+}  // namespace
+
 RankParameters stage_quantized_layer_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
                                                 std::int64_t stage) {
   RankParameters p;
   for (const auto& chunk : strategy::stage_chunks(c, stage))
     for (std::int64_t l = chunk.first; l < chunk.first + chunk.count; ++l)
       if (!c.bf16_layer(l, m.num_layers)) p += layer_parameters_per_rank(m, c, l);
+  p.dense -= module_parameters(m, c, stage, Dtype::Bf16) + module_parameters(m, c, stage, Dtype::Mxfp8);
   return p;
+}
+
+std::int64_t stage_module_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage,
+                                     Dtype format) {
+  return module_parameters(m, c, stage, format);
 }
 
 namespace {
@@ -246,10 +290,15 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
         static_cast<std::uint64_t>(static_cast<double>(total.params_bytes) + (copies * q.copy_bytes - 2) * shards);
   }
   if (!q.active || c.zero_stage >= 3) return total;
-  // Layers first_last_layers_bf16 keeps in bf16 have neither.
+  // Layers first_last_layers_bf16 keeps in bf16 have neither, nor the
+  // modules module_precision runs in bf16; those it runs in MXFP8 keep
+  // MXFP8's two copies (module_precision excludes parameter gathering).
   const double layer_weights = static_cast<double>(stage_quantized_layer_parameters(model, c, stage).total());
+  const double mxfp8_weights = static_cast<double>(stage_module_parameters(model, c, stage, Dtype::Mxfp8));
+  const strategy::Quantization mx = strategy::quantization_of(Dtype::Fp8, strategy::Fp8Recipe::Mxfp8, c.fp8_any_layout);
   if (!c.fp8_param_gather)
-    total.params_bytes += static_cast<std::uint64_t>(q.copies() * q.copy_bytes * layer_weights);
+    total.params_bytes += static_cast<std::uint64_t>(q.copies() * q.copy_bytes * layer_weights +
+                                                     mx.copies() * mx.copy_bytes * mxfp8_weights);
   else if (q.param_gather_quantized())
     total.params_bytes -= static_cast<std::uint64_t>((2 - q.copies() * q.param_gather_bytes) * layer_weights);
   return total;

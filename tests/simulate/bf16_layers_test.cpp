@@ -3,7 +3,6 @@
 // B200s, data-parallel, MXFP8 or per-tensor FP8.
 #include <cmath>
 
-#include "ptsim/simulate/kernel_inventory.hpp"
 #include "simulate/llama3_8b_parameters.hpp"
 #include "test_support.hpp"
 
@@ -41,13 +40,7 @@ report::StepResult run(const config::StrategyInput& st) {
 // Calls per step of the layers' linear GEMMs in `dtype` (forward, input
 // and weight gradients).
 std::uint64_t gemm_calls(const config::StrategyInput& st, Dtype dtype) {
-  const auto m = test::shipped_model("llama3-8b");
-  const auto kernels =
-      simulate::kernel_inventory(m, test::shipped_hardware("b200-sxm-180gb"), config::resolve_run(m, st).parallel);
-  std::uint64_t calls = 0;
-  for (const auto& k : kernels)
-    if (k.kernel == taskgraph::KernelClass::Gemm && k.dtype == dtype) calls += k.count;
-  return calls;
+  return test::gemm_calls(test::shipped_model("llama3-8b"), test::shipped_hardware("b200-sxm-180gb"), st, dtype);
 }
 
 }  // namespace

@@ -123,8 +123,8 @@
 // and `offload_modules`: every fingerprint, makespan, task count and peak
 // stayed. Report hashes only again (2026-12-06, ninth session) when the
 // run gained `num_layers_at_start_in_bf16` and `num_layers_at_end_in_bf16`
-// (first_last_layers_bf16): every fingerprint, makespan, task count and peak
-// stayed.
+// (first_last_layers_bf16), and again when it gained `module_precision`:
+// every fingerprint, makespan, task count and peak stayed.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

@@ -90,6 +90,7 @@ struct StrategyInput {
   std::optional<bool> first_last_layers_bf16;             // --first-last-layers-bf16
   std::optional<std::int64_t> bf16_layers_at_start;       // --num-layers-at-start-in-bf16
   std::optional<std::int64_t> bf16_layers_at_end;         // --num-layers-at-end-in-bf16
+  std::optional<std::string> module_precision;            // MODULE=FORMAT,… (attention, latent_proj, …)
   std::optional<bool> activation_offloading;              // --fine-grained-activation-offloading
   std::optional<std::string> offload_modules;             // Megatron-Core's names, comma-separated
   std::optional<std::int64_t> min_offloaded_tensor_size;  // elements

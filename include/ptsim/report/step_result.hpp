@@ -96,6 +96,8 @@ struct StepResult {
   std::string precision = "bf16";
   /// Layers first_last_layers_bf16 keeps in bf16 under fp8 or nvfp4: the model's first and last so many.
   std::int64_t bf16_layers_at_start = 0, bf16_layers_at_end = 0;
+  /// Modules in a format of their own (module_precision), "MODULE=FORMAT" each.
+  std::vector<std::string> module_precision;
   std::string fp8_recipe;  // delayed | tensorwise under fp8; empty under bf16
   bool fp8_attention = false;  // fused attention in FP8 too (ParallelConfig::fp8_dot_product_attention)
   std::int64_t micro_batch_size = 1;

@@ -3,6 +3,7 @@
 // and the hardware too). Input stage of the flow.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -129,6 +130,24 @@ struct OffloadModuleName {
 inline constexpr OffloadModuleName kOffloadModuleNames[] = {{kOffloadExpertFc1, "expert_fc1"},
                                                             {kOffloadMoeAct, "moe_act"},
                                                             {kOffloadFusedGroupMlp, "fused_group_mlp"}};
+
+/// Linear modules a quantization recipe may run in a format of their own
+/// (Megatron-Core's quant_recipe, whose glob matchers Megatron-Bridge's
+/// Nemotron 3 Super NVFP4 recipe loads from te_quant.cfg at 067f987df):
+/// attention's QKV and output projections (*.linear_qkv, *.linear_proj),
+/// a latent MoE's two projections (*mlp.fc[12]_latent_proj), a Mamba
+/// mixer's output projection (*mixer.out_proj), every linear of the MTP
+/// depths (mtp.*).
+enum class LinearModule : std::uint8_t { Attention, LatentProjection, MambaOutProj, Mtp };
+inline constexpr std::size_t kLinearModules = 4;
+struct LinearModuleName {
+  LinearModule module;
+  const char* name;
+};
+inline constexpr LinearModuleName kLinearModuleNames[] = {{LinearModule::Attention, "attention"},
+                                                          {LinearModule::LatentProjection, "latent_proj"},
+                                                          {LinearModule::MambaOutProj, "mamba_out_proj"},
+                                                          {LinearModule::Mtp, "mtp"}};
 
 struct ParallelConfig {
   std::int64_t world_size = 1;  // GPUs = tp·cp·dp·pp
@@ -347,6 +366,9 @@ struct ParallelConfig {
   /// global context and stay quantized (multi_token_prediction.py).
   std::int64_t bf16_layers_at_start = 0;
   std::int64_t bf16_layers_at_end = 0;
+  /// Per LinearModule, the format its GEMMs multiply in where it is not the
+  /// run's (module_precision): bf16 (no quantization) or MXFP8 under NVFP4.
+  std::array<std::optional<Dtype>, kLinearModules> module_precision{};
   /// Whether layer `layer` of a model of `num_layers` runs in bf16 so.
   bool bf16_layer(std::int64_t layer, std::int64_t num_layers) const {
     return layer < bf16_layers_at_start || layer >= num_layers - bf16_layers_at_end;

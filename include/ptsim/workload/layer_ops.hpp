@@ -8,6 +8,7 @@
 // divides every token count by cp.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -22,6 +23,13 @@
 namespace ptsim::workload {
 
 /// Shape of the work one rank does for one micro-batch.
+/// The format a linear's GEMMs multiply in and how their operands are quantized.
+struct LinearFormat {
+  Dtype gemm_dtype = Dtype::Bf16;
+  strategy::Quantization quantization;  // inactive under bf16
+  friend bool operator==(const LinearFormat&, const LinearFormat&) = default;
+};
+
 struct MicroShape {
   std::int64_t micro_batch = 1;  // b, sequences
   std::int64_t seq_length = 1;   // s, tokens of a whole sequence
@@ -72,6 +80,12 @@ struct MicroShape {
   std::int64_t bf16_layers_at_start = 0;
   std::int64_t bf16_layers_at_end = 0;
   std::int64_t num_layers = 0;
+  /// Modules whose linears run in a format of their own
+  /// (ParallelConfig::module_precision), by strategy::LinearModule.
+  std::array<std::optional<LinearFormat>, strategy::kLinearModules> module_formats{};
+  const std::optional<LinearFormat>& format_of(strategy::LinearModule module) const {
+    return module_formats[static_cast<std::size_t>(module)];
+  }
   bool bf16_layer(std::int64_t layer) const {
     return quantization.active && (layer < bf16_layers_at_start || layer >= num_layers - bf16_layers_at_end);
   }
@@ -99,6 +113,11 @@ BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shap
 /// and attention in bf16. (The MTP depths take `shape` itself: Megatron-Core
 /// runs them in the global quantization context.)
 MicroShape decoder_layer_shape(const MicroShape& shape, std::int64_t layer);
+/// The shape an MTP depth's transformer layers run in: `shape`, or where the
+/// run gives the MTP depths a format of their own (module_precision `mtp`,
+/// Megatron-Core's "mtp.*" matcher, which takes every module of the depth,
+/// its core attention too) that format for all of them.
+MicroShape mtp_layer_shape(const MicroShape& shape);
 
 /// Layers of the same kind have the same ops: dense or MoE MLP, sliding or
 /// full attention; a hybrid model's Mamba, attention, MLP or MoE layer;

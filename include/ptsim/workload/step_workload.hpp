@@ -127,10 +127,15 @@ std::int64_t bucket_parameters(const strategy::ParallelConfig& config);
 RankParameters stage_layer_parameters(const model::ModelSpec& model, const strategy::ParallelConfig& config,
                                       std::int64_t stage);
 /// The same less the layers first_last_layers_bf16 keeps in bf16
-/// (ParallelConfig::bf16_layer): the layer weights fp8 or nvfp4 training
-/// quantizes.
+/// (ParallelConfig::bf16_layer) and the modules module_precision gives a
+/// format of their own: the layer weights fp8 or nvfp4 training quantizes
+/// in the run's format.
 RankParameters stage_quantized_layer_parameters(const model::ModelSpec& model, const strategy::ParallelConfig& config,
                                                 std::int64_t stage);
+/// The weights (dense parameters) of a rank of `stage` whose modules
+/// module_precision runs in `format`, in its quantized layers.
+std::int64_t stage_module_parameters(const model::ModelSpec& model, const strategy::ParallelConfig& config,
+                                     std::int64_t stage, Dtype format);
 
 /// Parameters a rank of `stage` holds: its chunks' layers, the embedding on
 /// the first virtual stage, the output layer on the last. `model`'s

@@ -95,7 +95,31 @@ class LayerBuilder {
         modules_(shape.torch_modules()),
         eager_(shape.kernel_fusion == strategy::KernelFusion::Eager),
         torchao_(modules_ && fp8_),
-        q_(shape.quantization) {}
+        q_(shape.quantization),
+        gemm_dtype_(shape.gemm_dtype) {}
+
+  // Builds what `build` adds with the linears of `module` in their own
+  // format where the run gives them one (MicroShape::format_of: Megatron-
+  // Core's quant_recipe matchers): their GEMMs' dtype, their casts, the
+  // quantized copies they gather and keep. Everything else keeps the run's.
+  template <typename Build>
+  void in_format(strategy::LinearModule module, Build build) {
+    const std::optional<LinearFormat>& format = shape_.format_of(module);
+    if (!format) {
+      build();
+      return;
+    }
+    const bool fp8 = fp8_;
+    const strategy::Quantization q = q_;
+    const Dtype dtype = gemm_dtype_;
+    fp8_ = format->quantization.active;
+    q_ = format->quantization;
+    gemm_dtype_ = format->gemm_dtype;
+    build();
+    fp8_ = fp8;
+    q_ = q;
+    gemm_dtype_ = dtype;
+  }
 
   BlockOps take() {
     BlockOps ops;
@@ -198,7 +222,7 @@ class LayerBuilder {
         fw_.push_back(memory_op(name + q(".", "transpose"), rows * in * 2 * q_.copy_bytes));
     }
     torchao_weight_cast(name, in * out);
-    fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), saved_bytes));
+    fw_.push_back(saving(matmul(name, rows, out, in, 1, gemm_dtype_), saved_bytes));
     std::vector<OpSpec> bw;
     cast_grad(name, rows, out, bw);
     torchao_weight_transpose(bw, name, in * out);
@@ -211,7 +235,7 @@ class LayerBuilder {
       bw.push_back(ag);
     }
     const int dgrad = static_cast<int>(bw.size());
-    bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, shape_.gemm_dtype));
+    bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, gemm_dtype_));
     if (regather && fp8_input && q_.after_gather_bytes > 0) {
       // Made once the regather is done; the reduction below waits for the
       // dgrad only, and the weight-gradient GEMM runs beside it as before.
@@ -224,7 +248,7 @@ class LayerBuilder {
       if (regather && fp8_input) reduce.after = dgrad;
       bw.push_back(reduce);
     }
-    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), saved_bytes)));
+    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, gemm_dtype_), saved_bytes)));
     if (biased) bw.push_back(weight_grad(bias_grad(name, rows, out)));
     backward(std::move(bw));
   }
@@ -240,7 +264,7 @@ class LayerBuilder {
     cast(name, rows, in);
     torchao_weight_cast(name, in * out);
     const int before_gemm = static_cast<int>(fw_.size()) - 1;
-    fw_.push_back(saving(matmul(name, rows, out, in, 1, shape_.gemm_dtype), saved));
+    fw_.push_back(saving(matmul(name, rows, out, in, 1, gemm_dtype_), saved));
     if (tp_) {
       OpSpec reduce = collective_op(name + (sp_ ? ".reducescatter" : ".allreduce"),
                                     sp_ ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
@@ -264,10 +288,10 @@ class LayerBuilder {
                                  shape_.tp_comm_overlap));
     if (!fp8_gather) cast_grad(name, rows, out, bw);
     torchao_weight_transpose(bw, name, in * out);
-    bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, shape_.gemm_dtype));
+    bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, gemm_dtype_));
     if (fp8_gather && q_.after_gather_bytes > 0)
       bw.push_back(weight_grad(memory_op(name + ".grad" + after_gather_suffix(), rows * out * q_.after_gather_bytes)));
-    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, shape_.gemm_dtype), saved)));
+    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, gemm_dtype_), saved)));
     backward(std::move(bw));
   }
 
@@ -275,44 +299,50 @@ class LayerBuilder {
     if (m_.multi_latent_attention) {
       latent_attention_projections();  // gathers its latents, not the layer input
     } else {
-      const double d = static_cast<double>(m_.kv_channels);
-      const double q = static_cast<double>(m_.num_attention_heads) * d;
-      const double kv = static_cast<double>(m_.num_query_groups) * d;
-      // torchtitan's attention projects with three linears of one input, whose
-      // input gradients autograd sums: eager, two adds (read 4, write 2 bytes
-      // an element); compiled, one kernel reading the three and writing one.
-      // After the projections' backward (a group added earlier runs later).
-      if (eager_)
-        backward({memory_op("attn.input_grad.add_k", 6 * N_ * h_), memory_op("attn.input_grad.add_v", 6 * N_ * h_)});
-      else if (modules_)
-        backward({memory_op("attn.input_grad.add", 8 * N_ * h_)});
-      enter_tp_region("attn.input", true, true);
-      if (modules_) {
-        // torchtitan's wq, wk and wv, in that order (selective op
-        // checkpointing counts them); the input kept once, and its gradient
-        // reduced after the last of their backward, wq's.
-        column("attn.wq", N_, h_, q, Nsp_ * h_, true, true, true, m_.qkv_bias());
-        column("attn.wk", N_, h_, kv, 0, false, false, true, m_.qkv_bias());
-        column("attn.wv", N_, h_, kv, 0, false, false, true, m_.qkv_bias());
-      } else {
-        column("attn.qkv", N_, h_, q + 2 * kv, Nsp_ * h_, true, true, true, m_.qkv_bias());
-      }
-      if (m_.qk_layernorm) {
-        fw_.push_back(
-            saving(memory_op("attn.qk_norm", 2 * N_ * (q + kv) / t_ * 2, KernelClass::Norm), 2 * N_ * (q + kv) / t_));
-        backward({freeing(memory_op("attn.qk_norm.bwd", 2 * N_ * (q + kv) / t_ * 4, KernelClass::Norm),
-                          2 * N_ * (q + kv) / t_)});
-      }
-      if (m_.position_embedding == model::PositionEmbedding::Rope) rope(q / t_, kv / t_);
-      if (modules_ && kv < q) {
-        // The same copies under torch.compile: Inductor writes the expanded
-        // tensor that attention is handed (it may fuse the key's with RoPE,
-        // the bytes the same).
-        add(eager_repeat_kv(N_ * kv / t_, N_ * q / t_));
-        core_attention(d, d, 1.0);  // every query head with its own key and value
-      } else {
-        core_attention(d, d, kv / q);
-      }
+      in_format(strategy::LinearModule::Attention, [&] { standard_attention(); });
+    }
+  }
+
+  // Grouped-query (or multi-head) attention: the QKV projection, core
+  // attention and the output projection (core_attention()).
+  void standard_attention() {
+    const double d = static_cast<double>(m_.kv_channels);
+    const double q = static_cast<double>(m_.num_attention_heads) * d;
+    const double kv = static_cast<double>(m_.num_query_groups) * d;
+    // torchtitan's attention projects with three linears of one input, whose
+    // input gradients autograd sums: eager, two adds (read 4, write 2 bytes
+    // an element); compiled, one kernel reading the three and writing one.
+    // After the projections' backward (a group added earlier runs later).
+    if (eager_)
+      backward({memory_op("attn.input_grad.add_k", 6 * N_ * h_), memory_op("attn.input_grad.add_v", 6 * N_ * h_)});
+    else if (modules_)
+      backward({memory_op("attn.input_grad.add", 8 * N_ * h_)});
+    enter_tp_region("attn.input", true, true);
+    if (modules_) {
+      // torchtitan's wq, wk and wv, in that order (selective op
+      // checkpointing counts them); the input kept once, and its gradient
+      // reduced after the last of their backward, wq's.
+      column("attn.wq", N_, h_, q, Nsp_ * h_, true, true, true, m_.qkv_bias());
+      column("attn.wk", N_, h_, kv, 0, false, false, true, m_.qkv_bias());
+      column("attn.wv", N_, h_, kv, 0, false, false, true, m_.qkv_bias());
+    } else {
+      column("attn.qkv", N_, h_, q + 2 * kv, Nsp_ * h_, true, true, true, m_.qkv_bias());
+    }
+    if (m_.qk_layernorm) {
+      fw_.push_back(
+          saving(memory_op("attn.qk_norm", 2 * N_ * (q + kv) / t_ * 2, KernelClass::Norm), 2 * N_ * (q + kv) / t_));
+      backward({freeing(memory_op("attn.qk_norm.bwd", 2 * N_ * (q + kv) / t_ * 4, KernelClass::Norm),
+                        2 * N_ * (q + kv) / t_)});
+    }
+    if (m_.position_embedding == model::PositionEmbedding::Rope) rope(q / t_, kv / t_);
+    if (modules_ && kv < q) {
+      // The same copies under torch.compile: Inductor writes the expanded
+      // tensor that attention is handed (it may fuse the key's with RoPE,
+      // the bytes the same).
+      add(eager_repeat_kv(N_ * kv / t_, N_ * q / t_));
+      core_attention(d, d, 1.0);  // every query head with its own key and value
+    } else {
+      core_attention(d, d, kv / q);
     }
   }
 
@@ -586,14 +616,16 @@ class LayerBuilder {
   const model::ModelSpec& m_;
   const MicroShape& shape_;
   const double t_, N_, Nsp_, h_;
-  const bool tp_, sp_, dropout_, fp8_;
+  const bool tp_, sp_, dropout_;
+  bool fp8_;  // the linears being built are quantized (in_format may change it for a module)
   // modules_: torchtitan's PyTorch modules (separate linears, repeat_kv);
   // eager_: their memory-bound ops one ATen kernel each, as outside
   // torch.compile (under it, Inductor's one kernel a chain: the fused ops).
   const bool modules_, eager_;
   // torchao's Float8 in those modules (compiled only: resolve_run refuses it eager).
   const bool torchao_;
-  const strategy::Quantization q_;  // the recipe's quantization bytes
+  strategy::Quantization q_;  // the recipe's quantization bytes (or a module's, in in_format)
+  Dtype gemm_dtype_;          // the format the linears being built multiply in
   std::vector<OpSpec> fw_;
   std::vector<std::vector<OpSpec>> bw_groups_;
   std::size_t pre_mlp_norm_ = 0;  // index of the pre-MLP norm in fw_
