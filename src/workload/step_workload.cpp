@@ -158,9 +158,23 @@ std::int64_t module_weights(const model::ModelSpec& m, const strategy::ParallelC
   return 0;
 }
 
-// The weights of `stage`'s quantized layers whose modules run in `format`.
-std::int64_t module_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage,
-                               Dtype format) {
+}  // namespace
+
+RankParameters stage_quantized_layer_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                                std::int64_t stage) {
+  RankParameters p;
+  for (const auto& chunk : strategy::stage_chunks(c, stage))
+    for (std::int64_t l = chunk.first; l < chunk.first + chunk.count; ++l) {
+      if (c.bf16_layer(l, m.num_layers)) continue;
+      p += layer_parameters_per_rank(m, c, l);
+      for (const auto& [module, name] : strategy::kLinearModuleNames)
+        if (c.module_precision[static_cast<std::size_t>(module)]) p.dense -= module_weights(m, c, l, module);
+    }
+  return p;
+}
+
+std::int64_t stage_module_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage,
+                                     Dtype format) {
   std::int64_t n = 0;
   for (const auto& chunk : strategy::stage_chunks(c, stage))
     for (std::int64_t l = chunk.first; l < chunk.first + chunk.count; ++l) {
@@ -169,23 +183,6 @@ std::int64_t module_parameters(const model::ModelSpec& m, const strategy::Parall
         if (c.module_precision[static_cast<std::size_t>(module)] == format) n += module_weights(m, c, l, module);
     }
   return n;
-}
-
-}  // namespace
-
-RankParameters stage_quantized_layer_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
-                                                std::int64_t stage) {
-  RankParameters p;
-  for (const auto& chunk : strategy::stage_chunks(c, stage))
-    for (std::int64_t l = chunk.first; l < chunk.first + chunk.count; ++l)
-      if (!c.bf16_layer(l, m.num_layers)) p += layer_parameters_per_rank(m, c, l);
-  p.dense -= module_parameters(m, c, stage, Dtype::Bf16) + module_parameters(m, c, stage, Dtype::Mxfp8);
-  return p;
-}
-
-std::int64_t stage_module_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage,
-                                     Dtype format) {
-  return module_parameters(m, c, stage, format);
 }
 
 namespace {
