@@ -139,11 +139,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   for (std::size_t i = 0; i < strategy::kLinearModules; ++i) {
     const std::optional<Dtype>& dtype = c.module_precision[i];
     if (!dtype) continue;
-    s.module_formats[i] =
-        *dtype == Dtype::Mxfp8
-            ? LinearFormat{Dtype::Mxfp8,
-                           strategy::quantization_of(Dtype::Fp8, strategy::Fp8Recipe::Mxfp8, c.fp8_any_layout)}
-            : LinearFormat{*dtype, strategy::Quantization{}};
+    s.module_formats[i] = LinearFormat{*dtype, strategy::module_quantization_of(*dtype, c.fp8_any_layout)};
   }
   return s;
 }

@@ -306,8 +306,7 @@ class StageBuilder {
     // weights cast into MXFP8's two copies (module_precision excludes
     // parameter gathering).
     if (const auto mxfp8 = stage_module_parameters(m_, c_, ctx_.stage, Dtype::Mxfp8); mxfp8 > 0) {
-      const strategy::Quantization mx =
-          strategy::quantization_of(Dtype::Fp8, strategy::Fp8Recipe::Mxfp8, c_.fp8_any_layout);
+      const strategy::Quantization mx = strategy::module_quantization_of(Dtype::Mxfp8, c_.fp8_any_layout);
       const OpSpec cast = memory_op("fp8.module_weight_cast", mx.cast_bytes() * static_cast<double>(mxfp8));
       out_.instantiate(blocks_.boundary_block(cast.name, {cast}, "", categories::kForward, true), -1, -1);
     }

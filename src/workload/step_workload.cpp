@@ -292,7 +292,7 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
   // MXFP8's two copies (module_precision excludes parameter gathering).
   const double layer_weights = static_cast<double>(stage_quantized_layer_parameters(model, c, stage).total());
   const double mxfp8_weights = static_cast<double>(stage_module_parameters(model, c, stage, Dtype::Mxfp8));
-  const strategy::Quantization mx = strategy::quantization_of(Dtype::Fp8, strategy::Fp8Recipe::Mxfp8, c.fp8_any_layout);
+  const strategy::Quantization mx = strategy::module_quantization_of(Dtype::Mxfp8, c.fp8_any_layout);
   if (!c.fp8_param_gather)
     total.params_bytes += static_cast<std::uint64_t>(q.copies() * q.copy_bytes * layer_weights +
                                                      mx.copies() * mx.copy_bytes * mxfp8_weights);

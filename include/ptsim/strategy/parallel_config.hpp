@@ -371,7 +371,12 @@ struct ParallelConfig {
   std::array<std::optional<Dtype>, kLinearModules> module_precision{};
   /// Whether layer `layer` of a model of `num_layers` runs in bf16 so.
   bool bf16_layer(std::int64_t layer, std::int64_t num_layers) const {
-    return layer < bf16_layers_at_start || layer >= num_layers - bf16_layers_at_end;
+    return first_last_bf16_layer(layer, num_layers, bf16_layers_at_start, bf16_layers_at_end);
+  }
+  /// The same for any counts: one of the first `at_start` or the last `at_end` layers.
+  static bool first_last_bf16_layer(std::int64_t layer, std::int64_t num_layers, std::int64_t at_start,
+                                    std::int64_t at_end) {
+    return layer < at_start || layer >= num_layers - at_end;
   }
   /// Fused attention in FP8 (Megatron-Core's fp8_dot_product_attention):
   /// Transformer Engine's cuDNN kernel in the recipe's format.

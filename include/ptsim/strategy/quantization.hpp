@@ -110,5 +110,11 @@ Quantization quantization_of(Dtype precision, Fp8Recipe recipe, bool any_layout 
 inline Quantization quantization_of(const ParallelConfig& c) {
   return quantization_of(c.precision, c.fp8_recipe, c.fp8_any_layout);
 }
+/// The quantization of a module module_precision runs in a format of its
+/// own (ParallelConfig::module_precision): MXFP8's under Dtype::Mxfp8 (the
+/// module's Transformer Engine recipe), none under bf16.
+inline Quantization module_quantization_of(Dtype format, bool any_layout) {
+  return format == Dtype::Mxfp8 ? quantization_of(Dtype::Fp8, Fp8Recipe::Mxfp8, any_layout) : Quantization{};
+}
 
 }  // namespace ptsim::strategy

@@ -87,7 +87,8 @@ struct MicroShape {
     return module_formats[static_cast<std::size_t>(module)];
   }
   bool bf16_layer(std::int64_t layer) const {
-    return quantization.active && (layer < bf16_layers_at_start || layer >= num_layers - bf16_layers_at_end);
+    return quantization.active &&
+           strategy::ParallelConfig::first_last_bf16_layer(layer, num_layers, bf16_layers_at_start, bf16_layers_at_end);
   }
 
   /// Tokens of one micro-batch on this rank: b·s/cp.
