@@ -196,6 +196,9 @@ std::int64_t forwards_before_first_backward(ScheduleKind kind, std::int64_t stag
   std::int64_t forwards = 0;
   for (const PipelineStep& step : make_pipeline_order(kind, stage, pp, microbatches, chunks, combined_1f1b)) {
     if (step.pass != Pass::Forward) break;
+    // Combined 1F1B runs a paired forward layer by layer beside the backward
+    // that frees its memory: it adds at most a layer, not a chunk.
+    if (combined_1f1b && step.overlapped_with_next) continue;
     ++forwards;
   }
   return forwards;

@@ -264,6 +264,11 @@ void ProgramBuilder::set_lane(int lane) {
   lane_ = lane;
 }
 
+void ProgramBuilder::sync_lanes() {
+  if (other_.last_kernel) before_next_.push_back(*other_.last_kernel);
+  if (last_kernel_) other_.before_next.push_back(*last_kernel_);
+}
+
 void ProgramBuilder::join_lanes() {
   set_lane(0);
   if (other_.last_kernel) before_next_.push_back(*other_.last_kernel);

@@ -98,7 +98,11 @@ class StageBuilder {
       // Megatron-Core's TransformerModelChunkSchedulePlan.run does: the
       // backward's output layer, the forward's embedding, then for each
       // layer index the backward's layer and the forward's, then the
-      // forward's output layer and the backward's embedding.
+      // forward's output layer and the backward's embedding. Its kernels
+      // go to one compute stream in that order, so each layer pair starts
+      // once the pair before it is done: the forward never runs layers
+      // ahead of the backward that frees their memory (the two share the
+      // GPU within a pair, each one's exchanges under the other's kernels).
       const bool pair_forward = step.overlapped_with_next && i + 1 < order.size();
       if (pair_forward && c_.overlap_moe_expert_parallel_comm) {
         PassPieces f =
@@ -116,6 +120,7 @@ class StageBuilder {
         on(1, b.before);
         on(0, f.before);
         for (std::size_t k = 0; k < std::max(f.layers.size(), b.layers.size()); ++k) {
+          out_.sync_lanes();
           if (k < b.layers.size()) on(1, b.layers[k]);
           if (k < f.layers.size()) on(0, f.layers[k]);
         }

@@ -43,6 +43,10 @@ TEST_CASE("Forwards before the first backward follow each schedule's warm-up", "
           const std::int64_t warmup = m == p ? m * v : std::min((p - s - 1) * 2 + (v - 1) * p, m * v);
           CHECK(forwards_before_first_backward(ScheduleKind::Interleaved, s, p, m, v) ==
                 std::min(warmup + 1, m * v));
+          // Combined: one more warm-up forward, whose steady forward is paired
+          // with the first backward and not held whole.
+          CHECK(forwards_before_first_backward(ScheduleKind::Interleaved, s, p, m, v, true) ==
+                std::min(warmup + 1, m * v));
         }
       }
     }
@@ -51,6 +55,10 @@ TEST_CASE("Forwards before the first backward follow each schedule's warm-up", "
   CHECK(forwards_before_first_backward(ScheduleKind::DualPipe, 0, 4, 8, 2) == 4);
   CHECK(forwards_before_first_backward(ScheduleKind::DualPipe, 1, 4, 8, 2) == 5);
   CHECK(forwards_before_first_backward(ScheduleKind::Naive, 0, 4, 1, 1) == 1);
+  // Combined 1F1B on one stage, F0 | F1~B0 …: F0 is held whole, F1 runs
+  // layer by layer beside B0, which frees what it adds.
+  CHECK(forwards_before_first_backward(ScheduleKind::OneFOneB, 0, 1, 4, 1, true) == 1);
+  CHECK(forwards_before_first_backward(ScheduleKind::OneFOneB, 0, 1, 1, 1, true) == 1);
 }
 
 TEST_CASE("A micro-batch's path is pp·v stages interleaved, pp otherwise", "[strategy]") {

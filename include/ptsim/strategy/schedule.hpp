@@ -91,7 +91,8 @@ const char* schedule_choices_help();
 std::int64_t path_stages(ScheduleKind kind, std::int64_t pp, std::int64_t chunks);
 /// Forwards `stage` runs before its first backward: the fewest chunk
 /// activations it holds at its peak, read off its order (`combined_1f1b`:
-/// make_pipeline_order's).
+/// make_pipeline_order's, whose forward paired with that backward runs
+/// beside it layer by layer and is not counted).
 std::int64_t forwards_before_first_backward(ScheduleKind kind, std::int64_t stage, std::int64_t pp,
                                             std::int64_t microbatches, std::int64_t chunks, bool combined_1f1b = false);
 

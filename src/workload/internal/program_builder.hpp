@@ -113,6 +113,11 @@ class ProgramBuilder {
   int lane() const { return lane_; }
   /// Back to lane 0 alone: its next kernel waits for lane 1's work too.
   void join_lanes();
+  /// Each lane's next kernel waits for the other lane's last one: the two
+  /// lanes advance in step, neither starting its next piece of work before
+  /// the other has finished its current one (combined 1F1B's layer pairs,
+  /// issued in order on one compute stream).
+  void sync_lanes();
 
   /// Appends an instance of `block` and links it to the instances before it;
   /// returns the instance.
