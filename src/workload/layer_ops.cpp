@@ -75,9 +75,24 @@ std::string layer_kind_key(const model::ModelSpec& m, const MicroShape& shape, s
   return kind < kMixKinds ? kNames[kind] : std::string(kNames[kind - kMixKinds]) + ".bf16";
 }
 
+namespace {
+
+// `shape` without quantization: GEMMs and attention in bf16, every module too.
+MicroShape bf16_shape(const MicroShape& shape) {
+  MicroShape bf16 = shape;
+  bf16.gemm_dtype = Dtype::Bf16;
+  bf16.attention_dtype = Dtype::Bf16;
+  bf16.quantization = strategy::Quantization{};
+  bf16.fp8_weights_gathered = false;
+  bf16.module_formats = {};
+  return bf16;
+}
+
+}  // namespace
+
 MicroShape mtp_layer_shape(const MicroShape& shape) {
   const std::optional<LinearFormat>& format = shape.format_of(strategy::LinearModule::Mtp);
-  if (!format) return shape;
+  if (!format) return shape.gemm_dtype == Dtype::Nvfp4 ? bf16_shape(shape) : shape;
   MicroShape mtp = shape;
   mtp.gemm_dtype = format->gemm_dtype;
   mtp.quantization = format->quantization;
@@ -87,14 +102,7 @@ MicroShape mtp_layer_shape(const MicroShape& shape) {
 }
 
 MicroShape decoder_layer_shape(const MicroShape& shape, std::int64_t layer) {
-  if (!shape.bf16_layer(layer)) return shape;
-  MicroShape bf16 = shape;
-  bf16.gemm_dtype = Dtype::Bf16;
-  bf16.attention_dtype = Dtype::Bf16;
-  bf16.quantization = strategy::Quantization{};
-  bf16.fp8_weights_gathered = false;
-  bf16.module_formats = {};  // the whole layer is bf16
-  return bf16;
+  return shape.bf16_layer(layer) ? bf16_shape(shape) : shape;
 }
 
 int fp8_gemms_per_layer(const model::ModelSpec& m, std::int64_t layer, bool separate_linears) {

@@ -362,8 +362,8 @@ struct ParallelConfig {
   /// of the model (global indices, wherever their pipeline stage) run
   /// outside the quantization context, their linears and attention in bf16
   /// and their weights kept in bf16 (fp8_utils.py is_first_last_bf16_layer,
-  /// fp4_utils.py get_fp4_context at d98e8a64dd). The MTP depths use the
-  /// global context and stay quantized (multi_token_prediction.py).
+  /// fp4_utils.py get_fp4_context at d98e8a64dd). The MTP depths are not
+  /// decoder layers and keep their own rule (workload::mtp_layer_shape).
   std::int64_t bf16_layers_at_start = 0;
   std::int64_t bf16_layers_at_end = 0;
   /// Per LinearModule, the format its GEMMs multiply in where it is not the

@@ -111,13 +111,17 @@ BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shap
 
 /// The shape decoder layer `layer` runs in: `shape`, or for a layer kept in
 /// bf16 (MicroShape::bf16_layer) the same without quantization, its GEMMs
-/// and attention in bf16. (The MTP depths take `shape` itself: Megatron-Core
-/// runs them in the global quantization context.)
+/// and attention in bf16. (The MTP depths take mtp_layer_shape.)
 MicroShape decoder_layer_shape(const MicroShape& shape, std::int64_t layer);
-/// The shape an MTP depth's transformer layers run in: `shape`, or where the
-/// run gives the MTP depths a format of their own (module_precision `mtp`,
-/// Megatron-Core's "mtp.*" matcher, which takes every module of the depth,
-/// its core attention too) that format for all of them.
+/// The shape an MTP depth's transformer layers run in: `shape` under FP8
+/// (Megatron-Core runs them in the global FP8 context), bf16 under NVFP4
+/// (it enters that context only when config.fp8 is set: "currently ignoring
+/// FP4 in MTP layers", MultiTokenPredictionLayer.forward in
+/// multi_token_prediction.py at d98e8a64dd), or where the run gives the MTP
+/// depths a format of their own (module_precision `mtp`, Megatron-Core's
+/// "mtp.*" matcher, which takes every module of the depth, its core
+/// attention too, and overrides a non-quantized context) that format for all
+/// of them.
 MicroShape mtp_layer_shape(const MicroShape& shape);
 
 /// Layers of the same kind have the same ops: dense or MoE MLP, sliding or
