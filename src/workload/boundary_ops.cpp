@@ -34,15 +34,13 @@ void append(std::vector<OpSpec>& into, const std::vector<OpSpec>& block) {
 // embedding of the tokens one further ahead (the shared VocabParallelEmbedding),
 // enorm on it and hnorm on the previous hidden state, their concatenation,
 // eh_proj (a column-parallel 2h → h linear whose output is gathered over
-// TP), one transformer layer built as the model's last (a hybrid model: the
+// TP, in the depth's format: mtp_projection_ops), one transformer layer
+// built as the model's last (a hybrid model: the
 // layers of its MTP pattern, HybridStack at d98e8a64dd), then the depth's
 // own final norm, the shared LM head and its cross-entropy (output_ops).
 BlockOps mtp_depth_ops(const model::ModelSpec& m, const MicroShape& shape) {
-  using taskgraph::CollectiveKind;
-  const double N = shape.tokens();
   const double Nsp = shape.sp_tokens();
   const double h = static_cast<double>(m.hidden_size);
-  const double t = static_cast<double>(shape.tp);
   const BlockOps embedding = embedding_ops(m, shape);
   std::vector<BlockOps> layers;
   const MicroShape layer_shape = mtp_layer_shape(shape);
@@ -55,38 +53,14 @@ BlockOps mtp_depth_ops(const model::ModelSpec& m, const MicroShape& shape) {
   for (const char* norm : {"mtp.enorm", "mtp.hnorm"})
     fw.push_back(with_saved(memory_op(norm, 2 * Nsp * h * 2, taskgraph::KernelClass::Norm), 2 * Nsp * h));
   fw.push_back(memory_op("mtp.concat", 2 * Nsp * h * 2 * 2));  // read both halves, write 2h
-  // Column-parallel over TP: under SP its input is gathered first; the
-  // output is gathered over TP (and scattered back to the SP shard).
-  const bool sp = shape.sequence_parallel;
-  if (sp)
-    fw.push_back(collective_op("mtp.eh_proj.input_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
-                               2 * N * 2 * h));
-  fw.push_back(with_saved(matmul("mtp.eh_proj", N, h / t, 2 * h), 2 * Nsp * 2 * h));
-  if (shape.tp > 1)
-    fw.push_back(
-        collective_op("mtp.eh_proj.output_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel, 2 * N * h));
+  const BlockOps projection = mtp_projection_ops(m, shape);
+  append(fw, projection.forward);
   for (const BlockOps& layer : layers) append(fw, layer.forward);
   append(fw, output.forward);
 
   append(bw, output.backward);
   for (auto layer = layers.rbegin(); layer != layers.rend(); ++layer) append(bw, layer->backward);
-  if (shape.tp > 1)
-    bw.push_back(collective_op("mtp.eh_proj.output_allgather.bwd", CollectiveKind::ReduceScatter,
-                               CommGroup::TensorParallel, 2 * N * h));
-  if (sp) {
-    OpSpec ag = collective_op("mtp.eh_proj.input_allgather.bwd", CollectiveKind::AllGather, CommGroup::TensorParallel,
-                              2 * N * 2 * h, true);
-    ag.weight_grad = true;
-    bw.push_back(ag);
-  }
-  bw.push_back(matmul("mtp.eh_proj.dgrad", N, 2 * h, h / t));
-  if (shape.tp > 1)
-    bw.push_back(collective_op(sp ? "mtp.eh_proj.dgrad.reducescatter" : "mtp.eh_proj.dgrad.allreduce",
-                               sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
-                               CommGroup::TensorParallel, 2 * N * 2 * h, shape.async_dgrad_reduce()));
-  OpSpec wgrad = with_freed(matmul("mtp.eh_proj.wgrad", 2 * h, h / t, N), 2 * Nsp * 2 * h);
-  wgrad.weight_grad = true;
-  bw.push_back(wgrad);
+  append(bw, projection.backward);
   bw.push_back(memory_op("mtp.concat.bwd", 2 * Nsp * h * 2 * 2));  // split the 2h gradient
   for (const char* norm : {"mtp.hnorm.bwd", "mtp.enorm.bwd"})
     bw.push_back(with_freed(memory_op(norm, 2 * Nsp * h * 4, taskgraph::KernelClass::Norm), 2 * Nsp * h));

@@ -152,6 +152,12 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   return s;
 }
 
+BlockOps mtp_projection_ops(const model::ModelSpec& m, const MicroShape& shape) {
+  LayerBuilder b(m, mtp_layer_shape(shape), m.num_layers - 1);
+  b.mtp_projection();
+  return b.take();
+}
+
 BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer) {
   LayerBuilder b(m, shape, layer);
   if (m.is_mamba_layer(layer)) {

@@ -6,6 +6,7 @@
 #include "ptsim/workload/stage_parameters.hpp"
 #include "ptsim/workload/step_workload.hpp"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -703,6 +704,48 @@ TEST_CASE("Each multi-token-prediction depth adds a layer, a projection and a se
   auto dense = m;
   dense.mtp_num_layers = 0;
   CHECK(workload::last_stage_ops(dense, s).forward.size() == plain.forward.size());
+}
+
+TEST_CASE("An MTP depth's projection runs in the depth's format", "[workload]") {
+  // DeepSeek-V3's depth, one micro-batch of 4096 tokens on one GPU. Megatron-Core
+  // runs eh_proj inside the depth's FP8 context (_concat_embeddings under
+  // fp8_context), so under MXFP8 its three GEMMs multiply in MXFP8, its 2h-wide
+  // input is quantized first (read 2 bytes, write 1 + 1/32 twice: MXFP8's two
+  // copies) and the weight gradient keeps that copy, 1 + 1/32 bytes an element
+  // where bf16 keeps 2. Under NVFP4 the depth has no quantization context:
+  // bf16, no cast.
+  const auto m = test::shipped_model("deepseek-v3");
+  const double N = 4096, w = 2 * 7168.0;
+  const auto depth_ops = [&](const char* precision, const char* recipe) {
+    config::StrategyInput st;
+    st.gpus = 64;
+    st.ep = 64;
+    st.global_batch_size = 64;
+    st.seq_length = 4096;
+    st.precision = precision;
+    if (recipe) st.fp8_recipe = recipe;
+    if (std::string(precision) == "nvfp4") st.fp4_format = "e2m1";
+    return workload::last_stage_ops(m, workload::micro_shape(m, config::resolve_run(m, st).parallel));
+  };
+  const auto find = [](const std::vector<workload::OpSpec>& ops, const std::string& name) {
+    const auto it = std::find_if(ops.begin(), ops.end(), [&](const workload::OpSpec& op) { return op.name == name; });
+    REQUIRE(it != ops.end());
+    return *it;
+  };
+  const auto mx = depth_ops("fp8", "mxfp8");
+  for (const char* gemm : {"mtp.eh_proj.dgrad", "mtp.eh_proj.wgrad"})
+    CHECK(find(mx.backward, gemm).dtype == Dtype::Mxfp8);
+  const auto fw = find(mx.forward, "mtp.eh_proj");
+  CHECK(fw.dtype == Dtype::Mxfp8);
+  CHECK(static_cast<double>(fw.saved_bytes) == Approx((1 + 1.0 / 32) * N * w));
+  CHECK(static_cast<double>(find(mx.forward, "mtp.eh_proj.fp8_cast").bytes) ==
+        Approx(N * w * (2 + 2 * (1 + 1.0 / 32))));
+  const auto fp4 = depth_ops("nvfp4", nullptr);
+  const auto fw4 = find(fp4.forward, "mtp.eh_proj");
+  CHECK(fw4.dtype == Dtype::Bf16);
+  CHECK(static_cast<double>(fw4.saved_bytes) == Approx(2 * N * w));
+  CHECK(std::none_of(fp4.forward.begin(), fp4.forward.end(),
+                     [](const workload::OpSpec& op) { return op.name.rfind("mtp.eh_proj.", 0) == 0; }));
 }
 
 TEST_CASE("The MTP depths' parameters sit on the last stage, with a word embedding of their own", "[workload]") {

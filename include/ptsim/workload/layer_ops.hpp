@@ -123,6 +123,11 @@ MicroShape decoder_layer_shape(const MicroShape& shape, std::int64_t layer);
 /// attention too, and overrides a non-quantized context) that format for all
 /// of them.
 MicroShape mtp_layer_shape(const MicroShape& shape);
+/// An MTP depth's eh_proj, forward and backward: a column-parallel 2h → h
+/// linear (its input gathered under SP, its output gathered over TP) in the
+/// depth's format (mtp_layer_shape: quantized under FP8 with its casts and
+/// kept copy, as Megatron-Core runs it inside the depth's FP8 context).
+BlockOps mtp_projection_ops(const model::ModelSpec& m, const MicroShape& shape);
 
 /// Layers of the same kind have the same ops: dense or MoE MLP, sliding or
 /// full attention; a hybrid model's Mamba, attention, MLP or MoE layer;

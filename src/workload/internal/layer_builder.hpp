@@ -385,6 +385,22 @@ class LayerBuilder {
   // A hybrid model's Mamba-2 mixer with its fused pre-norm (layer_mamba.cpp).
   void mamba();
 
+  // An MTP depth's eh_proj (MultiTokenPredictionLayer._concat_embeddings,
+  // multi_token_prediction.py at d98e8a64dd): a column-parallel 2h → h
+  // linear on the concatenated norms' output, inside the depth's
+  // quantization context (the shape's: mtp_layer_shape), its output
+  // gathered over TP.
+  void mtp_projection() {
+    const double w = 2 * h_;
+    enter_tp_region("mtp.eh_proj.input", true, false, w);
+    column("mtp.eh_proj", N_, w, h_, Nsp_ * w, true, true, false, false);
+    if (!tp_) return;
+    fw_.push_back(collective_op("mtp.eh_proj.output_allgather", CollectiveKind::AllGather, CommGroup::TensorParallel,
+                                2 * N_ * h_));
+    backward({collective_op("mtp.eh_proj.output_allgather.bwd", CollectiveKind::ReduceScatter,
+                            CommGroup::TensorParallel, 2 * N_ * h_)});
+  }
+
  private:
   // A linear bias's gradient: the output gradient summed over the `rows`
   // tokens, one reduction kernel reading rows·width bf16 values. Megatron-LM
