@@ -98,9 +98,12 @@ void print_console(const StepResult& r, std::ostream& out) {
                  : fmt::format(" · recompute {}", r.recompute),
              host_note(r.host_overhead_s));
   const double t = r.step_time_s;
-  fmt::print(out, "step time          {:>10}    tokens/s {:>10.4g}    model TFLOP/s/GPU {:.1f}    MFU {:.1f}%\n",
-             duration(t), r.throughput.tokens_per_s, r.throughput.model_tflops_per_gpu,
-             100 * r.throughput.mfu);
+  // MFU is against the dense bf16 peak whatever the run's format, so a
+  // low-precision run can exceed 100%: say so where it can.
+  const bool low_precision = r.precision != "bf16" && r.precision != "fp16";
+  fmt::print(out, "step time          {:>10}    tokens/s {:>10.4g}    model TFLOP/s/GPU {:.1f}    MFU {:.1f}%{}\n",
+             duration(t), r.throughput.tokens_per_s, r.throughput.model_tflops_per_gpu, 100 * r.throughput.mfu,
+             low_precision ? " of the bf16 peak" : "");
   const auto row = [&](const char* name, double s, const std::string& note) {
     const double f = t > 0 ? s / t : 0;
     fmt::print(out, "  {:<16} {:>10} {:>4.0f}%  {}{}\n", name, duration(s), 100 * f, bar(f), note);

@@ -334,6 +334,22 @@ TEST_CASE("A model with Mamba-2 layers is simulated with a note that their kerne
   CHECK(moe.err.find("Mamba") == std::string::npos);
 }
 
+TEST_CASE("The console's MFU names its bf16 peak where the run multiplies in another format", "[cli]") {
+  // MFU is model FLOPs over the dense bf16 peak (docs/formats.md), which an
+  // FP8 run can exceed (Llama 3.1 405B in FP8 on 256 GB300s: 103%), so the
+  // line says which peak; a bf16 run's needs no note.
+  const std::string args = "simulate --model " + ptsim::test::source_path("configs/models/llama3-8b.json") + " --hw " +
+                           ptsim::test::source_path("hw_profiles/h100-sxm5-80gb.json") +
+                           " --gpus 8 --global-batch-size 16 --allow-oom";
+  const auto fp8 = run(args + " --precision fp8");
+  REQUIRE(fp8.code == 0);
+  CHECK_THAT(fp8.out, Catch::Contains("% of the bf16 peak"));
+  const auto bf16 = run(args);
+  REQUIRE(bf16.code == 0);
+  CHECK_THAT(bf16.out, Catch::Contains("MFU"));
+  CHECK(bf16.out.find("of the bf16 peak") == std::string::npos);
+}
+
 TEST_CASE("ptsim simulate and plan take a Megatron-LM launch line after --", "[cli][megatron]") {
   const std::string hw = ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json");
   const std::string line = " -- --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
