@@ -93,10 +93,10 @@ MicroShape bf16_shape(const MicroShape& shape) {
 MicroShape mtp_layer_shape(const MicroShape& shape) {
   const std::optional<LinearFormat>& format = shape.format_of(strategy::LinearModule::Mtp);
   if (!format) return shape.gemm_dtype == Dtype::Nvfp4 ? bf16_shape(shape) : shape;
+  if (!format->quantization.active) return bf16_shape(shape);
   MicroShape mtp = shape;
   mtp.gemm_dtype = format->gemm_dtype;
   mtp.quantization = format->quantization;
-  if (!format->quantization.active) mtp.attention_dtype = Dtype::Bf16;
   mtp.module_formats = {};
   return mtp;
 }

@@ -158,30 +158,36 @@ std::int64_t module_weights(const model::ModelSpec& m, const strategy::ParallelC
   return 0;
 }
 
+// Calls `visit` with each layer of `stage` the run quantizes: every one
+// but those first_last_layers_bf16 keeps in bf16.
+template <typename Visit>
+void for_each_quantized_layer(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage,
+                              Visit visit) {
+  for (const auto& chunk : strategy::stage_chunks(c, stage))
+    for (std::int64_t l = chunk.first; l < chunk.first + chunk.count; ++l)
+      if (!c.bf16_layer(l, m.num_layers)) visit(l);
+}
+
 }  // namespace
 
 RankParameters stage_quantized_layer_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
                                                 std::int64_t stage) {
   RankParameters p;
-  for (const auto& chunk : strategy::stage_chunks(c, stage))
-    for (std::int64_t l = chunk.first; l < chunk.first + chunk.count; ++l) {
-      if (c.bf16_layer(l, m.num_layers)) continue;
-      p += layer_parameters_per_rank(m, c, l);
-      for (const auto& [module, name] : strategy::kLinearModuleNames)
-        if (c.module_precision[static_cast<std::size_t>(module)]) p.dense -= module_weights(m, c, l, module);
-    }
+  for_each_quantized_layer(m, c, stage, [&](std::int64_t l) {
+    p += layer_parameters_per_rank(m, c, l);
+    for (const auto& [module, name] : strategy::kLinearModuleNames)
+      if (c.module_precision[static_cast<std::size_t>(module)]) p.dense -= module_weights(m, c, l, module);
+  });
   return p;
 }
 
 std::int64_t stage_module_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage,
                                      Dtype format) {
   std::int64_t n = 0;
-  for (const auto& chunk : strategy::stage_chunks(c, stage))
-    for (std::int64_t l = chunk.first; l < chunk.first + chunk.count; ++l) {
-      if (c.bf16_layer(l, m.num_layers)) continue;
-      for (const auto& [module, name] : strategy::kLinearModuleNames)
-        if (c.module_precision[static_cast<std::size_t>(module)] == format) n += module_weights(m, c, l, module);
-    }
+  for_each_quantized_layer(m, c, stage, [&](std::int64_t l) {
+    for (const auto& [module, name] : strategy::kLinearModuleNames)
+      if (c.module_precision[static_cast<std::size_t>(module)] == format) n += module_weights(m, c, l, module);
+  });
   return n;
 }
 
