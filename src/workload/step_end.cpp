@@ -219,11 +219,13 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
                       : c.fsdp()          ? optimizer_step_op(updated, 4, 0)
                                           : optimizer_step_op(updated, c.gradient_bytes(), quantized_gather ? 0 : 2);
   // Under quantized gathering the shards of layers first_last_layers_bf16
-  // keeps in bf16 are copied to their bf16 parameters after the step (read
-  // 4, write 2 bytes each), the others cast.
+  // keeps in bf16 (and of MTP depths outside the run's format) are copied to
+  // their bf16 parameters after the step (read 4, write 2 bytes each), the
+  // others cast.
   std::int64_t kept_bf16 = 0;
   if (quantized_gather) {
-    const RankParameters layers = stage_layer_parameters(m, c, ctx.stage);
+    RankParameters layers = stage_layer_parameters(m, c, ctx.stage);
+    if (holds_last_virtual) layers += mtp_parameters_per_rank(m, c, false);
     kept_bf16 = shard(layers.dense - ctx.quantized_layer_parameters.dense, ctx.dense_group * outer) +
                 shard(layers.expert - ctx.quantized_layer_parameters.expert, ctx.expert_group * outer);
   }

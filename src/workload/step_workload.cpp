@@ -158,41 +158,6 @@ std::int64_t module_weights(const model::ModelSpec& m, const strategy::ParallelC
   return 0;
 }
 
-// Calls `visit` with each layer of `stage` the run quantizes: every one
-// but those first_last_layers_bf16 keeps in bf16.
-template <typename Visit>
-void for_each_quantized_layer(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage,
-                              Visit visit) {
-  for (const auto& chunk : strategy::stage_chunks(c, stage))
-    for (std::int64_t l = chunk.first; l < chunk.first + chunk.count; ++l)
-      if (!c.bf16_layer(l, m.num_layers)) visit(l);
-}
-
-}  // namespace
-
-RankParameters stage_quantized_layer_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
-                                                std::int64_t stage) {
-  RankParameters p;
-  for_each_quantized_layer(m, c, stage, [&](std::int64_t l) {
-    p += layer_parameters_per_rank(m, c, l);
-    for (const auto& [module, name] : strategy::kLinearModuleNames)
-      if (c.module_precision[static_cast<std::size_t>(module)]) p.dense -= module_weights(m, c, l, module);
-  });
-  return p;
-}
-
-std::int64_t stage_module_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage,
-                                     Dtype format) {
-  std::int64_t n = 0;
-  for_each_quantized_layer(m, c, stage, [&](std::int64_t l) {
-    for (const auto& [module, name] : strategy::kLinearModuleNames)
-      if (c.module_precision[static_cast<std::size_t>(module)] == format) n += module_weights(m, c, l, module);
-  });
-  return n;
-}
-
-namespace {
-
 // Whether a rank of `stage` holds the first virtual stage (the embedding)
 // and the last (the output layer and the MTP depths).
 struct StageEnds {
@@ -210,7 +175,53 @@ StageEnds stage_ends(const strategy::ParallelConfig& c, std::int64_t stage) {
   return e;
 }
 
+// Calls `visit` with each layer of `stage` the run quantizes: every one
+// but those first_last_layers_bf16 keeps in bf16.
+template <typename Visit>
+void for_each_quantized_layer(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage,
+                              Visit visit) {
+  for (const auto& chunk : strategy::stage_chunks(c, stage))
+    for (std::int64_t l = chunk.first; l < chunk.first + chunk.count; ++l)
+      if (!c.bf16_layer(l, m.num_layers)) visit(l);
+}
+
 }  // namespace
+
+RankParameters stage_quantized_layer_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                                std::int64_t stage) {
+  RankParameters p;
+  const auto own_formats_out = [&](std::int64_t l) {
+    for (const auto& [module, name] : strategy::kLinearModuleNames)
+      if (c.module_precision[static_cast<std::size_t>(module)]) p.dense -= module_weights(m, c, l, module);
+  };
+  for_each_quantized_layer(m, c, stage, [&](std::int64_t l) {
+    p += layer_parameters_per_rank(m, c, l);
+    own_formats_out(l);
+  });
+  // The MTP depths in the run's format: their weights are quantized as the
+  // layers' are (Transformer Engine modules like theirs).
+  if (c.gemm_dtype() != Dtype::Bf16 && c.mtp_gemm_dtype() == c.gemm_dtype() && stage_ends(c, stage).output) {
+    p += mtp_parameters_per_rank(m, c, false);
+    for (std::int64_t d = 0; d < m.mtp_weight_sets(); ++d)
+      for (const std::int64_t kind : m.mtp_layer_kinds()) own_formats_out(kind);
+  }
+  return p;
+}
+
+std::int64_t stage_module_parameters(const model::ModelSpec& m, const strategy::ParallelConfig& c, std::int64_t stage,
+                                     Dtype format) {
+  std::int64_t n = 0;
+  for_each_quantized_layer(m, c, stage, [&](std::int64_t l) {
+    for (const auto& [module, name] : strategy::kLinearModuleNames)
+      if (c.module_precision[static_cast<std::size_t>(module)] == format) n += module_weights(m, c, l, module);
+  });
+  // The MTP depths module_precision gives `format`, whole (their shape
+  // takes that format for every linear: mtp_layer_shape).
+  if (c.module_precision[static_cast<std::size_t>(strategy::LinearModule::Mtp)] == format &&
+      stage_ends(c, stage).output)
+    n += mtp_parameters_per_rank(m, c, false).total();
+  return n;
+}
 
 std::vector<WeightMatrix> stage_weight_matrices(const model::ModelSpec& m, const strategy::ParallelConfig& c,
                                                 std::int64_t stage) {

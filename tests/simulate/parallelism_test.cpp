@@ -488,6 +488,68 @@ TEST_CASE("Block-scaled FP8 casts weights both ways, MXFP8 gathers parameters in
                     Catch::Contains("has no nvfp4 peak rate"));
 }
 
+TEST_CASE("MTP depths in the run's format have their weights quantized as the layers' are", "[simulate][fp8]") {
+  // Llama 3 8B with one MTP depth on B200s, TP 2 × PP 2 × DP 4: the depth
+  // sits on stage 1. Its weights on a rank, by hand: the transformer layer
+  // (QKV 4096 × (4096 + 2 · 1024) and output 4096 × 4096, FC1 and FC2
+  // 3 · 4096 · 14336, both split over TP 2; two RMSNorms of 4096 whole),
+  // the 2h → h projection split over TP and three norms. Megatron-Core builds
+  // the depth's weights in get_fp8_context's initialization context and runs
+  // it in the FP8 context, so under MXFP8 Transformer Engine casts them and
+  // caches both block-scaled copies as it does a layer's (2.0625 bytes a
+  // weight beside the bf16 one, a cast of read 2, write 4.0625); under NVFP4
+  // the depth runs in bf16 (no copies) unless module_precision gives it MXFP8.
+  const auto hw = test::shipped_hardware("b200-sxm-180gb");
+  auto model = test::shipped_model("llama3-8b");
+  model.mtp_num_layers = 1;
+  const double layer = (4096.0 * (4096 + 2 * 1024) + 4096.0 * 4096 + 3 * 4096.0 * 14336) / 2 + 2 * 4096;
+  const double depth = layer + 2 * 4096.0 * 4096 / 2 + 3 * 4096;
+  config::StrategyInput s;
+  s.gpus = 16;
+  s.tp = 2;
+  s.pp = 2;
+  s.global_batch_size = 8;
+  s.distributed_optimizer = true;
+  const double mx = 1 + 1.0 / 32, fp4 = 0.5 + 1.0 / 16;
+  struct Case {
+    const char* precision;
+    const char* recipe;
+    const char* modules;
+    double copies_per_weight;  // of the layers' weights, beside bf16
+    double depth_copies;       // of the depth's
+  };
+  for (const Case& k : {Case{"fp8", "mxfp8", nullptr, 2 * mx, 2 * mx}, Case{"nvfp4", nullptr, nullptr, 2 * fp4, 0},
+                        Case{"nvfp4", nullptr, "mtp=mxfp8", 2 * fp4, 2 * mx}}) {
+    INFO(k.precision << " " << (k.modules ? k.modules : ""));
+    s.precision = k.precision;
+    if (k.recipe) s.fp8_recipe = k.recipe;
+    if (k.modules) s.module_precision = k.modules;
+    const auto run = config::resolve_run(model, s);
+    const auto out = test::simulate(model, hw, s);
+    for (std::int64_t stage = 0; stage < 2; ++stage) {
+      INFO("stage " << stage);
+      const auto params = workload::stage_parameters(out.step.model, run.parallel, stage);
+      const double layers = static_cast<double>(workload::stage_layer_parameters(model, run.parallel, stage).total());
+      const double with_depth = stage == 1 ? depth : 0;
+      CHECK(workload::stage_static_memory(out.step.model, run.parallel, stage).params_bytes ==
+            Approx(2 * static_cast<double>(params.total()) + k.copies_per_weight * layers + k.depth_copies * with_depth)
+                .epsilon(1e-9));
+      const auto ops = op_totals(out, stage * 8);
+      if (std::string(k.precision) == "fp8") {
+        CHECK(ops.at("fp8.weight_cast").bytes == Approx((2 + 2 * mx) * (layers + with_depth)));
+      } else {
+        CHECK(ops.at("fp4.weight_cast").bytes == Approx((4 + 2 * fp4) * layers));
+        if (k.modules && stage == 1)
+          CHECK(ops.at("fp8.module_weight_cast").bytes == Approx((2 + 2 * mx) * depth));
+        else
+          CHECK(ops.count("fp8.module_weight_cast") == 0);
+      }
+    }
+    s.fp8_recipe.reset();
+    s.module_precision.reset();
+  }
+}
+
 TEST_CASE("Per-rank parameters add up to the model's layer counts", "[workload][moe]") {
   // Without model parallelism a rank holds each layer whole; with TP/EP the
   // split parts add up over the group (replicated parts counted once).

@@ -369,6 +369,17 @@ struct ParallelConfig {
   /// Per LinearModule, the format its GEMMs multiply in where it is not the
   /// run's (module_precision): bf16 (no quantization) or MXFP8 under NVFP4.
   std::array<std::optional<Dtype>, kLinearModules> module_precision{};
+  /// The format the MTP depths' linears multiply in: module_precision's
+  /// where it names them; bf16 under NVFP4 (Megatron-Core's
+  /// MultiTokenPredictionLayer enters a quantization context only when
+  /// config.fp8 is set, and builds its weights under get_fp8_context's
+  /// initialization context alone, multi_token_prediction.py at
+  /// d98e8a64dd); else the run's, first_last_layers_bf16 aside (the depths
+  /// are no decoder layer).
+  Dtype mtp_gemm_dtype() const {
+    if (const auto& own = module_precision[static_cast<std::size_t>(LinearModule::Mtp)]) return *own;
+    return gemm_dtype() == Dtype::Nvfp4 ? Dtype::Bf16 : gemm_dtype();
+  }
   /// Whether layer `layer` of a model of `num_layers` runs in bf16 so.
   bool bf16_layer(std::int64_t layer, std::int64_t num_layers) const {
     return first_last_bf16_layer(layer, num_layers, bf16_layers_at_start, bf16_layers_at_end);

@@ -128,12 +128,14 @@ RankParameters stage_layer_parameters(const model::ModelSpec& model, const strat
                                       std::int64_t stage);
 /// The same less the layers first_last_layers_bf16 keeps in bf16
 /// (ParallelConfig::bf16_layer) and the modules module_precision gives a
-/// format of their own: the layer weights fp8 or nvfp4 training quantizes
-/// in the run's format.
+/// format of their own, plus the MTP depths on the last virtual stage where
+/// they run in the run's format (ParallelConfig::mtp_gemm_dtype): the layer
+/// weights fp8 or nvfp4 training quantizes in the run's format.
 RankParameters stage_quantized_layer_parameters(const model::ModelSpec& model, const strategy::ParallelConfig& config,
                                                 std::int64_t stage);
 /// The weights (dense parameters) of a rank of `stage` whose modules
-/// module_precision runs in `format`, in its quantized layers.
+/// module_precision runs in `format`, in its quantized layers, and the MTP
+/// depths' parameters where module_precision gives them `format`.
 std::int64_t stage_module_parameters(const model::ModelSpec& model, const strategy::ParallelConfig& config,
                                      std::int64_t stage, Dtype format);
 
