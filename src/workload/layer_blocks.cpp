@@ -41,6 +41,15 @@ std::vector<OpSpec> select(const std::vector<OpSpec>& ops, Keep keep) {
   return out;
 }
 
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// The index of the exchange `name` in `ops`, or -1.
+int exchange_index(const std::vector<OpSpec>& ops, const char* name) {
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind == OpKind::Collective && ops[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
 }  // namespace
 
 LayerBlocks::LayerBlocks(const model::ModelSpec& m, const strategy::ParallelConfig& c, const MicroShape& shape,
@@ -242,6 +251,96 @@ std::uint32_t LayerBlocks::backward_part(const std::string& what, const std::vec
     for (auto& op : selected) op.async = false;
   return boundary_block(what + (weight ? ".bwd_weight" : ".bwd_input"), selected, weight ? "bwd_weight." : "bwd.",
                         categories::kBackward, false);
+}
+
+}  // namespace ptsim::workload::internal
+
+namespace ptsim::workload::internal {
+
+// A layer's ops by schedule node (LayerNode). Forward: everything before
+// the dispatch exchange and the shared experts (shared_experts_compute runs
+// in submodule_pre_dispatch_forward) pre-dispatch, the exchange, the ops
+// between the two exchanges (the routed experts), the combine exchange and
+// what follows it (MoELayer.postprocess and the residual: submodule_combine
+// _forward). Backward: the combine node's kernels and its exchange, the
+// experts' input gradients (and their weight gradients when not deferred),
+// the experts' deferred weight gradients (mlp.backward_dw), the dispatch
+// exchange, the rest (pre-dispatch), and under delay_wgrad_compute its
+// Transformer Engine linears' weight gradients (backward_dw_wrapper: the
+// attention's and the shared experts'; the router's weight gradient is
+// autograd's and stays).
+const std::array<std::vector<OpSpec>, kLayerNodes>& LayerBlocks::node_lists(std::int64_t layer) {
+  const std::string key = layer_kind_key(m_, shape_, layer);
+  if (const auto it = node_lists_.find(key); it != node_lists_.end()) return it->second;
+  const LayerLists& l = lists(layer);
+  const auto& fw = l.ops.forward;
+  const auto& bw = l.ops.backward;
+  const int d = exchange_index(fw, "moe.dispatch"), c = exchange_index(fw, "moe.combine");
+  const int cb = exchange_index(bw, "moe.combine.bwd"), db = exchange_index(bw, "moe.dispatch.bwd");
+  const bool moe = d >= 0 && c > d && cb >= 0 && db > cb;
+  const bool delay = shape_.delay_wgrad_compute;
+  const auto shared = [](const OpSpec& op) { return starts_with(op.name, "moe.shared"); };
+  const auto deferred = [&](const OpSpec& op) {
+    return delay && op.weight_grad && !starts_with(op.name, "moe.router");
+  };
+  const auto forward_node = [&](int i, const OpSpec& op) {
+    if (!moe || i < d || shared(op)) return LayerNode::PreDispatch;
+    if (i == d) return LayerNode::Dispatch;
+    if (i < c) return LayerNode::Mlp;
+    return i == c ? LayerNode::Combine : LayerNode::CombinePost;
+  };
+  const auto backward_node = [&](int i, const OpSpec& op) {
+    if (!moe || shared(op) || i > db) {
+      if (moe && i > db && op.weight_grad && starts_with(op.name, "moe.experts")) return LayerNode::MlpDw;
+      return deferred(op) ? LayerNode::PreDispatchDw : LayerNode::PreDispatchBwd;
+    }
+    if (i < cb) return LayerNode::CombineBwdPre;
+    if (i == cb) return LayerNode::CombineBwd;
+    return i < db ? LayerNode::MlpBwd : LayerNode::DispatchBwd;
+  };
+  std::array<std::vector<OpSpec>, kLayerNodes> nodes;
+  for (std::size_t n = 0; n < kLayerNodes; ++n) {
+    const auto node = static_cast<LayerNode>(n);
+    const bool forward = node <= LayerNode::CombinePost;
+    const auto& ops = forward ? fw : bw;
+    const OpSpec* first = ops.data();
+    nodes[n] = select(ops, [&](const OpSpec& op) {
+      const int i = static_cast<int>(&op - first);
+      return (forward ? forward_node(i, op) : backward_node(i, op)) == node;
+    });
+    // The nodes' order and the lanes' chains say who waits for an exchange:
+    // the next kernel of its micro-batch.
+    for (OpSpec& op : nodes[n]) op.detached = false;
+  }
+  return node_lists_.emplace(key, std::move(nodes)).first->second;
+}
+
+std::optional<std::uint32_t> LayerBlocks::layer_node(std::int64_t layer, LayerNode node) {
+  const auto n = static_cast<std::int64_t>(node);
+  const auto key = std::pair{layer * static_cast<std::int64_t>(kLayerNodes) + n, out_.lane()};
+  if (const auto it = node_blocks_.find(key); it != node_blocks_.end()) return it->second;
+  const auto& ops = node_lists(layer)[static_cast<std::size_t>(n)];
+  std::optional<std::uint32_t> block;
+  if (!ops.empty()) {
+    const std::string name = fmt::format("layer.node{}.{}", n, layer_kind_key(m_, shape_, layer));
+    if (node <= LayerNode::CombinePost) {
+      block = ops_block(
+          name, ops, "fwd.", categories::kForward, [&](std::size_t i) { return ops[i].kept_bytes(selective()); },
+          [](std::size_t) { return std::uint64_t{0}; });
+    } else {
+      block = ops_block(
+          name, ops, "bwd.", categories::kBackward, [](std::size_t) { return std::uint64_t{0}; },
+          [&](std::size_t i) { return ops[i].released_bytes(selective()); });
+    }
+  }
+  node_blocks_.emplace(key, block);
+  return block;
+}
+
+bool LayerBlocks::recompute_in_mlp(std::int64_t layer) {
+  for (const OpSpec& op : lists(layer).recomputed)
+    if (starts_with(op.name, "moe.experts")) return true;
+  return false;
 }
 
 }  // namespace ptsim::workload::internal

@@ -16,9 +16,9 @@ using taskgraph::TaskRef;
 TaskId BlockRecorder::add(const Task& original) {
   Task task = original;
   if (lane_ == 1) {
-    if (task.stream == streams::kCompute) task.stream = streams::kCompute1;
+    if (task.stream == streams::kCompute && !shared_streams_) task.stream = streams::kCompute1;
     if (task.stream == streams::kTensorParallel) task.stream = streams::kTensorParallel1;
-    if (task.stream == streams::kExpertParallel) task.stream = streams::kExpertParallel1;
+    if (task.stream == streams::kExpertParallel && !shared_streams_) task.stream = streams::kExpertParallel1;
     if (task.kind != TaskKind::Compute) {
       if (task.comm_slot == slots::kTensorParallel) task.comm_slot = slots::kTensorParallel1;
       if (task.comm_slot == slots::kExpertParallel) task.comm_slot = slots::kExpertParallel1;

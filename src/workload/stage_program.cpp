@@ -75,6 +75,7 @@ class StageBuilder {
     activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));
     total_virtual_ = strategy::path_stages(c_.schedule, c_.pp, strategy::chunks_per_stage(c_));
     if (c_.offload_modules != 0) plan_offloads();
+    if (node_order()) out_.share_lane_streams();
   }
 
   void build() {
@@ -104,6 +105,15 @@ class StageBuilder {
       // ahead of the backward that frees their memory (the two share the
       // GPU within a pair, each one's exchanges under the other's kernels).
       const bool pair_forward = step.overlapped_with_next && i + 1 < order.size();
+      if (pair_forward && node_order()) {
+        const auto& next = order[i + 1];
+        PTSIM_ASSERT(next.pass == Pass::Backward, "combined 1F1B pairs a forward with a full backward");
+        const auto bchunk = static_cast<std::size_t>(next.chunk);
+        combined_pair(static_cast<std::int32_t>(step.microbatch), static_cast<std::size_t>(step.chunk), &calls[i],
+                      static_cast<std::int32_t>(next.microbatch), bchunk, i + 1 == final_step[bchunk], &calls[i + 1]);
+        ++i;
+        continue;
+      }
       if (pair_forward && c_.overlap_moe_expert_parallel_comm) {
         PassPieces f =
             forward_pieces(static_cast<std::int32_t>(step.microbatch), static_cast<std::size_t>(step.chunk), &calls[i]);
@@ -159,6 +169,95 @@ class StageBuilder {
       case Pass::BackwardWeight: return false;
     }
     return false;
+  }
+
+  // Megatron-Core's combined 1F1B issued node by node (LayerNode): without
+  // ZeRO-3's gathers and activation offloading, whose per-layer hooks the
+  // pairs of whole layers below still follow.
+  bool node_order() const {
+    return c_.overlap_moe_expert_parallel_comm && m_.is_moe() && !zero3() && c_.offload_modules == 0 && !dualpipe();
+  }
+
+  // One combined 1F1B pair, the forward of micro-batch `fmb` on lane 0 and
+  // the backward of `bmb` on lane 1, in the order Megatron-Core issues it
+  // (TransformerModelChunkSchedulePlan.run: the backward's output layer, the
+  // forward's embedding, the layers, the forward's output layer, the
+  // backward's embedding; per layer pair TransformerLayerSchedulePlan.run at
+  // d98e8a64dd), both lanes on one compute and one expert-parallel stream
+  // (ProgramBuilder::share_lane_streams), each lane's nodes after its
+  // previous one (the micro-batch's CUDA event), the deferred weight
+  // gradients beside that chain (backward_dw records no event):
+  //   comm:    combine_bwd | dispatch_fwd, dispatch_bwd | combine_fwd
+  //   compute: pre_dispatch_fwd | mlp_bwd, mlp_bwd_dw, mlp_fwd | pre_dispatch_bwd, its dw
+  // The combine node's kernels (unpermutation, residual), which
+  // Megatron-Core runs on the communication stream beside the other
+  // micro-batch's compute, are issued here on the compute stream after the
+  // pre-dispatch backward that they would run beside, and the combine
+  // backward's before its exchange.
+  void combined_pair(std::int32_t fmb, std::size_t fchunk, const P2pCall* fcall, std::int32_t bmb, std::size_t bchunk,
+                     bool final, const P2pCall* bcall) {
+    using N = LayerNode;
+    const PassPieces f = forward_pieces(fmb, fchunk, fcall);
+    const PassPieces b = backward_pieces(bmb, bchunk, final, false, bcall);
+    out_.fork_lane();
+    out_.set_lane(1);
+    b.before();
+    out_.set_lane(0);
+    f.before();
+    const std::int64_t nf = ctx_.chunks[fchunk].count, nb = ctx_.chunks[bchunk].count;
+    for (std::int64_t k = 0; k < std::max(nf, nb); ++k) {
+      const std::int64_t fl = k < nf ? layer_index(fchunk, k) : -1;
+      const std::int64_t bl = k < nb ? layer_index(bchunk, nb - 1 - k) : -1;
+      const auto node = [&](int lane, std::int64_t layer, std::int32_t mb, N n) {
+        if (layer < 0) return;
+        out_.set_lane(lane);
+        if (const auto block = blocks_.layer_node(layer, n))
+          out_.instantiate(*block, mb, static_cast<std::int32_t>(layer));
+      };
+      const auto fwd = [&](N n) { node(0, fl, fmb, n); };
+      const auto bwd = [&](N n) { node(1, bl, bmb, n); };
+      // A deferred weight-gradient node: on the compute stream, outside the
+      // backward's chain; the last one is what the layer's gradient
+      // reduction waits for.
+      const auto beside = [&](N n, bool gradients) {
+        if (bl < 0) return;
+        out_.set_lane(1);
+        const auto chain = out_.last_kernel();
+        const auto block = blocks_.layer_node(bl, n);
+        if (block) out_.instantiate(*block, bmb, static_cast<std::int32_t>(bl));
+        if (gradients) dp_.layer_gradients(bl, bmb, final);
+        if (block) out_.set_last_kernel(chain);
+      };
+      const bool rerun = bl >= 0 && !blocks_.lists(bl).recomputed.empty();
+      const bool rerun_in_mlp = rerun && blocks_.recompute_in_mlp(bl);
+      const auto recompute = [&] {
+        out_.set_lane(1);
+        out_.instantiate(blocks_.layer_recompute(bl, false), bmb, static_cast<std::int32_t>(bl));
+      };
+      bwd(N::CombineBwdPre);
+      bwd(N::CombineBwd);
+      if (fl >= 0) {
+        out_.set_lane(0);
+        wait_gathered(param_gather_, fl);
+      }
+      fwd(N::PreDispatch);
+      if (rerun_in_mlp) recompute();
+      bwd(N::MlpBwd);
+      fwd(N::Dispatch);
+      beside(N::MlpDw, false);
+      bwd(N::DispatchBwd);
+      fwd(N::Mlp);
+      fwd(N::Combine);
+      if (rerun && !rerun_in_mlp) recompute();
+      bwd(N::PreDispatchBwd);
+      fwd(N::CombinePost);
+      beside(N::PreDispatchDw, true);
+    }
+    out_.set_lane(0);
+    f.after();
+    out_.set_lane(1);
+    b.after();
+    out_.join_lanes();
   }
 
   // ---- model structure ----------------------------------------------------

@@ -3,6 +3,10 @@
 // cost in memory, and the configurations Megatron-Core refuses.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/load_model.hpp"
 #include "test_support.hpp"
@@ -65,6 +69,66 @@ TEST_CASE("Combined 1F1B hides the all-to-alls of every paired forward and backw
   REQUIRE(per_layer > 0);
   CHECK(static_cast<double>(combined.result.memory.activations_peak_bytes) >= peak);
   CHECK(static_cast<double>(combined.result.memory.activations_peak_bytes) <= peak + per_layer);
+}
+
+TEST_CASE("Combined 1F1B issues each layer pair node by node in Megatron-Core's order", "[simulate][moe]") {
+  // TransformerLayerSchedulePlan.run (models/common/model_chunk_schedule_plan.py
+  // at d98e8a64dd) issues a forward layer and a backward layer, on one
+  // compute and one communication stream for both micro-batches:
+  //   comm:    combine_bwd | dispatch_fwd -> dispatch_bwd | combine_fwd
+  //   compute: pre_dispatch_fwd | mlp_bwd -> mlp_bwd_dw -> mlp_fwd | pre_dispatch_bwd
+  // with delay_wgrad_compute's weight gradients of the pre-dispatch
+  // computation after its backward. The expected order is read from there;
+  // each node is named here by the first op of its block (ptsim issues the
+  // combine node's unpermutation on the compute stream after the
+  // pre-dispatch backward it would run beside, and the combine backward's
+  // before its exchange).
+  const auto hw = test::shipped_hardware("h100-sxm5-80gb");
+  config::StrategyInput s = moe_strategy();
+  s.overlap_moe_expert_parallel_comm = true;
+  s.delay_wgrad_compute = true;
+  const auto out = test::simulate(moe_model(), hw, s);
+  const taskgraph::Workload& w = out.step.workload;
+  const taskgraph::Program& p = w.programs[0];
+  const auto stream_of = [&](const std::string& name) {
+    const auto it = std::find(w.stream_names.begin(), w.stream_names.end(), name);
+    return static_cast<std::uint8_t>(it - w.stream_names.begin());
+  };
+  // Every kernel on one compute stream, every exchange on one stream.
+  for (std::uint32_t b = 0; b < p.num_blocks(); ++b)
+    for (taskgraph::TaskId t = 0; t < p.block(b).size(); ++t) {
+      const taskgraph::Task& task = p.block(b).task(t);
+      const std::string& name = w.op_names[task.name];
+      INFO(name);
+      if (task.kind == taskgraph::TaskKind::Compute) CHECK(task.stream == stream_of("compute"));
+      if (name.find("moe.dispatch") != std::string::npos || name.find("moe.combine") != std::string::npos)
+        CHECK(task.stream == stream_of("ep"));
+    }
+  // The steady-state pair of forward micro-batch 2 and backward micro-batch
+  // 1 (one stage: F0 | F1~B0 | F2~B1 ...), at its second layer pair: the
+  // forward's layer 1 beside the backward's layer 2.
+  std::vector<std::string> issued;
+  for (const taskgraph::BlockInstance& in : p.instances()) {
+    const std::string first = w.op_names[p.block(in.block).task(0).name];
+    const bool forward = in.microbatch == 2 && in.layer == 1 && first.rfind("fwd.", 0) == 0;
+    const bool backward = in.microbatch == 1 && in.layer == 2 && first.rfind("bwd.", 0) == 0;
+    if (forward || backward) issued.push_back((forward ? "F " : "B ") + first);
+  }
+  const std::vector<std::string> megatron = {
+      "B bwd.mlp.bias_dropout_add.bwd",  // combine_bwd's kernels (mlp_bda, unpermutation) ...
+      "B bwd.moe.combine.bwd",           // ... and its exchange
+      "F fwd.ln1",                       // pre_dispatch_fwd: attention, norm, router, permutation
+      "B bwd.moe.experts.fc2.dgrad",     // mlp_bwd
+      "F fwd.moe.dispatch",              // dispatch_fwd
+      "B bwd.moe.experts.fc2.wgrad",     // mlp_bwd_dw
+      "B bwd.moe.dispatch.bwd",          // dispatch_bwd
+      "F fwd.moe.experts.fc1",           // mlp_fwd
+      "F fwd.moe.combine",               // combine_fwd's exchange
+      "B bwd.moe.permute.bwd",           // pre_dispatch_bwd
+      "F fwd.moe.unpermute",             // combine_fwd's kernels
+      "B bwd.attn.proj.wgrad",           // pre_dispatch_bwd_dw
+  };
+  CHECK(issued == megatron);
 }
 
 TEST_CASE("Delayed expert weight gradients run beside the backward dispatch", "[simulate][moe]") {

@@ -6,9 +6,11 @@
 // recomputed forward. Private to workload/.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -37,6 +39,34 @@ struct LayerLists {
   std::uint64_t dropped_bytes = 0;      // what the forward does not keep under it, made again by the rerun
 };
 
+/// Megatron-Core's combined 1F1B runs a layer as schedule nodes
+/// (TransformerLayerSchedulePlan over build_transformer_layer_callables,
+/// models/common/model_chunk_schedule_plan.py and
+/// models/gpt/fine_grained_callables.py at d98e8a64dd): forward
+/// pre-dispatch (attention, pre-MLP norm, shared experts, router,
+/// permutation), dispatch (the exchange), MLP (the routed experts), combine
+/// (the exchange, then unpermutation and residual: CombinePost); backward
+/// the same in reverse, with the weight gradients that delay_wgrad_compute
+/// defers (the experts' after the MLP's backward, the rest of the layer's
+/// after the pre-dispatch backward) as nodes of their own. A dense layer is
+/// one pre-dispatch node each way.
+enum class LayerNode : std::uint8_t {
+  PreDispatch,
+  Dispatch,
+  Mlp,
+  Combine,
+  CombinePost,
+  CombineBwdPre,  // the combine node's backward kernels before its exchange
+  CombineBwd,
+  MlpBwd,
+  MlpDw,
+  DispatchBwd,
+  PreDispatchBwd,
+  PreDispatchDw,
+  Count,
+};
+inline constexpr std::size_t kLayerNodes = static_cast<std::size_t>(LayerNode::Count);
+
 class LayerBlocks {
  public:
   /// `release_bytes(layer)`: the gathered parameters a ZeRO-3 layer frees at
@@ -63,6 +93,14 @@ class LayerBlocks {
   /// the recomputed modules' ops (selective), allocating again what the
   /// forward dropped.
   std::uint32_t layer_recompute(std::int64_t layer, bool full);
+  /// The block of `node` of a layer (forward nodes keep what their ops save,
+  /// backward ones free what theirs free), or none where the layer has no
+  /// such node.
+  std::optional<std::uint32_t> layer_node(std::int64_t layer, LayerNode node);
+  /// Whether the layer's selectively recomputed ops rerun within its MLP's
+  /// backward (the routed experts' activation, "moe_act") rather than its
+  /// pre-dispatch backward.
+  bool recompute_in_mlp(std::int64_t layer);
 
   /// A list of ops as one block: forward ones keep what they save, backward
   /// ones free what they free.
@@ -113,7 +151,11 @@ class LayerBlocks {
   ProgramBuilder& out_;
   std::function<std::uint64_t(std::int64_t)> release_bytes_;
   BlockOps embedding_, output_;
+  const std::array<std::vector<OpSpec>, kLayerNodes>& node_lists(std::int64_t layer);
+
   std::map<std::string, LayerLists> lists_;
+  std::map<std::string, std::array<std::vector<OpSpec>, kLayerNodes>> node_lists_;
+  std::map<std::pair<std::int64_t, int>, std::optional<std::uint32_t>> node_blocks_;  // by (layer · nodes + node, lane)
   std::unordered_map<std::uint64_t, std::uint32_t> layer_blocks_;  // by (layer, LayerBlock, lane): see memo_block
 };
 

@@ -31,7 +31,10 @@ struct BlockSummary {
 
 class BlockRecorder {
  public:
-  explicit BlockRecorder(NameTable& names, int lane = 0) : names_(&names), lane_(lane) {}
+  /// `shared_streams`: lane 1 issues its kernels and expert-parallel
+  /// exchanges on lane 0's streams (ProgramBuilder::share_lane_streams).
+  explicit BlockRecorder(NameTable& names, int lane = 0, bool shared_streams = false)
+      : names_(&names), lane_(lane), shared_streams_(shared_streams) {}
 
   /// Starts a list of ops: OpSpec::after indexes ops emitted since.
   void begin_list() { list_.clear(); }
@@ -75,6 +78,7 @@ class BlockRecorder {
 
   NameTable* names_;
   int lane_;  // 1: the second compute lane's streams
+  bool shared_streams_;
   taskgraph::TaskGraph graph_;
   std::vector<taskgraph::TaskId> list_;
   std::optional<taskgraph::TaskId> first_kernel_, second_kernel_, last_kernel_;
@@ -94,7 +98,7 @@ class ProgramBuilder {
   std::uint32_t block(const std::string& key, Record&& record) {
     const std::string lane_key = lane_ == 0 ? key : key + "@lane1";
     if (const auto it = keys_.find(lane_key); it != keys_.end()) return it->second;
-    BlockRecorder recorder(*names_, lane_);
+    BlockRecorder recorder(*names_, lane_, shared_streams_);
     record(recorder);
     summaries_.push_back(recorder.summary());
     const std::uint32_t id = program_->add_block(std::move(recorder.graph()));
@@ -119,6 +123,19 @@ class ProgramBuilder {
   /// issued in order on one compute stream).
   void sync_lanes();
 
+  /// From now on lane 1's blocks issue their kernels and expert-parallel
+  /// exchanges on lane 0's streams, each stream running the two lanes' work
+  /// in the order it is instantiated (Megatron-Core's combined 1F1B: one
+  /// compute and one communication stream for both micro-batches; the lanes
+  /// keep their chains of dependencies and their communicators). Blocks
+  /// recorded before are not changed.
+  void share_lane_streams() { shared_streams_ = true; }
+  /// The current lane's last kernel, which the next block's first kernel
+  /// waits for; setting it back lets a block run beside the lane's chain
+  /// (its stream still orders it).
+  std::optional<taskgraph::TaskRef> last_kernel() const { return last_kernel_; }
+  void set_last_kernel(std::optional<taskgraph::TaskRef> kernel) { last_kernel_ = kernel; }
+
   /// Appends an instance of `block` and links it to the instances before it;
   /// returns the instance.
   std::uint32_t instantiate(std::uint32_t block, std::int32_t microbatch, std::int32_t layer);
@@ -142,6 +159,7 @@ class ProgramBuilder {
   };
   Chain other_;
   int lane_ = 0;
+  bool shared_streams_ = false;
 };
 
 }  // namespace ptsim::workload::internal
