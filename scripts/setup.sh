@@ -13,7 +13,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 packages=(g++ cmake ninja-build libboost-graph-dev libboost-program-options-dev
-          nlohmann-json3-dev libfmt-dev catch2 libbenchmark-dev clang libopenblas-dev python3 openmpi-bin libopenmpi-dev
+          nlohmann-json3-dev libfmt-dev libyaml-cpp-dev catch2 libbenchmark-dev clang libopenblas-dev python3 openmpi-bin libopenmpi-dev
           python3-matplotlib chromium valgrind clang-format)
 
 missing=()

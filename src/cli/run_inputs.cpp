@@ -243,6 +243,7 @@ LoadedRun load_run(const RunInputs& inputs, config::InputFiles& read, const po::
   config::StrategyInput input = strategy_input(inputs, read, vm, stack_input(inputs, read));
   LoadedRun run;
   const model::ModelSpec model = load_model_input(inputs, read, input, command);
+  if (input.te_precision_config_file) read.record(*input.te_precision_config_file);  // resolve_run reads it
   run.hardware = load_hardware_input(inputs, read);
   const config::ResolvedRun resolved = config::resolve_run(model, input);
   run.model = resolved.model;

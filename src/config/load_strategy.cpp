@@ -308,6 +308,11 @@ const std::vector<StrategyField> kFields = {
      "latent_proj (a latent MoE's projections), mamba_out_proj, mtp (the MTP depths' linears), FORMAT bf16, or "
      "mxfp8 under nvfp4; e.g. attention=bf16,latent_proj=bf16,mtp=bf16,mamba_out_proj=mxfp8 (Megatron-Bridge's "
      "Nemotron 3 Super NVFP4 recipe)"},
+    {"te_precision_config_file", "te_precision_config_file", "", &S::te_precision_config_file, 1, 1, {}, "FILE",
+     "with fp8 or nvfp4 training, Megatron-LM's YAML of per-module Transformer Engine recipes (configs and ordered "
+     "glob matchers over module names, as Megatron-Bridge's te_quant.cfg), read into --module-precision: the "
+     "modules it covers (attention's QKV and output projections, a latent MoE's projections, Mamba's out_proj, "
+     "the MTP depths) in bf16, or MXFP8 under NVFP4; any other module it changes is refused by name"},
 };
 // clang-format on
 

@@ -46,6 +46,7 @@ constexpr std::array kSameStrategyKey = {"--tensor-model-parallel-size",
                                          "--grad-reduce-in-bf16",
                                          "--tp-comm-overlap",
                                          "--cross-entropy-loss-fusion",
+                                         "--te-precision-config-file",
                                          "--no-gradient-accumulation-fusion",
                                          "--use-megatron-fsdp",
                                          "--data-parallel-sharding-strategy",
@@ -105,7 +106,8 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
       strategy[key] = true;
     } else if (key == "pipeline_model_parallel_layout" || key == "moe_token_dispatcher_type" ||
                key == "moe_flex_dispatcher_backend" || key == "data_parallel_sharding_strategy" ||
-               key == "outer_dp_sharding_strategy" || key.starts_with("megatron_fsdp_")) {
+               key == "outer_dp_sharding_strategy" || key.starts_with("megatron_fsdp_") ||
+               key == "te_precision_config_file") {
       strategy[key] = g.values.at(0);
     } else if (key == "moe_expert_capacity_factor") {
       strategy[key] = number_of(g);

@@ -13,6 +13,7 @@
 #include "internal/run_checker.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/pipeline_layout.hpp"
+#include "ptsim/config/te_precision_config.hpp"
 #include "ptsim/strategy/quantization.hpp"
 #include "ptsim/strategy/rank_layout.hpp"
 #include "ptsim/strategy/schedule.hpp"
@@ -671,13 +672,30 @@ void check_bf16_layers(const Checker& check, const model::ModelSpec& m, strategy
 // not where ptsim does not follow the weights' formats.
 void check_module_precision(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
                             const StrategyInput& s) {
-  if (!s.module_precision) return;
-  const std::string& list = *s.module_precision;
+  // Megatron-LM's --te-precision-config-file, read into the same list.
+  std::optional<std::string> from_file;
+  if (s.te_precision_config_file) {
+    if (s.module_precision)
+      check.fail("te_precision_config_file", *s.te_precision_config_file,
+                 "and --module-precision both give modules formats", "give one of them");
+    if (c.precision == Dtype::Bf16)
+      check.fail("te_precision_config_file", *s.te_precision_config_file,
+                 "sets formats inside fp8 or nvfp4 training, and precision is bf16",
+                 "add --precision fp8 or --fp4-format e2m1, or drop --te-precision-config-file");
+    const TeQuantRun run{c.gemm_dtype(),
+                         c.precision == Dtype::Fp8 ? std::string(strategy::to_string(c.fp8_recipe)) : "",
+                         c.bf16_layers_at_start, c.bf16_layers_at_end};
+    from_file = module_precision_of(load_te_precision_config(*s.te_precision_config_file), m, run);
+    if (from_file->empty()) return;
+  }
+  if (!s.module_precision && !from_file) return;
+  const std::string& list = from_file ? *from_file : *s.module_precision;
+  const char* key = from_file ? "te_precision_config_file" : "module_precision";
   if (c.precision == Dtype::Bf16)
-    check.fail("module_precision", list, "sets formats inside fp8 or nvfp4 training, and precision is bf16",
+    check.fail(key, list, "sets formats inside fp8 or nvfp4 training, and precision is bf16",
                "add --precision fp8 or --fp4-format e2m1, or drop --module-precision");
   if (c.fp8_param_gather || c.torch_modules())
-    check.fail("module_precision", list, "with quantized parameter gathering or torchtitan's modules is not modelled",
+    check.fail(key, list, "with quantized parameter gathering or torchtitan's modules is not modelled",
                c.fp8_param_gather ? "drop --fp8-param-gather/--fp4-param-gather or --module-precision"
                                   : "use --kernel-fusion fused, or drop --module-precision");
   for (const std::string& entry : names_in(list)) {
@@ -686,26 +704,25 @@ void check_module_precision(const Checker& check, const model::ModelSpec& m, str
     const auto* known = std::find_if(std::begin(strategy::kLinearModuleNames), std::end(strategy::kLinearModuleNames),
                                      [&](const strategy::LinearModuleName& n) { return name == n.name; });
     if (eq == std::string::npos || known == std::end(strategy::kLinearModuleNames))
-      check.fail("module_precision", entry,
-                 "is not MODULE=FORMAT with MODULE attention, latent_proj, mamba_out_proj or mtp",
+      check.fail(key, entry, "is not MODULE=FORMAT with MODULE attention, latent_proj, mamba_out_proj or mtp",
                  "write e.g. attention=bf16");
     const std::string format = entry.substr(eq + 1);
     std::optional<Dtype> dtype;
     if (format == "bf16") dtype = Dtype::Bf16;
     if (format == "mxfp8" && c.precision == Dtype::Nvfp4) dtype = Dtype::Mxfp8;
     if (!dtype)
-      check.fail("module_precision", entry,
+      check.fail(key, entry,
                  format == "mxfp8" ? "runs MXFP8 inside NVFP4 training only (the one mix Megatron-Bridge's recipes use)"
                                    : "names no format: bf16, or mxfp8 under nvfp4",
                  "use bf16, or mxfp8 with --fp4-format e2m1");
     auto& slot = c.module_precision[static_cast<std::size_t>(known->module)];
-    if (slot) check.fail("module_precision", entry, "sets a module twice", "give each module once");
+    if (slot) check.fail(key, entry, "sets a module twice", "give each module once");
     const bool has = known->module == strategy::LinearModule::Attention          ? !m.multi_latent_attention
                      : known->module == strategy::LinearModule::LatentProjection ? m.moe_latent_size > 0
                      : known->module == strategy::LinearModule::MambaOutProj     ? m.has_mamba_layers()
                                                                                  : m.mtp_num_layers > 0;
     if (!has)
-      check.fail("module_precision", entry,
+      check.fail(key, entry,
                  known->module == strategy::LinearModule::Attention
                      ? "is not modelled for multi-latent attention, whose projections are other modules"
                      : fmt::format("names a module model {} does not have", m.name),

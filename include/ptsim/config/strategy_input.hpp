@@ -91,6 +91,8 @@ struct StrategyInput {
   std::optional<std::int64_t> bf16_layers_at_start;       // --num-layers-at-start-in-bf16
   std::optional<std::int64_t> bf16_layers_at_end;         // --num-layers-at-end-in-bf16
   std::optional<std::string> module_precision;            // MODULE=FORMAT,… (attention, latent_proj, …)
+  std::optional<std::string>
+      te_precision_config_file;  // Megatron-LM's YAML of module formats, read into module_precision
   std::optional<bool> activation_offloading;              // --fine-grained-activation-offloading
   std::optional<std::string> offload_modules;             // Megatron-Core's names, comma-separated
   std::optional<std::int64_t> min_offloaded_tensor_size;  // elements
