@@ -188,6 +188,8 @@ std::string format_name(std::optional<Dtype> format, const std::string& recipe) 
   return std::string(to_string(*format));
 }
 
+TeQuantRecipe read_recipe_file(const YAML::Node& root, const std::string& path);
+
 }  // namespace
 
 TeQuantRecipe load_te_precision_config(const std::string& path) {
@@ -200,6 +202,18 @@ TeQuantRecipe load_te_precision_config(const std::string& path) {
     throw ConfigError(fmt::format("{}: line {}: {}", path, e.mark.line + 1, e.msg));
   }
   if (!root.IsMap()) throw ConfigError(fmt::format("{}: expected a mapping with configs and matchers", path));
+  try {
+    return read_recipe_file(root, path);
+  } catch (const YAML::Exception& e) {
+    // A node of another type than the file's structure has there (a key
+    // that is a list, say): yaml-cpp's own words, with the file.
+    throw ConfigError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+namespace {
+
+TeQuantRecipe read_recipe_file(const YAML::Node& root, const std::string& path) {
   TeQuantRecipe r;
   r.path = path;
   const YAML::Node configs = root["configs"];
@@ -254,6 +268,8 @@ TeQuantRecipe load_te_precision_config(const std::string& path) {
   }
   return r;
 }
+
+}  // namespace
 
 std::string module_precision_of(const TeQuantRecipe& recipe, const model::ModelSpec& model, const TeQuantRun& run) {
   const auto config_of = [&](const std::string& name) -> const TeQuantConfig& {

@@ -153,7 +153,8 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
 }
 
 BlockOps mtp_projection_ops(const model::ModelSpec& m, const MicroShape& shape) {
-  LayerBuilder b(m, mtp_layer_shape(shape), m.num_layers - 1);
+  const MicroShape depth = mtp_layer_shape(shape);  // the builder keeps a reference to it
+  LayerBuilder b(m, depth, m.num_layers - 1);
   b.mtp_projection();
   return b.take();
 }

@@ -142,6 +142,7 @@ TEST_CASE("A recipe file Megatron-Core would refuse is refused with its key", "[
                     Contains("matchers.r.type") && Contains("glob"));
   CHECK_THROWS_WITH(bad(recipe(matcher("m", "fp16", "*"))), Contains("'fp16', which configs does not define"));
   CHECK_THROWS_WITH(bad("configs: [1, 2\n"), Contains("line"));
+  CHECK_THROWS_AS(bad("configs:\n  [a, b]: {}\n"), ConfigError);  // a key that is a list
   CHECK_THROWS_WITH(config::load_te_precision_config(test::scratch_path("missing.yaml")), Contains("cannot be read"));
 }
 

@@ -80,6 +80,8 @@ inline void append_block(std::vector<OpSpec>& into, const std::vector<OpSpec>& b
 // (each backward() call adds a group that take() places before the earlier ones).
 class LayerBuilder {
  public:
+  // The builder keeps a reference to the shape: a temporary one would dangle.
+  LayerBuilder(const model::ModelSpec& m, MicroShape&& shape, std::int64_t layer) = delete;
   LayerBuilder(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer)
       : sliding_(m.is_sliding_window_layer(layer)),
         m_(m),
