@@ -672,32 +672,30 @@ void check_bf16_layers(const Checker& check, const model::ModelSpec& m, strategy
 // not where ptsim does not follow the weights' formats.
 void check_module_precision(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
                             const StrategyInput& s) {
-  // Megatron-LM's --te-precision-config-file, read into the same list.
-  std::optional<std::string> from_file;
-  if (s.te_precision_config_file) {
-    if (s.module_precision)
-      check.fail("te_precision_config_file", *s.te_precision_config_file,
-                 "and --module-precision both give modules formats", "give one of them");
-    if (c.precision == Dtype::Bf16)
-      check.fail("te_precision_config_file", *s.te_precision_config_file,
-                 "sets formats inside fp8 or nvfp4 training, and precision is bf16",
-                 "add --precision fp8 or --fp4-format e2m1, or drop --te-precision-config-file");
+  if (!s.module_precision && !s.te_precision_config_file) return;
+  // Megatron-LM's --te-precision-config-file is read into the same list.
+  const bool file = s.te_precision_config_file.has_value();
+  const char* key = file ? "te_precision_config_file" : "module_precision";
+  const char* flag = file ? "--te-precision-config-file" : "--module-precision";
+  if (file && s.module_precision)
+    check.fail(key, *s.te_precision_config_file, "and --module-precision both give modules formats",
+               "give one of them");
+  if (c.precision == Dtype::Bf16)
+    check.fail(key, file ? *s.te_precision_config_file : *s.module_precision,
+               "sets formats inside fp8 or nvfp4 training, and precision is bf16",
+               fmt::format("add --precision fp8 or --fp4-format e2m1, or drop {}", flag));
+  std::string list = file ? "" : *s.module_precision;
+  if (file) {
     const TeQuantRun run{c.gemm_dtype(),
                          c.precision == Dtype::Fp8 ? std::string(strategy::to_string(c.fp8_recipe)) : "",
                          c.bf16_layers_at_start, c.bf16_layers_at_end};
-    from_file = module_precision_of(load_te_precision_config(*s.te_precision_config_file), m, run);
-    if (from_file->empty()) return;
+    list = module_precision_of(load_te_precision_config(*s.te_precision_config_file), m, run);
+    if (list.empty()) return;  // the file changes no module
   }
-  if (!s.module_precision && !from_file) return;
-  const std::string& list = from_file ? *from_file : *s.module_precision;
-  const char* key = from_file ? "te_precision_config_file" : "module_precision";
-  if (c.precision == Dtype::Bf16)
-    check.fail(key, list, "sets formats inside fp8 or nvfp4 training, and precision is bf16",
-               "add --precision fp8 or --fp4-format e2m1, or drop --module-precision");
   if (c.fp8_param_gather || c.torch_modules())
     check.fail(key, list, "with quantized parameter gathering or torchtitan's modules is not modelled",
-               c.fp8_param_gather ? "drop --fp8-param-gather/--fp4-param-gather or --module-precision"
-                                  : "use --kernel-fusion fused, or drop --module-precision");
+               c.fp8_param_gather ? fmt::format("drop --fp8-param-gather/--fp4-param-gather or {}", flag)
+                                  : fmt::format("use --kernel-fusion fused, or drop {}", flag));
   for (const std::string& entry : names_in(list)) {
     const auto eq = entry.find('=');
     const std::string name = entry.substr(0, eq);

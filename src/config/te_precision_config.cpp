@@ -188,7 +188,61 @@ std::string format_name(std::optional<Dtype> format, const std::string& recipe) 
   return std::string(to_string(*format));
 }
 
-TeQuantRecipe read_recipe_file(const YAML::Node& root, const std::string& path);
+// Calls `visit(name, node, at)` for each entry of the mapping `key` of the
+// file (absent: none), each of which must be a mapping itself.
+template <typename Visit>
+void for_each_entry(const YAML::Node& root, const char* key, const std::string& path, Visit visit) {
+  const YAML::Node entries = root[key];
+  if (entries.IsDefined() && !entries.IsMap()) throw ConfigError(fmt::format("{} is not a mapping", where(path, key)));
+  for (const auto& kv : entries) {
+    const std::string name = kv.first.as<std::string>();
+    const std::string at = fmt::format("{}.{}", key, name);
+    if (!kv.second.IsMap()) throw ConfigError(fmt::format("{} is not a mapping", where(path, at)));
+    visit(name, kv.second, at);
+  }
+}
+
+TeQuantRecipe read_recipe_file(const YAML::Node& root, const std::string& path) {
+  TeQuantRecipe r;
+  r.path = path;
+  for_each_entry(root, "configs", path, [&](const std::string& name, const YAML::Node& c, const std::string& at) {
+    const YAML::Node type = c["transformer_engine_config_type"];
+    if (!type.IsDefined() || text(type, path, at + ".transformer_engine_config_type") != "TEQuantizationParams")
+      throw ConfigError(
+          fmt::format("{}.transformer_engine_config_type must be TEQuantizationParams, the one type "
+                      "Megatron-Core's Transformer Engine modules read",
+                      where(path, at)));
+    for (const auto& field : c) {
+      const std::string key = field.first.as<std::string>();
+      if (key != "transformer_engine_config_type" && key != "training_recipe" && key != "evaluation_recipe")
+        throw ConfigError(
+            fmt::format("{}.{} is not a key of TEQuantizationParams (transformer_engine_config_type, "
+                        "training_recipe, evaluation_recipe)",
+                        where(path, at), key));
+    }
+    if (!c["training_recipe"].IsDefined())
+      throw ConfigError(fmt::format("{}.training_recipe is missing (Megatron-Core requires it)", where(path, at)));
+    // The evaluation recipe runs when the model is not training: not a step's.
+    r.configs.push_back(read_recipe(name, c["training_recipe"], path));
+  });
+  for_each_entry(root, "matchers", path, [&](const std::string& name, const YAML::Node& m, const std::string& at) {
+    // Megatron-Core skips a matcher without `enabled: true`.
+    if (!m["enabled"].IsDefined() || !boolean(m["enabled"], path, at + ".enabled")) return;
+    for (const char* key : {"type", "pattern", "config"})
+      if (!m[key].IsDefined()) throw ConfigError(fmt::format("{}.{} is missing", where(path, at), key));
+    const std::string type = text(m["type"], path, at + ".type");
+    if (type != "glob")
+      throw ConfigError(
+          fmt::format("{}.type is '{}'; Megatron-Core implements glob matchers only", where(path, at), type));
+    TeQuantMatcher matcher{name, text(m["pattern"], path, at + ".pattern"), text(m["config"], path, at + ".config")};
+    if (std::none_of(r.configs.begin(), r.configs.end(),
+                     [&](const TeQuantConfig& c) { return c.name == matcher.config; }))
+      throw ConfigError(
+          fmt::format("{}.config is '{}', which configs does not define", where(path, at), matcher.config));
+    r.matchers.push_back(std::move(matcher));
+  });
+  return r;
+}
 
 }  // namespace
 
@@ -211,66 +265,6 @@ TeQuantRecipe load_te_precision_config(const std::string& path) {
   }
 }
 
-namespace {
-
-TeQuantRecipe read_recipe_file(const YAML::Node& root, const std::string& path) {
-  TeQuantRecipe r;
-  r.path = path;
-  const YAML::Node configs = root["configs"];
-  if (configs.IsDefined() && !configs.IsMap())
-    throw ConfigError(fmt::format("{} is not a mapping", where(path, "configs")));
-  for (const auto& kv : configs) {
-    const std::string name = kv.first.as<std::string>();
-    const YAML::Node& c = kv.second;
-    const std::string at = "configs." + name;
-    if (!c.IsMap()) throw ConfigError(fmt::format("{} is not a mapping", where(path, at)));
-    const YAML::Node type = c["transformer_engine_config_type"];
-    if (!type.IsDefined() || text(type, path, at + ".transformer_engine_config_type") != "TEQuantizationParams")
-      throw ConfigError(
-          fmt::format("{}.transformer_engine_config_type must be TEQuantizationParams, the one type "
-                      "Megatron-Core's Transformer Engine modules read",
-                      where(path, at)));
-    for (const auto& field : c) {
-      const std::string key = field.first.as<std::string>();
-      if (key != "transformer_engine_config_type" && key != "training_recipe" && key != "evaluation_recipe")
-        throw ConfigError(
-            fmt::format("{}.{} is not a key of TEQuantizationParams (transformer_engine_config_type, "
-                        "training_recipe, evaluation_recipe)",
-                        where(path, at), key));
-    }
-    if (!c["training_recipe"].IsDefined())
-      throw ConfigError(fmt::format("{}.training_recipe is missing (Megatron-Core requires it)", where(path, at)));
-    // The evaluation recipe runs when the model is not training: not a step's.
-    r.configs.push_back(read_recipe(name, c["training_recipe"], path));
-  }
-  const YAML::Node matchers = root["matchers"];
-  if (matchers.IsDefined() && !matchers.IsMap())
-    throw ConfigError(fmt::format("{} is not a mapping", where(path, "matchers")));
-  for (const auto& kv : matchers) {
-    const std::string name = kv.first.as<std::string>();
-    const YAML::Node& m = kv.second;
-    const std::string at = "matchers." + name;
-    if (!m.IsMap()) throw ConfigError(fmt::format("{} is not a mapping", where(path, at)));
-    // Megatron-Core skips a matcher without `enabled: true`.
-    if (!m["enabled"].IsDefined() || !boolean(m["enabled"], path, at + ".enabled")) continue;
-    for (const char* key : {"type", "pattern", "config"})
-      if (!m[key].IsDefined()) throw ConfigError(fmt::format("{}.{} is missing", where(path, at), key));
-    const std::string type = text(m["type"], path, at + ".type");
-    if (type != "glob")
-      throw ConfigError(
-          fmt::format("{}.type is '{}'; Megatron-Core implements glob matchers only", where(path, at), type));
-    TeQuantMatcher matcher{name, text(m["pattern"], path, at + ".pattern"), text(m["config"], path, at + ".config")};
-    if (std::none_of(r.configs.begin(), r.configs.end(),
-                     [&](const TeQuantConfig& c) { return c.name == matcher.config; }))
-      throw ConfigError(
-          fmt::format("{}.config is '{}', which configs does not define", where(path, at), matcher.config));
-    r.matchers.push_back(std::move(matcher));
-  }
-  return r;
-}
-
-}  // namespace
-
 std::string module_precision_of(const TeQuantRecipe& recipe, const model::ModelSpec& model, const TeQuantRun& run) {
   const auto config_of = [&](const std::string& name) -> const TeQuantConfig& {
     return *std::find_if(recipe.configs.begin(), recipe.configs.end(),
@@ -279,7 +273,7 @@ std::string module_precision_of(const TeQuantRecipe& recipe, const model::ModelS
   const std::optional<Dtype> run_format = run.format == Dtype::Bf16 ? std::nullopt : std::optional<Dtype>(run.format);
   const std::string run_name = format_name(run_format, run.fp8_recipe);
   struct Seen {
-    std::string format, module_name, matcher;
+    std::string format, fallback, module_name, matcher;
   };
   std::map<LinearModule, Seen> groups;
   for (const NamedModule& mod : model_modules(model, run)) {
@@ -304,7 +298,7 @@ std::string module_precision_of(const TeQuantRecipe& recipe, const model::ModelS
                         mod.module ? ", not to layers first_last_layers_bf16 keeps in bf16" : ""));
       continue;
     }
-    const auto [it, first] = groups.try_emplace(*mod.module, Seen{format, mod.name, matcher});
+    const auto [it, first] = groups.try_emplace(*mod.module, Seen{format, fallback, mod.name, matcher});
     if (!first && it->second.format != format)
       throw ConfigError(
           fmt::format("{}: {} gives {} the {} format and {} gives {} the {}; ptsim runs them as one "
@@ -316,12 +310,8 @@ std::string module_precision_of(const TeQuantRecipe& recipe, const model::ModelS
   for (const auto& [name_module, name] : strategy::kLinearModuleNames) {
     const auto it = groups.find(name_module);
     if (it == groups.end()) continue;
-    // The module's format without the file: the run's, or bf16 for MTP
-    // depths under NVFP4.
-    const bool nvfp4_mtp = name_module == LinearModule::Mtp && run.format == Dtype::Nvfp4;
-    const std::string fallback = nvfp4_mtp ? "bf16" : run_name;
     const Seen& seen = it->second;
-    if (seen.format == fallback) continue;
+    if (seen.format == seen.fallback) continue;  // as it runs without the file
     const bool supported = seen.format == "bf16" || (seen.format == "mxfp8" && run.format == Dtype::Nvfp4);
     if (!supported)
       throw ConfigError(

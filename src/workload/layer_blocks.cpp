@@ -41,8 +41,6 @@ std::vector<OpSpec> select(const std::vector<OpSpec>& ops, Keep keep) {
   return out;
 }
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
 // The index of the exchange `name` in `ops`, or -1.
 int exchange_index(const std::vector<OpSpec>& ops, const char* name) {
   for (std::size_t i = 0; i < ops.size(); ++i)
@@ -253,10 +251,6 @@ std::uint32_t LayerBlocks::backward_part(const std::string& what, const std::vec
                         categories::kBackward, false);
 }
 
-}  // namespace ptsim::workload::internal
-
-namespace ptsim::workload::internal {
-
 // A layer's ops by schedule node (LayerNode). Forward: everything before
 // the dispatch exchange and the shared experts (shared_experts_compute runs
 // in submodule_pre_dispatch_forward) pre-dispatch, the exchange, the ops
@@ -279,10 +273,8 @@ const std::array<std::vector<OpSpec>, kLayerNodes>& LayerBlocks::node_lists(std:
   const int cb = exchange_index(bw, "moe.combine.bwd"), db = exchange_index(bw, "moe.dispatch.bwd");
   const bool moe = d >= 0 && c > d && cb >= 0 && db > cb;
   const bool delay = shape_.delay_wgrad_compute;
-  const auto shared = [](const OpSpec& op) { return starts_with(op.name, "moe.shared"); };
-  const auto deferred = [&](const OpSpec& op) {
-    return delay && op.weight_grad && !starts_with(op.name, "moe.router");
-  };
+  const auto shared = [](const OpSpec& op) { return op.name.starts_with("moe.shared"); };
+  const auto deferred = [&](const OpSpec& op) { return delay && op.weight_grad && !op.name.starts_with("moe.router"); };
   const auto forward_node = [&](int i, const OpSpec& op) {
     if (!moe || i < d || shared(op)) return LayerNode::PreDispatch;
     if (i == d) return LayerNode::Dispatch;
@@ -291,7 +283,7 @@ const std::array<std::vector<OpSpec>, kLayerNodes>& LayerBlocks::node_lists(std:
   };
   const auto backward_node = [&](int i, const OpSpec& op) {
     if (!moe || shared(op) || i > db) {
-      if (moe && i > db && op.weight_grad && starts_with(op.name, "moe.experts")) return LayerNode::MlpDw;
+      if (moe && i > db && op.weight_grad && op.name.starts_with("moe.experts")) return LayerNode::MlpDw;
       return deferred(op) ? LayerNode::PreDispatchDw : LayerNode::PreDispatchBwd;
     }
     if (i < cb) return LayerNode::CombineBwdPre;
@@ -339,7 +331,7 @@ std::optional<std::uint32_t> LayerBlocks::layer_node(std::int64_t layer, LayerNo
 
 bool LayerBlocks::recompute_in_mlp(std::int64_t layer) {
   for (const OpSpec& op : lists(layer).recomputed)
-    if (starts_with(op.name, "moe.experts")) return true;
+    if (op.name.starts_with("moe.experts")) return true;
   return false;
 }
 
