@@ -34,7 +34,7 @@ void reject_experts(const nlohmann::json& object, const std::string& where,
     if (object.contains(key) && !object[key].is_null())
       throw ConfigError(
           fmt::format("{}: /{} = {}: model_type = {} is a dense family; a mixture-of-experts config names "
-                      "its own model_type (mixtral, qwen3_moe, deepseek_v3, kimi_k2 or gpt_oss)",
+                      "its own model_type (mixtral, qwen3_moe, deepseek_v3, deepseek_v4, kimi_k2 or gpt_oss)",
                       where, key, show(object[key]), type));
 }
 
@@ -302,6 +302,82 @@ model::ModelSpec deepseek_v3(ObjectReader& in) {
   return m;
 }
 
+// DeepSeek-V4 (DeepseekV4ForCausalLM), as Megatron-Bridge's DeepSeekV4Bridge
+// maps it (deepseek_v4_bridge.py at 067f987df): one key/value head of
+// head_dim (its last qk_rope_head_dim rotated), queries through q_lora_rank,
+// the grouped output projection (o_groups, o_lora_rank), a ratio a layer and
+// an MTP depth (compress_ratios, or layer_types with compress_rates; a list
+// of num_hidden_layers gets 0 for each depth, as the bridge pads it), the
+// window (sliding_window), the indexer (index_*), hyper-connections
+// (hc_mult, hc_sinkhorn_iters), hash-routed first layers (num_hash_layers,
+// or mlp_layer_types' leading "hash_moe"), and an MoE MLP in every layer
+// with n_shared_experts shared experts.
+model::ModelSpec deepseek_v4(ObjectReader& in) {
+  reject_attention_bias(in);
+  model::ModelSpec m = rmsnorm_swiglu_rope(in);
+  m.add_bias_linear = false;
+  m.num_query_groups = in.integer("num_key_value_heads", 1, 1);
+  m.kv_channels = in.integer("head_dim", 1, kMaxDim);
+  m.qk_pos_emb_head_dim = in.integer("qk_rope_head_dim", 1, kMaxDim);
+  m.q_lora_rank = in.integer("q_lora_rank", 1, kMaxDim);
+  m.o_groups = in.integer("o_groups", 1, kMaxDim);
+  m.o_lora_rank = in.integer("o_lora_rank", 1, kMaxDim);
+  m.csa_window_size = in.integer("sliding_window", 1, kMaxSeq);
+  m.dsa_indexer_n_heads = in.integer("index_n_heads", 1, kMaxDim);
+  m.dsa_indexer_head_dim = in.integer("index_head_dim", 1, kMaxDim);
+  m.dsa_indexer_topk = in.integer("index_topk", 1, kMaxSeq);
+  m.mhc_num_residual_streams = in.integer("hc_mult", 1, 64);
+  m.mhc_sinkhorn_iterations = in.integer("hc_sinkhorn_iters", 1, 1000);
+  read_experts(in, m, "n_routed_experts");
+  m.moe_ffn_hidden_size = in.integer("moe_intermediate_size", 1, kMaxDim * 8);
+  m.ffn_hidden_size = m.moe_ffn_hidden_size;  // no dense layer reads it
+  m.moe_shared_expert_intermediate_size = in.integer("n_shared_experts", 0, kMaxExperts) * m.moe_ffn_hidden_size;
+  m.mtp_num_layers = in.optional_integer("num_nextn_predict_layers", 0, kMaxLayers).value_or(0);
+  if (in.has("num_hash_layers")) {
+    m.moe_n_hash_layers = in.integer("num_hash_layers", 0, m.num_layers);
+  } else if (in.has("mlp_layer_types")) {
+    for (const nlohmann::json& type : in.array("mlp_layer_types")) {
+      if (type != "hash_moe") break;
+      ++m.moe_n_hash_layers;
+    }
+  }
+  if (in.has("compress_ratios")) {
+    for (const nlohmann::json& r : in.array("compress_ratios")) {
+      if (!r.is_number_integer() || r.get<std::int64_t>() < 0)
+        in.fail("compress_ratios", fmt::format("has the entry {}; each must be an integer ratio ≥ 0", show(r)));
+      m.csa_compress_ratios.push_back(r.get<std::int64_t>());
+    }
+  } else {
+    if (!in.has("layer_types"))
+      in.fail("compress_ratios", "is missing, and layer_types too: DeepSeek-V4 needs a compression ratio a layer");
+    const auto rate = [&](const std::string& type, std::int64_t fallback) {
+      if (!in.has("compress_rates")) return fallback;
+      ObjectReader rates = in.object("compress_rates");
+      return rates.optional_integer(type, 1, kMaxSeq).value_or(fallback);
+    };
+    for (const nlohmann::json& type : in.array("layer_types")) {
+      const std::string name = type.is_string() ? type.get<std::string>() : std::string();
+      if (name == "sliding_attention")
+        m.csa_compress_ratios.push_back(0);
+      else if (name == "compressed_sparse_attention")
+        m.csa_compress_ratios.push_back(rate(name, 4));
+      else if (name == "heavily_compressed_attention")
+        m.csa_compress_ratios.push_back(rate(name, 128));
+      else
+        in.fail("layer_types", fmt::format("has {}; DeepSeek-V4's layers are sliding_attention, "
+                                           "compressed_sparse_attention or heavily_compressed_attention",
+                                           show(type)));
+    }
+  }
+  if (static_cast<std::int64_t>(m.csa_compress_ratios.size()) == m.num_layers)
+    m.csa_compress_ratios.resize(static_cast<std::size_t>(m.num_layers + m.mtp_num_layers), 0);
+  if (static_cast<std::int64_t>(m.csa_compress_ratios.size()) < m.num_layers + m.mtp_num_layers)
+    in.fail("compress_ratios", fmt::format("has {} ratios; it needs num_hidden_layers + num_nextn_predict_layers = {}",
+                                           m.csa_compress_ratios.size(), m.num_layers + m.mtp_num_layers));
+  m.csa_compress_ratios.resize(static_cast<std::size_t>(m.num_layers + m.mtp_num_layers));
+  return m;
+}
+
 // gpt-oss: GQA with biases and attention sinks, alternating sliding-window and
 // full attention (layer_types), and an MoE MLP of num_local_experts experts of
 // intermediate_size in every layer.
@@ -403,10 +479,10 @@ model::ModelSpec parse_hf_config(const nlohmann::json& object, const std::string
     in.fail("model_type",
             "is missing: a Hugging Face config names its model_type "
             "(llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, nemotron, nemotron_h, mixtral, qwen3_moe, "
-            "deepseek_v3, kimi_k2, gpt_oss, gpt2, gpt_neox or bert)");
+            "deepseek_v3, deepseek_v4, kimi_k2, gpt_oss, gpt2, gpt_neox or bert)");
   const std::string type = in.choice("model_type", {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2",
                                                     "nemotron", "nemotron_h", "mixtral", "qwen3_moe", "deepseek_v3",
-                                                    "kimi_k2", "gpt_oss", "gpt2", "gpt_neox", "bert"});
+                                                    "deepseek_v4", "kimi_k2", "gpt_oss", "gpt2", "gpt_neox", "bert"});
   model::ModelSpec m;
   if (type == "mixtral") {
     m = mixtral(in);
@@ -417,6 +493,8 @@ model::ModelSpec parse_hf_config(const nlohmann::json& object, const std::string
     // DeepseekV3ForCausalLM; Megatron-Bridge's KimiK2Bridge maps it as MLA
     // and MoE the same way, kimi_bridge.py at 067f987df).
     m = deepseek_v3(in);
+  } else if (type == "deepseek_v4") {
+    m = deepseek_v4(in);
   } else if (type == "gpt_oss") {
     m = gpt_oss(in);
   } else if (type == "nemotron_h") {

@@ -158,6 +158,7 @@ void for_each_named_kernel(hardware::GpuSpec& gpu, F f) {
   f("triton", gpu.triton_attention);
   f("fp8", gpu.fp8_attention);
   f("mxfp8", gpu.mxfp8_attention);
+  f("sparse_mla", gpu.sparse_mla_attention);
 }
 
 // attention_efficiency.by_head_dim: per query/key head dim ("192"), the
@@ -254,6 +255,7 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   gpu.triton_attention = kernel("triton", "FlashAttention's Triton kernel");
   gpu.fp8_attention = kernel("fp8", "FP8 attention");
   gpu.mxfp8_attention = kernel("mxfp8", "MXFP8 attention");
+  gpu.sparse_mla_attention = kernel("sparse_mla", "token-level sparse attention");
   if (gpu.fp8_attention && !gpu.peak_flops_per_s[static_cast<std::size_t>(Dtype::Fp8)])
     attention.fail("fp8_forward", "is given for a GPU with no fp8 peak_tflops, of which it is a fraction");
   if (gpu.mxfp8_attention && !gpu.peak_flops_per_s[static_cast<std::size_t>(Dtype::Mxfp8)])

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "internal/hf_config.hpp"
@@ -77,6 +78,10 @@ void parse_latent_attention(internal::ObjectReader& in, model::ModelSpec& m) {
   m.multi_latent_attention = in.optional_boolean("multi_latent_attention").value_or(false);
   if (!m.multi_latent_attention) {
     for (const char* key : kKeys) {
+      // DeepSeek-V4's compressed attention has a query rank and a RoPE part too.
+      const bool compressed = m.has_compressed_attention() || in.has("csa_compress_ratios");
+      if (compressed && (std::string_view(key) == "q_lora_rank" || std::string_view(key) == "qk_pos_emb_head_dim"))
+        continue;
       if (in.has(key))
         in.fail(key, "applies only to multi-head latent attention; set "
                      "multi_latent_attention = true or remove the key");
@@ -104,6 +109,57 @@ void parse_latent_attention(internal::ObjectReader& in, model::ModelSpec& m) {
                                             "multi_latent_attention (MLA has no key/value "
                                             "groups); remove num_query_groups",
                                             m.num_attention_heads));
+}
+
+// DeepSeek-V4's attention and hyper-connections, with Megatron-Core's names
+// (the ratios are read once mtp_num_layers is known: read_compress_ratios).
+void parse_compressed_attention(internal::ObjectReader& in, model::ModelSpec& m) {
+  constexpr const char* kKeys[] = {"csa_window_size", "dsa_indexer_n_heads", "dsa_indexer_head_dim", "dsa_indexer_topk",
+                                   "o_groups",        "o_lora_rank"};
+  m.mhc_num_residual_streams = in.optional_integer("mhc_num_residual_streams", 1, 64).value_or(1);
+  m.mhc_sinkhorn_iterations = in.optional_integer("mhc_sinkhorn_iterations", 0, 1000).value_or(0);
+  m.moe_n_hash_layers = in.optional_integer("moe_n_hash_layers", 0, kMaxLayers).value_or(0);
+  in.skip("csa_compress_ratios");  // null: as if absent
+  if (!in.has("csa_compress_ratios")) {
+    for (const char* key : kKeys) {
+      if (in.has(key))
+        in.fail(key,
+                "applies only to DeepSeek-V4's compressed attention; give csa_compress_ratios (one "
+                "ratio a layer and an MTP depth: 0, 4 or 128) or remove the key");
+      in.skip(key);  // null: as if absent
+    }
+    return;
+  }
+  const auto required = [&](const char* key, const char* what) {
+    if (!in.has(key)) in.fail(key, fmt::format("is missing; csa_compress_ratios needs it > 0 ({})", what));
+    return in.integer(key, 1, kMaxDim);
+  };
+  m.csa_window_size = required("csa_window_size", "the sliding window every query attends to, 128 in DeepSeek-V4");
+  m.q_lora_rank = required("q_lora_rank", "the query down-projection rank, 1024 in DeepSeek-V4-Flash");
+  m.qk_pos_emb_head_dim = required("qk_pos_emb_head_dim", "the RoPE part of a head, 64 in DeepSeek-V4");
+  m.o_groups = required("o_groups", "the output projection's groups, 8 in DeepSeek-V4-Flash");
+  m.o_lora_rank = required("o_lora_rank", "each group's rank, 1024 in DeepSeek-V4-Flash");
+  m.dsa_indexer_n_heads = in.optional_integer("dsa_indexer_n_heads", 1, kMaxDim).value_or(0);
+  m.dsa_indexer_head_dim = in.optional_integer("dsa_indexer_head_dim", 1, kMaxDim).value_or(0);
+  m.dsa_indexer_topk = in.optional_integer("dsa_indexer_topk", 1, kMaxSeq).value_or(0);
+}
+
+// csa_compress_ratios: one a layer, then one an MTP depth.
+void read_compress_ratios(internal::ObjectReader& in, model::ModelSpec& m) {
+  if (!in.has("csa_compress_ratios")) return;
+  const nlohmann::json& ratios = in.array("csa_compress_ratios");
+  const std::int64_t expected = m.num_layers + m.mtp_num_layers;
+  if (static_cast<std::int64_t>(ratios.size()) != expected)
+    in.fail("csa_compress_ratios", fmt::format("has {} entries; it needs num_layers + mtp_num_layers = {} (one "
+                                               "ratio a layer, then one an MTP depth)",
+                                               ratios.size(), expected));
+  for (const nlohmann::json& r : ratios) {
+    if (!r.is_number_integer() || r.get<std::int64_t>() < 0 || r.get<std::int64_t>() > kMaxSeq)
+      in.fail("csa_compress_ratios", fmt::format("has the entry {}; each must be an integer ratio ≥ 0 (0: the "
+                                                 "window only, 4: compressed sparse, 128: heavily compressed)",
+                                                 internal::show(r)));
+    m.csa_compress_ratios.push_back(r.get<std::int64_t>());
+  }
 }
 
 // Mixture of experts, with Megatron-LM's names.
@@ -232,6 +288,7 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
   m.vocab_size = in.integer("vocab_size", 1, kMaxVocab);
   m.seq_length = in.integer("seq_length", 1, kMaxSeq);
   parse_attention_variants(in, m);
+  parse_compressed_attention(in, m);
   parse_latent_attention(in, m);
   parse_moe(in, m);
   parse_hybrid(in, m);
@@ -284,6 +341,7 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
                               m.mtp_num_layers, pattern_depths)
                 : std::string("needs the depths' layers in a hybrid model: append one segment a depth to "
                               "hybrid_layer_pattern after '/' (Megatron's unified pattern, e.g. \"MEME*E/*E/*E\")"));
+  read_compress_ratios(in, m);
   m.mtp_use_repeated_layer = in.optional_boolean("mtp_use_repeated_layer").value_or(false);
   if (m.mtp_use_repeated_layer && m.mtp_num_layers == 0)
     in.fail("mtp_use_repeated_layer", "applies only to models with multi-token prediction (mtp_num_layers > 0)");
@@ -296,8 +354,9 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
       "kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim, num_moe_experts, "
       "moe_router_topk, moe_ffn_hidden_size, moe_shared_expert_intermediate_size, "
       "first_dense_layers, moe_latent_size, mtp_num_layers, mtp_use_repeated_layer, hybrid_layer_pattern, "
-      "mamba_num_heads, mamba_head_dim, "
-      "mamba_state_dim, mamba_num_groups");
+      "mamba_num_heads, mamba_head_dim, mamba_state_dim, mamba_num_groups, csa_compress_ratios, csa_window_size, "
+      "dsa_indexer_n_heads, dsa_indexer_head_dim, dsa_indexer_topk, o_groups, o_lora_rank, "
+      "mhc_num_residual_streams, mhc_sinkhorn_iterations, moe_n_hash_layers");
   return m;
 }
 
@@ -333,6 +392,44 @@ void validate_hybrid(const model::ModelSpec& m, const std::string& where) {
   if (unsupported)
     throw ConfigError(fmt::format("{}: ptsim does not build {} in a hybrid model; remove it or the layer pattern",
                                   where, unsupported));
+}
+
+// DeepSeek-V4's compressed attention in ModelSpec's names (both formats
+// reach here), and what ptsim does not build with it.
+void validate_compressed_attention(const model::ModelSpec& m, const std::string& where) {
+  const auto fail = [&](const std::string& why) {
+    throw ConfigError(fmt::format("{}: DeepSeek-V4's compressed attention (csa_compress_ratios) {}", where, why));
+  };
+  if (static_cast<std::int64_t>(m.csa_compress_ratios.size()) != m.num_layers + m.mtp_num_layers)
+    fail(fmt::format("has {} ratios; it needs one a layer and one an MTP depth ({})", m.csa_compress_ratios.size(),
+                     m.num_layers + m.mtp_num_layers));
+  if (m.multi_latent_attention || m.is_hybrid() || m.sliding_window > 0)
+    fail("is an attention of its own: remove multi_latent_attention, hybrid_layer_pattern and sliding_window");
+  if (m.num_query_groups != 1) fail(fmt::format("has one key/value head; num_query_groups is {}", m.num_query_groups));
+  if (m.csa_window_size < 1 || m.q_lora_rank < 1 || m.o_lora_rank < 1 || m.o_groups < 1 ||
+      m.num_attention_heads % m.o_groups != 0)
+    fail(fmt::format("needs csa_window_size, q_lora_rank, o_lora_rank > 0 and o_groups dividing the {} heads",
+                     m.num_attention_heads));
+  if (m.qk_pos_emb_head_dim < 1 || m.qk_pos_emb_head_dim >= m.kv_channels)
+    fail(fmt::format("needs a RoPE part (qk_pos_emb_head_dim = {}) above 0 and below the head's kv_channels = {}",
+                     m.qk_pos_emb_head_dim, m.kv_channels));
+  bool indexed = false;
+  for (std::int64_t l = 0; l < m.num_layers + m.mtp_num_layers; ++l) indexed = indexed || m.compress_ratio(l) == 4;
+  if (indexed &&
+      (m.dsa_indexer_n_heads < 1 || m.dsa_indexer_topk < 1 || m.dsa_indexer_head_dim <= m.qk_pos_emb_head_dim))
+    fail(
+        "has ratio-4 layers, whose indexer needs dsa_indexer_n_heads and dsa_indexer_topk > 0 and "
+        "dsa_indexer_head_dim above qk_pos_emb_head_dim");
+  for (std::int64_t d = 0; d < m.mtp_num_layers; ++d) {
+    const std::int64_t ratio = m.compress_ratio(m.num_layers + d);
+    bool main = false;
+    for (std::int64_t l = 0; l < m.num_layers; ++l) main = main || m.compress_ratio(l) == ratio;
+    if (!main || ratio != m.compress_ratio(m.num_layers))
+      fail(
+          fmt::format("gives MTP depth {} the ratio {}; ptsim builds a depth as a main layer of its ratio, so "
+                      "every depth needs one ratio that a main layer has",
+                      d, ratio));
+  }
 }
 
 }  // namespace
@@ -399,6 +496,15 @@ void validate_model(const model::ModelSpec& m, const std::string& where) {
                     "depth is built as its last layer",
                     where, m.mtp_layer_pattern));
   if (m.is_hybrid()) validate_hybrid(m, where);
+  if (m.has_compressed_attention()) validate_compressed_attention(m, where);
+  if (m.mhc_num_residual_streams < 1 || (m.hyper_connections() && m.mhc_sinkhorn_iterations < 1))
+    throw ConfigError(
+        fmt::format("{}: hyper-connections need mhc_num_residual_streams ≥ 1 and, with more than one "
+                    "stream, mhc_sinkhorn_iterations ≥ 1 (20 in DeepSeek-V4)",
+                    where));
+  if (m.moe_n_hash_layers < 0 || (m.moe_n_hash_layers > 0 && (!m.is_moe() || m.moe_n_hash_layers > m.num_layers)))
+    throw ConfigError(fmt::format("{}: moe_n_hash_layers = {} needs an MoE model with at least that many layers", where,
+                                  m.moe_n_hash_layers));
 }
 
 model::ModelSpec parse_model(const nlohmann::json& object, const std::string& where,

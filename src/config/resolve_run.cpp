@@ -45,6 +45,13 @@ E named(const std::string& name, const std::array<E, N>& values, const char* wha
 // Tensor, context and expert parallelism against the model's dimensions.
 void check_model_splits(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
                         const StrategyInput& s) {
+  // deepseek_v4_hybrid_attention.py: "DSv4 Hybrid Attention only supports TP size 1."
+  if (m.has_compressed_attention() && c.tp > 1)
+    check.fail("tp", c.tp,
+               fmt::format("must be 1 with DeepSeek-V4's compressed attention (model {}): Megatron-Core's "
+                           "DSv4 hybrid attention supports TP 1 only",
+                           m.name),
+               "use --tp 1 (and --ep for the experts)");
   check.divides("tp", c.tp, m.num_attention_heads, "num_attention_heads");
   if (!m.multi_latent_attention)
     check.divides("tp", c.tp, m.num_query_groups, "num_query_groups", "key/value heads are split over TP ranks");
@@ -70,17 +77,17 @@ void check_model_splits(const Checker& check, const model::ModelSpec& m, strateg
     if (c.attention == strategy::AttentionBackend::Unfused)
       check.fail("cp", c.cp, "needs fused attention (ring attention runs FlashAttention blocks)",
                  "drop --attention-backend unfused");
-    if (m.is_hybrid())
-      check.fail("cp", c.cp,
-                 fmt::format("is not simulated for hybrid models (model {}): Megatron-Core's Mamba layers "
-                             "exchange their heads over CP with all-to-alls that ptsim does not build",
-                             m.name),
-                 "use --cp 1 for this model");
-    if (m.sliding_window > 0)
-      check.fail("cp", c.cp,
-                 fmt::format("is not simulated with sliding-window attention (model {}): a window shorter than "
-                             "the ring skips blocks the ring model would charge",
-                             m.name),
+    // Models whose attention or mixers the ring model does not describe.
+    const char* unmodelled =
+        m.is_hybrid()          ? "for hybrid models: Megatron-Core's Mamba layers exchange their heads over CP with "
+                                 "all-to-alls that ptsim does not build"
+        : m.sliding_window > 0 ? "with sliding-window attention: a window shorter than the ring skips blocks the "
+                                 "ring model would charge"
+        : m.has_compressed_attention() ? "with DeepSeek-V4's compressed attention: Megatron-Core runs it under CP "
+                                         "only in THD format with boundary exchanges ptsim does not build"
+                                       : nullptr;
+    if (unmodelled)
+      check.fail("cp", c.cp, fmt::format("is not simulated {} (model {})", unmodelled, m.name),
                  "use --cp 1 for this model");
   }
 
@@ -482,16 +489,21 @@ void check_recompute_modules(const Checker& check, const model::ModelSpec& m, st
   for (const std::string& name : names_in(list)) {
     const strategy::RecomputeModule bit = strategy::recompute_module_named(name);
     if (bit == 0) {
-      const bool megatron = name == "gdn_norm_out" || name == "gdp_in_proj" || name == "gdp_qkv" || name == "mhc";
+      const bool megatron = name == "gdn_norm_out" || name == "gdp_in_proj" || name == "gdp_qkv";
       check.fail("recompute_modules", name,
-                 megatron ? "is a Megatron-Core module of layers ptsim does not model (Gated DeltaNet, "
-                            "GatedDeltaProduct, hyper-connections)"
-                          : "is not a recomputation module",
+                 megatron        ? "is a Megatron-Core module of layers ptsim does not model (Gated DeltaNet, "
+                                   "GatedDeltaProduct)"
+                 : name == "mhc" ? "(hyper-connections' recomputation) is not modelled: ptsim keeps what the mHC "
+                                   "modules save"
+                                 : "is not a recomputation module",
                  "use " + strategy::recompute_module_names());
     }
     modules |= bit;
   }
-  if ((modules & strategy::kRecomputeMlaUpProj) && !m.multi_latent_attention)
+  if ((modules & strategy::kRecomputeCoreAttn) && m.has_compressed_attention())
+    check.fail("recompute_modules", "core_attn",
+               "is refused by Megatron-Core's DSv4 hybrid attention (no checkpoint_core_attention)", "drop it");
+  if ((modules & strategy::kRecomputeMlaUpProj) && !m.multi_latent_attention && !m.has_compressed_attention())
     check.fail("recompute_modules", "mla_up_proj",
                "needs multi-latent attention (Megatron-Core refuses it otherwise); the model has none", "drop it");
   if ((modules & (strategy::kRecomputeMoeAct | strategy::kRecomputeLayernorm)) && c.precision == Dtype::Fp8 &&

@@ -74,6 +74,9 @@ struct OwnAttentionKernel {
 };
 
 std::optional<OwnAttentionKernel> own_attention_kernel(const hardware::GpuSpec& gpu, const taskgraph::Task& task) {
+  if (task.kernel == taskgraph::KernelClass::SparseAttention)
+    return OwnAttentionKernel{&gpu.sparse_mla_attention, "sparse_mla", "DeepSeek-V4's compressed attention",
+                              "token-level sparse attention (sparse MLA)"};
   if (task.dtype == Dtype::Fp8)
     return OwnAttentionKernel{&gpu.fp8_attention, "fp8", "--fp8-dot-product-attention", "cuDNN FP8-attention"};
   if (task.dtype == Dtype::Mxfp8)

@@ -29,6 +29,41 @@ std::string to_string(PositionEmbedding p) {
 
 namespace {
 
+// A compressor of the pooled keys (csa.py's Compressor): its key/value and
+// gate projections h → coff·width (coff 2 with the ratio-4 overlapping
+// windows, else 1), the positional bias of a window (ape: ratio × coff·width)
+// and the pooled key's norm.
+std::int64_t compressor_parameters_of(const ModelSpec& m, std::int64_t ratio, std::int64_t width) {
+  const std::int64_t coff = ratio == 4 ? 2 : 1;
+  return 2 * m.hidden_size * coff * width + ratio * coff * width + width;
+}
+
+}  // namespace
+
+// DeepSeek-V4's attention (csa.py and the dsv4_hybrid self-attention), h
+// hidden, a heads of d = kv_channels, with its layer's compression ratio:
+//   queries  h → q_lora_rank, norm, → a·d
+//   key/value  h → d (one head, key and value the same), norm
+//   output   a·d in o_groups groups, each → o_lora_rank (wo_a), then
+//            o_groups·o_lora_rank → h (wo_b); an attention sink a head
+//   ratio > 0  a compressor of width d; ratio 4 also the indexer: queries
+//            q_lora_rank → heads·width (wq_b), head weights h → heads, and a
+//            compressor of its own width. No biases.
+std::int64_t compressed_attention_parameters(const ModelSpec& m, std::int64_t layer) {
+  const std::int64_t h = m.hidden_size, a = m.num_attention_heads, d = m.kv_channels;
+  const std::int64_t ratio = m.compress_ratio(layer);
+  std::int64_t p = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * a * d + h * d + d;
+  p += m.o_lora_rank * a * d + m.o_groups * m.o_lora_rank * h + a;
+  if (ratio > 1) p += compressor_parameters_of(m, ratio, d);
+  if (ratio == 4) {
+    const std::int64_t heads = m.dsa_indexer_n_heads, width = m.dsa_indexer_head_dim;
+    p += m.q_lora_rank * heads * width + h * heads + compressor_parameters_of(m, ratio, width);
+  }
+  return p;
+}
+
+namespace {
+
 // A norm over `width` values has a scale vector, and a bias vector too for LayerNorm.
 std::int64_t norm_parameters(const ModelSpec& m, std::int64_t width) {
   return m.normalization == Normalization::LayerNorm ? 2 * width : width;
@@ -67,7 +102,8 @@ std::int64_t latent_attention_parameters(const ModelSpec& m) {
 // Self-attention: the fused QKV projection (GQA: num_query_groups key/value
 // heads), the output projection, and with qk_layernorm one norm over a head's
 // width for the queries and one for the keys, shared by the heads.
-std::int64_t attention_parameters(const ModelSpec& m) {
+std::int64_t attention_parameters(const ModelSpec& m, std::int64_t layer) {
+  if (m.has_compressed_attention()) return compressed_attention_parameters(m, layer);
   if (m.multi_latent_attention) return latent_attention_parameters(m);
   const std::int64_t q_width = m.num_attention_heads * m.kv_channels;
   const std::int64_t kv_width = m.num_query_groups * m.kv_channels;
@@ -94,9 +130,9 @@ std::int64_t mlp_parameters(const ModelSpec& m, std::int64_t ffn, std::int64_t i
 // width (Megatron's SharedExpertMLP). A hybrid model's layer has one of the
 // mixer, attention, a dense or an MoE MLP, with its one norm.
 std::int64_t layer_with_experts(const ModelSpec& m, std::int64_t l, std::int64_t experts) {
-  std::int64_t p = m.norms_per_layer() * norm_parameters(m, m.hidden_size);
+  std::int64_t p = m.norms_per_layer() * norm_parameters(m, m.hidden_size) + hyper_connection_parameters(m);
   if (m.is_mamba_layer(l)) return p + mamba_parameters(m);
-  if (m.has_attention(l)) p += attention_parameters(m);
+  if (m.has_attention(l)) p += attention_parameters(m, l);
   if (!m.has_mlp(l)) return p;
   const std::int64_t h = m.hidden_size;
   if (!m.is_moe_layer(l)) return p + mlp_parameters(m, m.ffn_hidden_size, h);
@@ -108,6 +144,12 @@ std::int64_t layer_with_experts(const ModelSpec& m, std::int64_t l, std::int64_t
 }
 
 }  // namespace
+
+std::int64_t hyper_connection_parameters(const ModelSpec& m) {
+  if (!m.hyper_connections()) return 0;
+  const std::int64_t n = m.mhc_num_residual_streams;
+  return 2 * (n * m.hidden_size * (n * n + 2 * n) + (n * n + 2 * n) + 3);
+}
 
 // Its linears carry no bias (MambaMixer's bias=False).
 std::int64_t mamba_parameters(const ModelSpec& m) {
@@ -142,6 +184,13 @@ std::int64_t output_parameters(const ModelSpec& m) {
 }
 
 std::vector<std::int64_t> ModelSpec::mtp_layer_kinds() const {
+  if (has_compressed_attention() && mtp_num_layers > 0) {
+    // A depth's one layer is built as the first main layer of the depth's
+    // ratio (validate_model refuses depths of different ratios, and a ratio
+    // no main layer has).
+    for (std::int64_t l = 0; l < num_layers; ++l)
+      if (compress_ratio(l) == compress_ratio(num_layers)) return {l};
+  }
   if (!is_hybrid()) return {num_layers - 1};
   std::vector<std::int64_t> kinds;
   for (const char symbol : mtp_layer_pattern) {

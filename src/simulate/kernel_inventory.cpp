@@ -42,7 +42,8 @@ std::vector<KernelUse> kernel_inventory(const model::ModelSpec& model,
           use.kernel = task.kernel;
           use.dtype = task.dtype;
           use.shape = task.shape;
-          if (task.kernel == taskgraph::KernelClass::Attention)
+          if (task.kernel == taskgraph::KernelClass::Attention ||
+              task.kernel == taskgraph::KernelClass::SparseAttention)
             use.value_head_dim = static_cast<std::uint32_t>(std::lround(taskgraph::attention_value_head_dim(task)));
           use.flags = task.flags;
           use.flops = task.flops;
@@ -125,6 +126,12 @@ std::string microbench_list(const std::vector<KernelUse>& kernels) {
         text += fmt::format("attention {} {} {} {} {} {} {}\n", to_string(k.dtype), k.shape[0],
                             k.shape[1], k.shape[2], k.shape[3],
                             k.flags & taskgraph::kCausal ? "causal" : "full",
+                            k.flags & taskgraph::kBackwardPass ? "backward" : "forward");
+        break;
+      case taskgraph::KernelClass::SparseAttention:
+        // ptsim-microbench has no sparse attention kernel: the list names it.
+        text += fmt::format("# not measurable (token-level sparse attention): sparse_attention {} {} {} {} {} {}\n",
+                            to_string(k.dtype), k.shape[0], k.shape[1], k.shape[2], k.shape[3],
                             k.flags & taskgraph::kBackwardPass ? "backward" : "forward");
         break;
       default:

@@ -29,6 +29,7 @@ std::string_view to_string(KernelClass k) {
     case KernelClass::Optimizer: return "optimizer";
     case KernelClass::Copy: return "copy";
     case KernelClass::HostCopy: return "host_copy";
+    case KernelClass::SparseAttention: return "sparse_attention";
   }
   return "?";
 }

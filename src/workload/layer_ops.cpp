@@ -62,15 +62,21 @@ std::size_t layer_kind(const model::ModelSpec& m, const MicroShape& shape, std::
       case '-': kind = 6; break;
       default: kind = 7;  // 'E'
     }
+  } else if (m.has_compressed_attention() && m.compress_ratio(layer) > 1) {
+    // DeepSeek-V4: a compressed layer (ratio 4, with its indexer) or a
+    // heavily compressed one; a window-only layer is windowed below.
+    kind = (m.compress_ratio(layer) == 4 ? 8u : 10u) + (m.is_moe_layer(layer) ? 1u : 0u);
   } else {
-    kind = (m.is_moe_layer(layer) ? 2u : 0u) + (m.is_sliding_window_layer(layer) ? 1u : 0u);
+    const bool windowed = m.is_sliding_window_layer(layer) || m.has_compressed_attention();
+    kind = (m.is_moe_layer(layer) ? 2u : 0u) + (windowed ? 1u : 0u);
   }
   return kind + (shape.bf16_layer(layer) ? kMixKinds : 0);
 }
 
 std::string layer_kind_key(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer) {
-  static constexpr std::array<const char*, kMixKinds> kNames = {"dense", "dense.swa", "moe", "moe.swa",
-                                                                "mamba", "attention", "mlp", "moe_mlp"};
+  static constexpr std::array<const char*, kMixKinds> kNames = {"dense",     "dense.swa", "moe",       "moe.swa",
+                                                                "mamba",     "attention", "mlp",       "moe_mlp",
+                                                                "dense.csa", "moe.csa",   "dense.hca", "moe.hca"};
   const std::size_t kind = layer_kind(m, shape, layer);
   return kind < kMixKinds ? kNames[kind] : std::string(kNames[kind - kMixKinds]) + ".bf16";
 }
@@ -109,7 +115,11 @@ int fp8_gemms_per_layer(const model::ModelSpec& m, std::int64_t layer, bool sepa
   if (separate_linears) return 4 + (m.gated_mlp() ? 3 : 2);  // wq, wk, wv, wo; w1, (w3,) w2
   if (m.is_mamba_layer(layer)) return 2;                     // in_proj, out_proj
   int gemms = 0;
-  if (m.has_attention(layer)) gemms += m.multi_latent_attention ? (m.q_lora_rank > 0 ? 5 : 4) : 2;  // + output
+  // DeepSeek-V4: q_down, q_up, kv_proj, wo_b, and the indexer's wq_b at ratio 4.
+  if (m.has_compressed_attention())
+    gemms += 4 + (m.compress_ratio(layer) == 4 ? 1 : 0);
+  else if (m.has_attention(layer))
+    gemms += m.multi_latent_attention ? (m.q_lora_rank > 0 ? 5 : 4) : 2;  // + output
   if (m.has_mlp(layer)) gemms += 2;  // fc1 + fc2 (or expert fc1 + fc2)
   if (m.is_moe_layer(layer) && m.moe_shared_expert_intermediate_size > 0) gemms += 2;
   if (m.is_moe_layer(layer) && m.moe_latent_size > 0) gemms += 2;  // fc1_latent_proj, fc2_latent_proj
@@ -165,17 +175,31 @@ BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shap
     b.mamba();
     b.residual("mamba");
   }
+  // Under hyper-connections each sublayer reads the streams' aggregate and
+  // its output is mixed back into them (in place of the residual add).
+  const auto sublayer_in = [&](const char* prefix) {
+    if (m.hyper_connections()) b.hyper_connection_in(prefix);
+  };
+  const auto sublayer_out = [&](const char* prefix) {
+    if (m.hyper_connections()) {
+      b.hyper_connection_out(prefix);
+    } else {
+      b.residual(prefix);
+    }
+  };
   if (m.has_attention(layer)) {
+    sublayer_in("attn");
     b.input_norm();
     b.attention();
     if (m.post_sublayer_norms) b.norm("attn.post_norm");
-    b.residual("attn");
+    sublayer_out("attn");
   }
   if (m.has_mlp(layer)) {
+    sublayer_in("mlp");
     b.pre_mlp_norm(layer);
     b.mlp(layer);
     if (m.post_sublayer_norms) b.norm("mlp.post_norm");
-    b.residual("mlp");
+    sublayer_out("mlp");
   }
   BlockOps ops = b.take();
   if (!shape.gradient_accumulation_fusion) accumulate_after_weight_gradients(ops.backward, shape.main_grad_bytes);

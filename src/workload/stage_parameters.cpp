@@ -30,14 +30,16 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
   const std::int64_t h = m.hidden_size;
   const std::int64_t tp = c.tp;
   RankParameters p;
-  p.dense = m.norms_per_layer() * norm_parameters(m, h);
+  p.dense = m.norms_per_layer() * norm_parameters(m, h) + model::hyper_connection_parameters(m);
   if (m.is_mamba_layer(layer)) {
     p.dense += model::mamba_parameters(m) / tp;  // split by heads and groups (MambaMixer's *_local_tp)
     return p;
   }
   // Attention.
   const bool attention = m.has_attention(layer);
-  if (attention && m.multi_latent_attention) {
+  if (attention && m.has_compressed_attention()) {
+    p.dense += model::compressed_attention_parameters(m, layer);  // TP 1 (resolve_run)
+  } else if (attention && m.multi_latent_attention) {
     const std::int64_t a = m.num_attention_heads, qk = m.qk_head_dim + m.qk_pos_emb_head_dim;
     const std::int64_t replicated = (m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank : 0) +
                                     h * (m.kv_lora_rank + m.qk_pos_emb_head_dim) + m.kv_lora_rank;

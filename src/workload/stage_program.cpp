@@ -72,7 +72,7 @@ class StageBuilder {
                                     [&](std::int64_t n, std::uint8_t slot) { held += gather_holds(n, slot, layer); });
           return held;
         }) {
-    activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.hidden_size));
+    activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.residual_width()));
     total_virtual_ = strategy::path_stages(c_.schedule, c_.pp, strategy::chunks_per_stage(c_));
     if (c_.offload_modules != 0) plan_offloads();
     if (node_order()) out_.share_lane_streams();

@@ -250,9 +250,10 @@ TEST_CASE("Hugging Face configs outside what ptsim models are rejected", "[confi
   }
   SECTION("experts in a dense family") {
     hf["num_local_experts"] = 8;
-    CHECK_THROWS_WITH(parse(hf), Catch::Contains("/num_local_experts = 8: model_type = llama is a "
-                                                 "dense family") &&
-                                     Catch::Contains("mixtral, qwen3_moe, deepseek_v3, kimi_k2 or gpt_oss"));
+    CHECK_THROWS_WITH(parse(hf),
+                      Catch::Contains("/num_local_experts = 8: model_type = llama is a "
+                                      "dense family") &&
+                          Catch::Contains("mixtral, qwen3_moe, deepseek_v3, deepseek_v4, kimi_k2 or gpt_oss"));
   }
   SECTION("missing dimension") {
     hf.erase("intermediate_size");

@@ -123,6 +123,10 @@ struct GpuSpec {
   /// FlashAttention's Triton kernel (llm-foundry's attn_impl: triton), where
   /// it was measured; --attention-backend triton needs it.
   std::optional<AttentionKernel> triton_attention;
+  /// Token-level sparse attention (DeepSeek's sparse MLA prefill kernels,
+  /// one key/value head gathered per query), where measured; DeepSeek-V4's
+  /// compressed attention needs it. Fractions of the bf16 peak.
+  std::optional<AttentionKernel> sparse_mla_attention;
   double kernel_launch_overhead_s = 0;  // added to every kernel
   /// Kernels take (1 + this) times longer while a communication kernel runs
   /// on the same GPU (NCCL occupies SMs and HBM bandwidth).

@@ -65,6 +65,45 @@ struct ModelSpec {
   std::int64_t qk_pos_emb_head_dim = 0;  // per-head RoPE width, key part shared by the heads (HF qk_rope_head_dim)
   std::int64_t v_head_dim = 0;           // per-head value width
 
+  // ---- DeepSeek-V4's hybrid attention (Megatron-Core's dsv4_hybrid variant) ----
+  /// One compression ratio per layer, then one per MTP depth (Megatron-Core's
+  /// csa_compress_ratios, Hugging Face's compress_ratios): 0 sliding-window
+  /// attention only; 4 compressed sparse attention (CSA: keys pooled four to
+  /// one with overlapping windows, a learned indexer picks dsa_indexer_topk
+  /// of them for each query); 128 heavily compressed attention (HCA: every
+  /// causally valid pooled key). Every query also attends to the last
+  /// csa_window_size tokens. One key/value head of kv_channels, its key and
+  /// value the same tensor (megatron/core/transformer/
+  /// experimental_attention_variant/csa.py). Empty: no such attention.
+  std::vector<std::int64_t> csa_compress_ratios;
+  std::int64_t csa_window_size = 0;
+  std::int64_t dsa_indexer_n_heads = 0;   // the indexer's heads (HF index_n_heads)
+  std::int64_t dsa_indexer_head_dim = 0;  // and their width (index_head_dim)
+  std::int64_t dsa_indexer_topk = 0;      // pooled keys each query keeps (index_topk)
+  /// The grouped low-rank output projection: the heads' outputs in o_groups
+  /// groups, each projected to o_lora_rank (wo_a, one weight a group), the
+  /// groups' concatenation to h (wo_b). 0: a plain output projection.
+  std::int64_t o_groups = 0;
+  std::int64_t o_lora_rank = 0;
+  /// Manifold-constrained hyper-connections (mHC; Megatron-Core's
+  /// HyperConnectionModule, megatron/core/transformer/hyper_connection.py):
+  /// the residual stream is this many copies of h, mixed around each
+  /// sublayer by per-token matrices from a projection of the whole stream
+  /// (n² + 2n outputs) and mhc_sinkhorn_iterations of Sinkhorn-Knopp. 1: none.
+  std::int64_t mhc_num_residual_streams = 1;
+  std::int64_t mhc_sinkhorn_iterations = 0;
+  /// The first layers route by a fixed token → expert table (DeepSeek-V4's
+  /// hash MoE, Megatron-Core's moe_n_hash_layers): the router's GEMM and
+  /// scores still run (the table picks, the scores weigh), only its top-k
+  /// selection does not; priced as routed layers are.
+  std::int64_t moe_n_hash_layers = 0;
+  bool has_compressed_attention() const { return !csa_compress_ratios.empty(); }
+  /// Layer `l`'s compression ratio (an MTP depth d: l = num_layers + d).
+  std::int64_t compress_ratio(std::int64_t l) const { return csa_compress_ratios[static_cast<std::size_t>(l)]; }
+  bool hyper_connections() const { return mhc_num_residual_streams > 1; }
+  /// The width of what one layer hands the next: h, or n copies of it under mHC.
+  std::int64_t residual_width() const { return mhc_num_residual_streams * hidden_size; }
+
   // ---- Mixture of experts (num_moe_experts = 0: every MLP is dense) ----
   std::int64_t num_moe_experts = 0;      // routed experts per MoE layer
   std::int64_t moe_router_topk = 0;      // routed experts per token
@@ -184,6 +223,14 @@ std::int64_t total_parameters(const ModelSpec& m);
 /// head, the gated norm's weight over d_inner, and the output projection.
 /// MambaMixer splits every one of them over TP by heads and groups.
 std::int64_t mamba_parameters(const ModelSpec& m);
+/// Parameters of layer `l`'s DeepSeek-V4 attention (an MTP depth's: l =
+/// num_layers + d): projections, norms and sinks, and by its ratio the
+/// compressor and the indexer. No TP split: Megatron-Core runs it at TP 1.
+std::int64_t compressed_attention_parameters(const ModelSpec& m, std::int64_t layer);
+/// Parameters of a layer's two hyper-connection modules (before attention
+/// and before the MLP): the mapping projection n·h → n² + 2n, its bias and
+/// three gating scalars each; 0 without mHC.
+std::int64_t hyper_connection_parameters(const ModelSpec& m);
 /// Parameters of a latent MoE layer's two projections, h → moe_latent_size
 /// and back, with their biases under add_bias_linear; 0 without a latent.
 /// Both are whole on every TP rank.

@@ -58,8 +58,12 @@ enum class KernelClass : std::uint8_t {
   Optimizer,    // fused optimizer step
   Copy,         // plain memory copies
   HostCopy,     // a copy engine's transfer between HBM and host memory (activation offload): bytes over the host link
+  /// Token-level sparse attention over keys gathered per query (DeepSeek's
+  /// sparse MLA kernels); shape: batch·heads, query length, keys each query
+  /// attends to, head dim; priced at the profile's sparse_mla efficiencies.
+  SparseAttention,
 };
-inline constexpr int kNumKernelClasses = 9;
+inline constexpr int kNumKernelClasses = 10;
 
 /// Attention kernel flags (Task::flags).
 inline constexpr std::uint8_t kCausal = 1;

@@ -130,9 +130,9 @@ MicroShape mtp_layer_shape(const MicroShape& shape);
 BlockOps mtp_projection_ops(const model::ModelSpec& m, const MicroShape& shape);
 
 /// Layers of the same kind have the same ops: dense or MoE MLP, sliding or
-/// full attention; a hybrid model's Mamba, attention, MLP or MoE layer;
+/// full attention, or DeepSeek-V4's compressed or heavily compressed one; a hybrid model's Mamba, attention, MLP or MoE layer;
 /// each quantized or kept in bf16. An index below kLayerKinds, and its name.
-inline constexpr std::size_t kLayerKinds = 16;
+inline constexpr std::size_t kLayerKinds = 24;
 std::size_t layer_kind(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer);
 std::string layer_kind_key(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer);
 

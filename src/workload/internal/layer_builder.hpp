@@ -84,6 +84,7 @@ class LayerBuilder {
   LayerBuilder(const model::ModelSpec& m, MicroShape&& shape, std::int64_t layer) = delete;
   LayerBuilder(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer)
       : sliding_(m.is_sliding_window_layer(layer)),
+        layer_(layer),
         m_(m),
         shape_(shape),
         t_(static_cast<double>(shape.tp)),
@@ -298,7 +299,9 @@ class LayerBuilder {
   }
 
   void attention() {
-    if (m_.multi_latent_attention) {
+    if (m_.has_compressed_attention()) {
+      compressed_attention();  // layer_csa.cpp
+    } else if (m_.multi_latent_attention) {
       latent_attention_projections();  // gathers its latents, not the layer input
     } else {
       in_format(strategy::LinearModule::Attention, [&] { standard_attention(); });
@@ -356,9 +359,17 @@ class LayerBuilder {
   // latent_attention_projections()).
   void input_norm() {
     const std::size_t at = fw_.size();
-    norm("ln1", !m_.multi_latent_attention);
-    if (m_.multi_latent_attention) rerun_from(at, strategy::kRecomputeLayernorm);
+    const bool apart = m_.multi_latent_attention || m_.has_compressed_attention();
+    norm("ln1", !apart);
+    if (apart) rerun_from(at, strategy::kRecomputeLayernorm);
   }
+
+  // A hyper-connection module around sublayer `prefix` (layer_csa.cpp):
+  // before it, the mappings from the n-stream residual and the aggregate
+  // the sublayer reads; after it, the residual mix with the sublayer's
+  // output added back into the n streams (in place of residual()).
+  void hyper_connection_in(const std::string& prefix);
+  void hyper_connection_out(const std::string& prefix);
   // The pre-MLP norm: fused into a dense MLP's FC1, apart before an MoE
   // layer (its router and shared experts read it), where recomputing
   // "layernorm" reruns it.
@@ -547,6 +558,19 @@ class LayerBuilder {
   // scores and d_v for values.
   void latent_attention_projections();
 
+  // DeepSeek-V4's attention at this layer's ratio (layer_csa.cpp, after
+  // csa.py and the dsv4_hybrid self-attention at TP 1): query low rank with
+  // its norm and per-head normalization, one key/value head, RoPE on the
+  // last qk_pos_emb_head_dim channels, the compressor and indexer by ratio,
+  // the sparse attention kernel over the window and the chosen pooled keys,
+  // and the grouped low-rank output projection.
+  void compressed_attention();
+  // A linear whose weight is whole on the rank (Megatron's "duplicated"),
+  // `in` → `out` on every token, in `dtype` (bf16 where Megatron-Core
+  // disables FP8 for it); `saved`: bytes its weight gradient keeps;
+  // `input_grad`: whether its input needs a gradient (the indexer's do not).
+  void duplicated_linear(const std::string& name, double in, double out, double saved, Dtype dtype, bool input_grad);
+
   // Attention proper (after the projections, before the output projection),
   // then the output projection. q_d / v_d: query-key and value head widths;
   // kv_ratio: key/value heads over query heads.
@@ -631,6 +655,7 @@ class LayerBuilder {
   void moe();
 
   const bool sliding_;
+  const std::int64_t layer_;  // the layer built (an MTP depth: the main layer it is built as)
   const model::ModelSpec& m_;
   const MicroShape& shape_;
   const double t_, N_, Nsp_, h_;
