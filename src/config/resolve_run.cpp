@@ -491,15 +491,16 @@ void check_recompute_modules(const Checker& check, const model::ModelSpec& m, st
     if (bit == 0) {
       const bool megatron = name == "gdn_norm_out" || name == "gdp_in_proj" || name == "gdp_qkv";
       check.fail("recompute_modules", name,
-                 megatron        ? "is a Megatron-Core module of layers ptsim does not model (Gated DeltaNet, "
-                                   "GatedDeltaProduct)"
-                 : name == "mhc" ? "(hyper-connections' recomputation) is not modelled: ptsim keeps what the mHC "
-                                   "modules save"
-                                 : "is not a recomputation module",
+                 megatron ? "is a Megatron-Core module of layers ptsim does not model (Gated DeltaNet, "
+                            "GatedDeltaProduct)"
+                          : "is not a recomputation module",
                  "use " + strategy::recompute_module_names());
     }
     modules |= bit;
   }
+  if ((modules & strategy::kRecomputeMhc) && !m.hyper_connections())
+    check.fail("recompute_modules", "mhc", "needs hyper-connections (mhc_num_residual_streams > 1); the model has none",
+               "drop it");
   if ((modules & strategy::kRecomputeCoreAttn) && m.has_compressed_attention())
     check.fail("recompute_modules", "core_attn",
                "is refused by Megatron-Core's DSv4 hybrid attention (no checkpoint_core_attention)", "drop it");

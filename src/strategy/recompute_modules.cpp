@@ -8,7 +8,7 @@ namespace ptsim::strategy {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, RecomputeModule>, 7> kNames = {{
+constexpr std::array<std::pair<std::string_view, RecomputeModule>, 8> kNames = {{
     {"core_attn", kRecomputeCoreAttn},
     {"moe_act", kRecomputeMoeAct},
     {"layernorm", kRecomputeLayernorm},
@@ -16,6 +16,7 @@ constexpr std::array<std::pair<std::string_view, RecomputeModule>, 7> kNames = {
     {"mlp", kRecomputeMlp},
     {"moe", kRecomputeMoe},
     {"shared_experts", kRecomputeSharedExperts},
+    {"mhc", kRecomputeMhc},
 }};
 
 }  // namespace

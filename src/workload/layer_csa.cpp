@@ -171,12 +171,25 @@ void LayerBuilder::compressed_attention() {
 // for their backward. After the sublayer, fused_h_res_h_post_bda mixes the
 // residual's streams and adds the sublayer's output to each (keeping that
 // output for the h_post gradient).
+//
+// "mhc" recomputation (hyper_connection.py's CheckpointWithoutOutputManager):
+// the aggregate and the residual mix run as checkpoints whose outputs are
+// freed — the sublayer norm's input and the n-stream residual the next
+// module reads — and run again for the backward; the mappings are not
+// rerun, and the sublayer's output stays as a checkpoint input. Megatron-
+// Core restores a whole block's outputs at once when its backward begins
+// (mhc_recompute_layer_num unset); ptsim reruns them layer by layer, before
+// each layer's backward, and drops the stage's first input too (which
+// Megatron-Core keeps: one stream a micro-batch).
 void LayerBuilder::hyper_connection_in(const std::string& prefix) {
   const double n = static_cast<double>(m_.mhc_num_residual_streams);
   const double stream = 2 * N_ * n * h_, single = 2 * N_ * h_;
   const double mappings = kFloat32Bytes * N_ * (n * n + 2 * n);
   fw_.push_back(saving(memory_op(prefix + ".mhc.mappings", stream + 2 * mappings, KernelClass::Norm), stream));
+  drop(fw_.size() - 1, strategy::kRecomputeMhc, stream);
   fw_.push_back(memory_op(prefix + ".mhc.aggregate", stream + single));
+  rerun_from(fw_.size() - 1, strategy::kRecomputeMhc);
+  aggregate_feeds_norm_ = true;
   backward({memory_op(prefix + ".mhc.aggregate.bwd", single + 3 * stream),
             freeing(memory_op(prefix + ".mhc.mappings.bwd", 3 * stream + 3 * mappings, KernelClass::Norm), stream)});
 }
@@ -185,6 +198,7 @@ void LayerBuilder::hyper_connection_out(const std::string& prefix) {
   const double n = static_cast<double>(m_.mhc_num_residual_streams);
   const double stream = 2 * N_ * n * h_, single = 2 * N_ * h_;
   fw_.push_back(saving(memory_op(prefix + ".mhc.res_post_add", 2 * stream + single), single));
+  rerun_from(fw_.size() - 1, strategy::kRecomputeMhc);
   backward({freeing(memory_op(prefix + ".mhc.res_post_add.bwd", 3 * stream + 2 * single), single)});
 }
 

@@ -335,7 +335,7 @@ TEST_CASE("The recompute_modules say what selective recomputation reruns", "[con
   s.recompute_modules = "gdn_norm_out";
   fails(s, "Megatron-Core module of layers ptsim does not model");
   s.recompute_modules = "mhc";
-  fails(s, "hyper-connections' recomputation) is not modelled");
+  fails(s, "needs hyper-connections");
   s.recompute_modules = "mla_up_proj";
   fails(s, "needs multi-latent attention");
   s.recompute_modules = "moe_act";

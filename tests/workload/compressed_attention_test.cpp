@@ -5,12 +5,14 @@
 // at ratio 4), the mHC modules' passes over the residual streams, and the
 // readers and refusals.
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "ptsim/config/load_model.hpp"
 #include "ptsim/config/resolve_run.hpp"
 #include "ptsim/model/model_spec.hpp"
+#include "ptsim/strategy/recompute_modules.hpp"
 #include "ptsim/workload/layer_ops.hpp"
 #include "test_support.hpp"
 
@@ -142,6 +144,25 @@ TEST_CASE("Hyper-connections read and write the four residual streams around eac
   CHECK(bytes == Approx(2 * ((stream + 2 * mappings) + (stream + single) + (2 * stream + single))));
   // No plain residual add is left.
   for (const auto& op : ops.forward) CHECK(op.name.find("residual_add") == std::string::npos);
+}
+
+TEST_CASE("Recomputing mhc frees the aggregates and the residual streams and reruns what made them",
+          "[workload][csa]") {
+  const auto m = test::shipped_model("deepseek-v4-flash");
+  const double N = 4096, stream = 2 * N * kStreams * kH, single = 2 * N * kH;
+  const auto ops = workload::transformer_layer_ops(m, one_sequence(4096), 0);
+  double dropped = 0;
+  std::vector<std::string> rerun;
+  for (const auto& op : ops.forward) {
+    dropped += static_cast<double>(op.dropped_bytes(strategy::kRecomputeMhc));
+    if (op.rerun_by & strategy::kRecomputeMhc) rerun.push_back(op.name);
+  }
+  // Each sublayer: the n-stream residual its mappings keep and the aggregate
+  // its norm keeps (CheckpointWithoutOutput frees both outputs); the
+  // sublayer's output stays, a checkpoint input.
+  CHECK(dropped == Approx(2 * (stream + single)));
+  CHECK(rerun == std::vector<std::string>{"attn.mhc.aggregate", "attn.mhc.res_post_add", "mlp.mhc.aggregate",
+                                          "mlp.mhc.res_post_add"});
 }
 
 TEST_CASE("DeepSeek-V4's Hugging Face layer types read as its compression ratios", "[config][csa]") {

@@ -148,6 +148,12 @@ class LayerBuilder {
     }
     const double out_bytes = into_fp8_linear && q_.delayed ? 1 : 2;
     fw_.push_back(saving(memory_op(name, Nsp_ * w * (2 + out_bytes), KernelClass::Norm), 2 * Nsp_ * w));
+    // The sublayer norm after a hyper-connection's aggregate: its input is
+    // the aggregate's output, which "mhc" discards (hyper_connection_in).
+    if (aggregate_feeds_norm_) {
+      drop(fw_.size() - 1, strategy::kRecomputeMhc, 2 * Nsp_ * w);
+      aggregate_feeds_norm_ = false;
+    }
     backward({freeing(memory_op(name + ".bwd", 2 * Nsp_ * w * 4, KernelClass::Norm), 2 * Nsp_ * w)});
   }
 
@@ -672,6 +678,7 @@ class LayerBuilder {
   std::vector<OpSpec> fw_;
   std::vector<std::vector<OpSpec>> bw_groups_;
   std::size_t pre_mlp_norm_ = 0;  // index of the pre-MLP norm in fw_
+  bool aggregate_feeds_norm_ = false;  // the next norm reads a hyper-connection's aggregate
 };
 
 }  // namespace ptsim::workload::internal
