@@ -728,14 +728,16 @@ void check_module_precision(const Checker& check, const model::ModelSpec& m, str
                  "use bf16, or mxfp8 with --fp4-format e2m1");
     auto& slot = c.module_precision[static_cast<std::size_t>(known->module)];
     if (slot) check.fail(key, entry, "sets a module twice", "give each module once");
-    const bool has = known->module == strategy::LinearModule::Attention          ? !m.multi_latent_attention
+    const bool standard_attention = !m.multi_latent_attention && !m.has_compressed_attention();
+    const bool has = known->module == strategy::LinearModule::Attention          ? standard_attention
                      : known->module == strategy::LinearModule::LatentProjection ? m.moe_latent_size > 0
                      : known->module == strategy::LinearModule::MambaOutProj     ? m.has_mamba_layers()
                                                                                  : m.mtp_num_layers > 0;
     if (!has)
       check.fail(key, entry,
                  known->module == strategy::LinearModule::Attention
-                     ? "is not modelled for multi-latent attention, whose projections are other modules"
+                     ? fmt::format("is not modelled for {}, whose projections are other modules",
+                                   m.multi_latent_attention ? "multi-latent attention" : "DeepSeek-V4's attention")
                      : fmt::format("names a module model {} does not have", m.name),
                  "drop it");
     slot = dtype;

@@ -201,4 +201,8 @@ TEST_CASE("DeepSeek-V4's attention runs at TP 1 and CP 1 as Megatron-Core's does
   CHECK_THROWS_WITH(config::resolve_run(m, s), Catch::Contains("checkpoint_core_attention"));
   s.recompute_modules = "mla_up_proj";
   CHECK_NOTHROW(config::resolve_run(m, s));
+  // Its projections are not the attention module's QKV and output linears.
+  s.precision = "nvfp4";
+  s.module_precision = "attention=bf16";
+  CHECK_THROWS_WITH(config::resolve_run(m, s), Catch::Contains("DeepSeek-V4's attention, whose projections"));
 }
