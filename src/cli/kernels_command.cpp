@@ -48,7 +48,7 @@ std::string shape_text(const simulate::KernelUse& k) {
   if (k.kernel == KernelClass::Gemm)
     return k.shape[3] > 1 ? fmt::format("{}×{}×{} ×{}", k.shape[0], k.shape[1], k.shape[2], k.shape[3])
                           : fmt::format("{}×{}×{}", k.shape[0], k.shape[1], k.shape[2]);
-  if (k.kernel == KernelClass::Attention || k.kernel == KernelClass::SparseAttention)
+  if (taskgraph::attention_shaped(k.kernel))
     // Keys as many as queries unless a context-parallel step's block says
     // otherwise (a window's length is shown as the window).
     return fmt::format("bh {} · s {}{} · d {}{}{}{}", k.shape[0], k.shape[1],
@@ -68,7 +68,7 @@ nlohmann::ordered_json shape_json(const simulate::KernelUse& k) {
   using taskgraph::KernelClass;
   if (k.kernel == KernelClass::Gemm)
     return {{"m", k.shape[0]}, {"n", k.shape[1]}, {"k", k.shape[2]}, {"batch", std::max<std::uint32_t>(1, k.shape[3])}};
-  if (k.kernel == KernelClass::Attention || k.kernel == KernelClass::SparseAttention)
+  if (taskgraph::attention_shaped(k.kernel))
     return {{"batch_heads", k.shape[0]},
             {"seq_q", k.shape[1]},
             {"seq_kv", k.shape[2]},

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
-#include <string_view>
+#include <span>
 #include <vector>
 
 #include "internal/hf_config.hpp"
@@ -52,6 +52,15 @@ std::vector<std::uint8_t> read_layer_flags(internal::ObjectReader& in, const std
   return out;
 }
 
+// Keys that apply only to a kind of model this one is not: refused when
+// given (`why` says what they need), skipped when null (as if absent).
+void refuse_keys(internal::ObjectReader& in, std::span<const char* const> keys, const char* why) {
+  for (const char* key : keys) {
+    if (in.has(key)) in.fail(key, why);
+    in.skip(key);
+  }
+}
+
 // Sliding-window attention and query/key norms.
 void parse_attention_variants(internal::ObjectReader& in, model::ModelSpec& m) {
   m.qk_layernorm = in.optional_boolean("qk_layernorm").value_or(false);
@@ -75,18 +84,13 @@ void parse_attention_variants(internal::ObjectReader& in, model::ModelSpec& m) {
 void parse_latent_attention(internal::ObjectReader& in, model::ModelSpec& m) {
   constexpr const char* kKeys[] = {"q_lora_rank", "kv_lora_rank", "qk_head_dim",
                                    "qk_pos_emb_head_dim", "v_head_dim"};
+  // DeepSeek-V4's compressed attention has a query rank and a RoPE part too.
+  constexpr const char* kLatentOnly[] = {"kv_lora_rank", "qk_head_dim", "v_head_dim"};
   m.multi_latent_attention = in.optional_boolean("multi_latent_attention").value_or(false);
   if (!m.multi_latent_attention) {
-    for (const char* key : kKeys) {
-      // DeepSeek-V4's compressed attention has a query rank and a RoPE part too.
-      const bool compressed = m.has_compressed_attention() || in.has("csa_compress_ratios");
-      if (compressed && (std::string_view(key) == "q_lora_rank" || std::string_view(key) == "qk_pos_emb_head_dim"))
-        continue;
-      if (in.has(key))
-        in.fail(key, "applies only to multi-head latent attention; set "
-                     "multi_latent_attention = true or remove the key");
-      in.skip(key);  // null: as if absent
-    }
+    const bool compressed = m.has_compressed_attention() || in.has("csa_compress_ratios");
+    refuse_keys(in, compressed ? std::span<const char* const>(kLatentOnly) : std::span<const char* const>(kKeys),
+                "applies only to multi-head latent attention; set multi_latent_attention = true or remove the key");
     return;
   }
   m.q_lora_rank = in.optional_integer("q_lora_rank", 0, kMaxDim).value_or(0);
@@ -121,13 +125,9 @@ void parse_compressed_attention(internal::ObjectReader& in, model::ModelSpec& m)
   m.moe_n_hash_layers = in.optional_integer("moe_n_hash_layers", 0, kMaxLayers).value_or(0);
   in.skip("csa_compress_ratios");  // null: as if absent
   if (!in.has("csa_compress_ratios")) {
-    for (const char* key : kKeys) {
-      if (in.has(key))
-        in.fail(key,
-                "applies only to DeepSeek-V4's compressed attention; give csa_compress_ratios (one "
-                "ratio a layer and an MTP depth: 0, 4 or 128) or remove the key");
-      in.skip(key);  // null: as if absent
-    }
+    refuse_keys(in, kKeys,
+                "applies only to DeepSeek-V4's compressed attention; give csa_compress_ratios (one ratio a layer "
+                "and an MTP depth: 0, 4 or 128) or remove the key");
     return;
   }
   const auto required = [&](const char* key, const char* what) {
@@ -168,12 +168,7 @@ void parse_moe(internal::ObjectReader& in, model::ModelSpec& m) {
                                    "first_dense_layers", "moe_latent_size"};
   m.num_moe_experts = in.optional_integer("num_moe_experts", 0, kMaxExperts).value_or(0);
   if (m.num_moe_experts == 0) {
-    for (const char* key : kKeys) {
-      if (in.has(key))
-        in.fail(key, "applies only to mixture-of-experts models; set num_moe_experts > 0 or "
-                     "remove the key");
-      in.skip(key);  // null: as if absent
-    }
+    refuse_keys(in, kKeys, "applies only to mixture-of-experts models; set num_moe_experts > 0 or remove the key");
     return;
   }
   if (!in.has("moe_router_topk"))
@@ -210,13 +205,9 @@ void parse_hybrid(internal::ObjectReader& in, model::ModelSpec& m) {
   constexpr const char* kKeys[] = {"mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups"};
   const std::optional<std::string> unified = in.optional_string("hybrid_layer_pattern");
   if (!unified) {
-    for (const char* key : kKeys) {
-      if (in.has(key))
-        in.fail(key,
+    refuse_keys(in, kKeys,
                 "applies only to hybrid models; give hybrid_layer_pattern (one symbol a layer: M, *, - or E) "
                 "or remove the key");
-      in.skip(key);  // null: as if absent
-    }
     return;
   }
   // Megatron's unified pattern: the main layers, then one segment a

@@ -38,32 +38,6 @@ std::int64_t compressor_parameters_of(const ModelSpec& m, std::int64_t ratio, st
   return 2 * m.hidden_size * coff * width + ratio * coff * width + width;
 }
 
-}  // namespace
-
-// DeepSeek-V4's attention (csa.py and the dsv4_hybrid self-attention), h
-// hidden, a heads of d = kv_channels, with its layer's compression ratio:
-//   queries  h → q_lora_rank, norm, → a·d
-//   key/value  h → d (one head, key and value the same), norm
-//   output   a·d in o_groups groups, each → o_lora_rank (wo_a), then
-//            o_groups·o_lora_rank → h (wo_b); an attention sink a head
-//   ratio > 0  a compressor of width d; ratio 4 also the indexer: queries
-//            q_lora_rank → heads·width (wq_b), head weights h → heads, and a
-//            compressor of its own width. No biases.
-std::int64_t compressed_attention_parameters(const ModelSpec& m, std::int64_t layer) {
-  const std::int64_t h = m.hidden_size, a = m.num_attention_heads, d = m.kv_channels;
-  const std::int64_t ratio = m.compress_ratio(layer);
-  std::int64_t p = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * a * d + h * d + d;
-  p += m.o_lora_rank * a * d + m.o_groups * m.o_lora_rank * h + a;
-  if (ratio > 1) p += compressor_parameters_of(m, ratio, d);
-  if (ratio == 4) {
-    const std::int64_t heads = m.dsa_indexer_n_heads, width = m.dsa_indexer_head_dim;
-    p += m.q_lora_rank * heads * width + h * heads + compressor_parameters_of(m, ratio, width);
-  }
-  return p;
-}
-
-namespace {
-
 // A norm over `width` values has a scale vector, and a bias vector too for LayerNorm.
 std::int64_t norm_parameters(const ModelSpec& m, std::int64_t width) {
   return m.normalization == Normalization::LayerNorm ? 2 * width : width;
@@ -144,6 +118,28 @@ std::int64_t layer_with_experts(const ModelSpec& m, std::int64_t l, std::int64_t
 }
 
 }  // namespace
+
+// DeepSeek-V4's attention (csa.py and the dsv4_hybrid self-attention), h
+// hidden, a heads of d = kv_channels, with its layer's compression ratio:
+//   queries  h → q_lora_rank, norm, → a·d
+//   key/value  h → d (one head, key and value the same), norm
+//   output   a·d in o_groups groups, each → o_lora_rank (wo_a), then
+//            o_groups·o_lora_rank → h (wo_b); an attention sink a head
+//   ratio > 0  a compressor of width d; ratio 4 also the indexer: queries
+//            q_lora_rank → heads·width (wq_b), head weights h → heads, and a
+//            compressor of its own width. No biases.
+std::int64_t compressed_attention_parameters(const ModelSpec& m, std::int64_t layer) {
+  const std::int64_t h = m.hidden_size, a = m.num_attention_heads, d = m.kv_channels;
+  const std::int64_t ratio = m.compress_ratio(layer);
+  std::int64_t p = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * a * d + h * d + d;
+  p += m.o_lora_rank * a * d + m.o_groups * m.o_lora_rank * h + a;
+  if (ratio > 1) p += compressor_parameters_of(m, ratio, d);
+  if (ratio == 4) {
+    const std::int64_t heads = m.dsa_indexer_n_heads, width = m.dsa_indexer_head_dim;
+    p += m.q_lora_rank * heads * width + h * heads + compressor_parameters_of(m, ratio, width);
+  }
+  return p;
+}
 
 std::int64_t hyper_connection_parameters(const ModelSpec& m) {
   if (!m.hyper_connections()) return 0;

@@ -42,8 +42,7 @@ std::vector<KernelUse> kernel_inventory(const model::ModelSpec& model,
           use.kernel = task.kernel;
           use.dtype = task.dtype;
           use.shape = task.shape;
-          if (task.kernel == taskgraph::KernelClass::Attention ||
-              task.kernel == taskgraph::KernelClass::SparseAttention)
+          if (taskgraph::attention_shaped(task.kernel))
             use.value_head_dim = static_cast<std::uint32_t>(std::lround(taskgraph::attention_value_head_dim(task)));
           use.flags = task.flags;
           use.flops = task.flops;

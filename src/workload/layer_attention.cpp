@@ -6,6 +6,19 @@
 
 namespace ptsim::workload::internal {
 
+void LayerBuilder::duplicated_linear(const std::string& name, double in, double out, double saved, Dtype dtype,
+                                     bool input_grad) {
+  // On the rank's own tokens (its SP shard): the weight is whole on every rank.
+  const bool quantized = dtype != Dtype::Bf16;
+  if (quantized) cast(name, Nsp_, in);
+  fw_.push_back(saving(matmul(name, Nsp_, out, in, 1, dtype), saved));
+  std::vector<OpSpec> bw;
+  if (quantized) cast_grad(name, Nsp_, out, bw);
+  if (input_grad) bw.push_back(matmul(name + ".dgrad", Nsp_, in, out, 1, dtype));
+  bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, Nsp_, 1, dtype), saved)));
+  backward(std::move(bw));
+}
+
 void LayerBuilder::latent_attention_projections() {
   const double heads = static_cast<double>(m_.num_attention_heads);
   const double dn = static_cast<double>(m_.qk_head_dim), dr = static_cast<double>(m_.qk_pos_emb_head_dim);
@@ -17,14 +30,8 @@ void LayerBuilder::latent_attention_projections() {
   // makes the linears keep the bf16 input for it, set_save_original_input,
   // and quantizes it for the weight gradient in backward).
   const auto down = [&](const std::string& name, double out, double saved) {
-    cast(name, Nsp_, h_);
-    fw_.push_back(saving(matmul(name, Nsp_, out, h_, 1, gemm_dtype_), saved));
+    duplicated_linear(name, h_, out, saved, gemm_dtype_, true);
     drop(fw_.size() - 1, strategy::kRecomputeLayernorm, saved);
-    std::vector<OpSpec> bw;
-    cast_grad(name, Nsp_, out, bw);
-    bw.push_back(matmul(name + ".dgrad", Nsp_, h_, out, 1, gemm_dtype_));
-    bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", h_, out, Nsp_, 1, gemm_dtype_), saved)));
-    backward(std::move(bw));
   };
   // A latent norm fused into its up projection to `out_total` (all heads).
   // Recomputing "mla_up_proj" reruns both (and RoPE below): Megatron-Core

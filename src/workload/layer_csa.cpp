@@ -41,18 +41,6 @@ namespace {
 constexpr double kFloat32Bytes = 4;
 }  // namespace
 
-void LayerBuilder::duplicated_linear(const std::string& name, double in, double out, double saved, Dtype dtype,
-                                     bool input_grad) {
-  const bool quantized = dtype != Dtype::Bf16;
-  if (quantized) cast(name, N_, in);
-  fw_.push_back(saving(matmul(name, N_, out, in, 1, dtype), saved));
-  std::vector<OpSpec> bw;
-  if (quantized) cast_grad(name, N_, out, bw);
-  if (input_grad) bw.push_back(matmul(name + ".dgrad", N_, in, out, 1, dtype));
-  bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, N_, 1, dtype), saved)));
-  backward(std::move(bw));
-}
-
 void LayerBuilder::compressed_attention() {
   const double b = static_cast<double>(shape_.micro_batch);
   const double s = static_cast<double>(shape_.seq_length);

@@ -64,6 +64,10 @@ enum class KernelClass : std::uint8_t {
   SparseAttention,
 };
 inline constexpr int kNumKernelClasses = 10;
+/// Whether a kernel's shape is attention's (batch·heads, queries, keys, head dim).
+constexpr bool attention_shaped(KernelClass k) {
+  return k == KernelClass::Attention || k == KernelClass::SparseAttention;
+}
 
 /// Attention kernel flags (Task::flags).
 inline constexpr std::uint8_t kCausal = 1;

@@ -571,10 +571,11 @@ class LayerBuilder {
   // the sparse attention kernel over the window and the chosen pooled keys,
   // and the grouped low-rank output projection.
   void compressed_attention();
-  // A linear whose weight is whole on the rank (Megatron's "duplicated"),
-  // `in` → `out` on every token, in `dtype` (bf16 where Megatron-Core
-  // disables FP8 for it); `saved`: bytes its weight gradient keeps;
-  // `input_grad`: whether its input needs a gradient (the indexer's do not).
+  // A linear whose weight is whole on every rank (Megatron's "duplicated":
+  // MLA's down projections, DeepSeek-V4's projections), `in` → `out` on the
+  // rank's own tokens, in `dtype` (bf16 where Megatron-Core disables FP8 for
+  // it); `saved`: bytes its weight gradient keeps; `input_grad`: whether its
+  // input needs a gradient (the indexer's do not). layer_attention.cpp.
   void duplicated_linear(const std::string& name, double in, double out, double saved, Dtype dtype, bool input_grad);
 
   // Attention proper (after the projections, before the output projection),
