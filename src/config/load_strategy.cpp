@@ -67,8 +67,9 @@ const std::vector<StrategyField> kFields = {
     {"recompute_modules", "recompute_modules", "", &S::recompute_modules, 1, 1, {}, "LIST",
      "what --recompute selective reruns, Megatron-Core's modules separated by commas: core_attn (default), "
      "moe_act (the experts' activation), layernorm (norms not fused into a linear: before MLA and MoE), "
-     "mla_up_proj (MLA's up projections and RoPE), mlp (a dense layer's MLP), moe (the MoE layer), "
-     "shared_experts; \"\" reruns nothing (in a strategy file also a JSON list)"},
+     "mla_up_proj (MLA's up projections and RoPE; DeepSeek-V4's query up-projection through RoPE), mlp (a dense "
+     "layer's MLP), moe (the MoE layer), shared_experts, mhc (hyper-connections' aggregate and residual mix); "
+     "\"\" reruns nothing (in a strategy file also a JSON list)"},
     {"recompute_num_layers", "recompute_num_layers", "", &S::recompute_num_layers, 1, 1 << 20, {}, "N",
      "with --recompute full: recompute only the first N layers of each stage (chunk)"},
     {"sequence_parallel", "sequence_parallel", "", &S::sequence_parallel, 1, 1, {}, "",
