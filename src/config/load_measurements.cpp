@@ -35,7 +35,9 @@ hardware::KernelMeasurement parse_kernel(const nlohmann::json& j, const std::str
   k.op = in.string("op");
   if (!kOps.contains(k.op))
     in.fail("op", fmt::format("is not an operation ptsim knows; use one of {}", fmt::join(kOps, ", ")));
-  k.dtype = in.optional_choice("dtype", {"bf16", "fp16", "tf32", "fp32", "fp8"}).value_or("bf16");
+  // The block-scaled formats too: published tables of MXFP8 and NVFP4 GEMMs
+  // are checked at the profile's rate of that format.
+  k.dtype = in.optional_choice("dtype", {"bf16", "fp16", "tf32", "fp32", "fp8", "mxfp8", "nvfp4"}).value_or("bf16");
   if (!j.contains("shape")) in.fail("shape", "is missing; every measurement names its kernel's shape");
   const nlohmann::json& shape = j.at("shape");
   internal::ObjectReader shape_in(shape, where, fmt::format("/kernels/{}/shape", index));

@@ -182,3 +182,40 @@ TEST_CASE("Attention efficiencies are fitted only when asked", "[calibrate]") {
     }
   CHECK(attention == 8);
 }
+
+TEST_CASE("Block-scaled GEMM measurements are checked at their format's rate", "[calibrate]") {
+  // The same large GEMM measured in per-tensor FP8 and in MXFP8 on a GB200
+  // with no calibration table: compute-bound, so the predictions differ by
+  // the profile's two rates, 5000 × 0.723 against 5000 × 0.6878 TFLOP/s.
+  auto hw = test::shipped_hardware("gb200-nvl72");
+  hw.calibration.reset();
+  const std::string kernel = R"({"op": "gemm", "dtype": "DTYPE", "shape": {"m": 16384, "n": 16384, "k": 16384,
+                                 "batch": 1}, "time_s": 1e-3, "min_s": 1e-3, "max_s": 1e-3, "flops": 8.8e12,
+                                 "bytes": 1.6e9, "verified": true})";
+  std::string kernels = kernel;
+  kernels.replace(kernels.find("DTYPE"), 5, "fp8");
+  std::string mx = kernel;
+  mx.replace(mx.find("DTYPE"), 5, "mxfp8");
+  const std::string file = R"({"schema": "ptsim-measurements/1", "device": {"kind": "gpu", "name": "X"},
+                               "date": "2026-12-06", "kernels": [)" +
+                           kernels + ", " + mx + "]}";
+  const auto set = config::load_measurements(test::write_scratch("mx.json", file), test::unchecked_inputs());
+  REQUIRE(set.kernels.size() == 2);
+  CHECK(set.kernels[1].dtype == "mxfp8");
+  const auto report = calibrate::check(set, hw, true);
+  REQUIRE(report.kernels.size() == 2);
+  double fp8 = 0;
+  double mxfp8 = 0;
+  for (const auto& k : report.kernels) (k.dtype == "fp8" ? fp8 : mxfp8) = k.predicted_s;
+  CHECK(mxfp8 / fp8 == Approx(0.723 / 0.6878).epsilon(0.002));
+  // A format ptsim has no rate for is refused by name.
+  std::string fp4 = kernel;
+  fp4.replace(fp4.find("DTYPE"), 5, "fp4");
+  CHECK_THROWS_WITH(config::load_measurements(test::write_scratch("fp4.json",
+                                                                  R"({"schema": "ptsim-measurements/1", "device":
+          {"kind": "gpu", "name": "X"}, "date": "2026-12-06", "kernels": [)" +
+                                                                      fp4 + "]}"),
+                                              test::unchecked_inputs()),
+                    Catch::Contains("/kernels/0/dtype = \"fp4\" is not one of the accepted values") &&
+                        Catch::Contains("mxfp8, nvfp4"));
+}
