@@ -310,6 +310,28 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   return gpu;
 }
 
+// A measured exchange table: ranks ascending from 2, one rate of each
+// direction a rank count.
+hardware::ExpertExchangeTable parse_expert_exchange(ObjectReader in) {
+  hardware::ExpertExchangeTable t;
+  t.sms = static_cast<int>(in.integer("sms", 1, 1024));
+  t.ranks = in.numbers("ranks", 2, 1 << 20, "the EP ranks exchanging inside one NVLink domain");
+  for (std::size_t i = 1; i < t.ranks.size(); ++i)
+    if (!(t.ranks[i] > t.ranks[i - 1])) in.fail("ranks", "must be in ascending order, each rank count once");
+  const auto rates = [&](const char* key) {
+    std::vector<double> r = in.numbers(key, 1e-3, 1e6, "GB/s of algorithm bandwidth, one per rank count");
+    if (r.size() != t.ranks.size())
+      in.fail(key,
+              fmt::format("has {} values for {} rank counts; give one per entry of ranks", r.size(), t.ranks.size()));
+    for (double& v : r) v *= units::kGB;
+    return r;
+  };
+  t.dispatch_bytes_per_s = rates("dispatch_GBps");
+  t.combine_bytes_per_s = rates("combine_GBps");
+  in.reject_unknown_keys("accepted keys: sms, ranks, dispatch_GBps, combine_GBps");
+  return t;
+}
+
 hardware::NvlinkSpec parse_nvlink(ObjectReader in) {
   hardware::NvlinkSpec n;
   n.domain_gpus = in.integer("domain_gpus", 1, 1 << 20);
@@ -321,8 +343,10 @@ hardware::NvlinkSpec parse_nvlink(ObjectReader in) {
     if (!n.nvls_efficiency) in.fail("nvls_latency_us", "needs nvls_efficiency: a profile without it has no NVLS");
     n.nvls_latency_s = *us * 1e-6;
   }
+  if (in.has("hybridep")) n.hybridep = parse_expert_exchange(in.object("hybridep"));
   in.reject_unknown_keys(
-      "accepted keys: domain_gpus, bandwidth_GBps, latency_us, efficiency, nvls_efficiency, nvls_latency_us");
+      "accepted keys: domain_gpus, bandwidth_GBps, latency_us, efficiency, nvls_efficiency, nvls_latency_us, "
+      "hybridep");
   return n;
 }
 

@@ -134,6 +134,10 @@ void check_model_splits(const Checker& check, const model::ModelSpec& m, strateg
   if (s.moe_flex_dispatcher_backend && c.moe_dispatcher != strategy::MoeDispatcher::Flex)
     check.fail("moe_flex_dispatcher_backend", *s.moe_flex_dispatcher_backend, "needs --moe-token-dispatcher-type flex",
                "add it, or drop --moe-flex-dispatcher-backend");
+  if (s.moe_flex_dispatcher_backend)
+    c.moe_flex_backend = named(*s.moe_flex_dispatcher_backend,
+                               std::array{strategy::MoeFlexBackend::DeepEP, strategy::MoeFlexBackend::HybridEP},
+                               "flex dispatcher backend");
 }
 
 // Layers per virtual stage and the schedule that runs them.

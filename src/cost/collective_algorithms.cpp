@@ -6,6 +6,7 @@
 #include <map>
 
 #include "ptsim/common/error.hpp"
+#include "ptsim/cost/expert_exchange.hpp"
 
 namespace ptsim::cost {
 
@@ -221,10 +222,11 @@ class Planner {
 
   // expert_dispatch_plan's exchange: NVLink traffic per member and network
   // traffic per member (see collective_algorithms.hpp).
-  TransferPlan dispatch(double nvlink_per_rank, double network_per_rank) const {
+  TransferPlan dispatch(double nvlink_per_rank, double network_per_rank, double nvlink_cap) const {
     TransferPlan plan{Algorithm::Direct, Protocol::Simple, {}, 0};
     PhaseSpec phase;
     if (nvlink_per_rank > 0) phase.flows = domain_ring_flows(l_, nvlink_per_rank, c_);
+    for (FlowSpec& f : phase.flows) f.max_rate = nvlink_cap;
     if (network_per_rank > 0)
       for (auto& f : cross_domain_flows(l_, network_per_rank, c_)) phase.flows.push_back(f);
     const bool nvlink = l_.d() == 1;
@@ -304,7 +306,8 @@ std::vector<TransferPlan> candidate_plans(CollectiveKind kind, std::uint64_t byt
 }
 
 TransferPlan expert_dispatch_plan(std::uint64_t bytes, int topk, int experts, std::span<const Rank> members,
-                                  const hardware::Cluster& cluster, const LatencyModel& latency) {
+                                  const hardware::Cluster& cluster, const LatencyModel& latency,
+                                  taskgraph::ExchangeLibrary library, bool combine) {
   PTSIM_ASSERT(!members.empty() && topk >= 1 && topk <= experts, "a dispatch routes each token to 1..E experts");
   if (members.size() == 1) return {};
   const Layout l = layout_of(members, cluster);
@@ -326,7 +329,11 @@ TransferPlan expert_dispatch_plan(std::uint64_t bytes, int topk, int experts, st
   const double nvlink = s * p_rank * (k - 1) * d;
   const double network = s * p_domain * (d - 1);
   const Planner p(l, cluster, latency, s);
-  TransferPlan plan = p.dispatch(nvlink, network);
+  const auto& measured = cluster.profile().nvlink.hybridep;
+  const double cap = library == taskgraph::ExchangeLibrary::HybridEP && measured && l.k > 1
+                         ? nvlink_cap_of_exchange(*measured, k, combine)
+                         : 0;
+  TransferPlan plan = p.dispatch(nvlink, network, cap);
   plan.estimated_s = plan_seconds(plan, cluster);
   return plan;
 }

@@ -28,7 +28,8 @@ TransferPlan CostModel::communication_plan(const taskgraph::Task& task,
                                            const taskgraph::Communicator& communicator) const {
   if (task.collective == taskgraph::CollectiveKind::ExpertDispatch)
     return expert_dispatch_plan(task.bytes, static_cast<int>(task.shape[0]), static_cast<int>(task.shape[1]),
-                                communicator.members, *cluster_, latency_);
+                                communicator.members, *cluster_, latency_,
+                                static_cast<taskgraph::ExchangeLibrary>(task.shape[2]), task.shape[3] != 0);
   TransferPlan plan = choose_plan(task.collective, task.bytes, communicator.members, *cluster_, latency_);
   // A folded channel's bytes end on its stand-in's in-links; its time and
   // latency are the real pair's.

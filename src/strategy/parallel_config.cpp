@@ -26,6 +26,8 @@ std::string_view to_string(MoeDispatcher d) {
   return "alltoall";
 }
 
+std::string_view to_string(MoeFlexBackend b) { return b == MoeFlexBackend::HybridEP ? "hybridep" : "deepep"; }
+
 std::string_view to_string(Fp8Recipe r) {
   switch (r) {
     case Fp8Recipe::Delayed: return "delayed";

@@ -93,7 +93,11 @@ void LayerBuilder::moe() {
                              CommGroup::ExpertParallel, T * w * 2 * ep);
       case strategy::MoeDispatcher::Flex: {
         OpSpec op = collective_op(name, CollectiveKind::ExpertDispatch, CommGroup::ExpertParallel, T * w * 2 * load);
-        op.shape = {static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(E), 0, 0};
+        const auto library = shape_.moe_flex_backend == strategy::MoeFlexBackend::HybridEP
+                                 ? taskgraph::ExchangeLibrary::HybridEP
+                                 : taskgraph::ExchangeLibrary::DeepEP;
+        op.shape = {static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(E), static_cast<std::uint32_t>(library),
+                    dispatch ? 0u : 1u};
         return op;
       }
       case strategy::MoeDispatcher::AllToAll: break;

@@ -150,6 +150,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.capacity_factor = c.moe_capacity_factor;
   s.load_imbalance = c.moe_load_imbalance;
   s.moe_dispatcher = c.moe_dispatcher;
+  s.moe_flex_backend = c.moe_flex_backend;
   s.delay_wgrad_compute = c.delay_wgrad_compute;
   s.bf16_layers_at_start = c.bf16_layers_at_start;
   s.bf16_layers_at_end = c.bf16_layers_at_end;

@@ -138,6 +138,22 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
                       Catch::Contains("/network/nvlink/nvls_latency_us = 140 needs nvls_efficiency"));
   }
+  SECTION("a HybridEP table whose ranks are out of order or whose rates do not match them") {
+    j["network"]["nvlink"]["hybridep"] = {{"sms", 32},
+                                          {"ranks", {8, 16}},
+                                          {"dispatch_GBps", {700, 650}},
+                                          {"combine_GBps", {680, 600}}};
+    for (const char* key : {"sms", "ranks", "dispatch_GBps", "combine_GBps"})
+      j["sources"][std::string("/network/nvlink/hybridep/") + key] = "x";
+    CHECK(config::parse_hardware(j, "hw.json").nvlink.hybridep->combine_bytes_per_s[1] == Approx(600e9));
+    j["network"]["nvlink"]["hybridep"]["ranks"] = {16, 8};
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("/network/nvlink/hybridep/ranks") && Catch::Contains("ascending"));
+    j["network"]["nvlink"]["hybridep"]["ranks"] = {8, 16};
+    j["network"]["nvlink"]["hybridep"]["combine_GBps"] = {680};
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("/network/nvlink/hybridep/combine_GBps") &&
+                                                                Catch::Contains("has 1 values for 2 rank counts"));
+  }
   SECTION("pods without a level above them") {
     j["network"]["fabric"]["levels"] = 2;
     j["network"]["fabric"]["pod_gpus"] = 64;

@@ -214,6 +214,18 @@ struct FitRecord {
 
 /// GPUs of one NVLink domain (a DGX node, an NVL72 rack) reach each other
 /// through NVSwitch at full per-GPU bandwidth.
+/// An expert-parallel exchange library's token exchange inside one NVLink
+/// domain as measured: algorithm bandwidth (the bytes of the tokens a rank
+/// receives, one copy a token, its own included, over the kernel's time) by
+/// the number of ranks exchanging, with `sms` SMs each way; interpolated in
+/// ranks and held at the table's ends (cost/expert_exchange.cpp).
+struct ExpertExchangeTable {
+  int sms = 0;
+  std::vector<double> ranks;  // ascending
+  std::vector<double> dispatch_bytes_per_s;
+  std::vector<double> combine_bytes_per_s;
+};
+
 struct NvlinkSpec {
   std::int64_t domain_gpus = 0;
   double bandwidth_bytes_per_s = 0;  // per GPU, per direction
@@ -223,6 +235,9 @@ struct NvlinkSpec {
   // Fixed time of one NVLink SHARP operation (NCCL's hwLatencies[NVLINK][NVLS],
   // 25 µs, when not measured): the intercept of an NVLS all-reduce's time.
   std::optional<double> nvls_latency_s;
+  // HybridEP's kernels (DeepEP's hybrid-ep branch), where measured; without
+  // it a flex exchange moves at the links' rate.
+  std::optional<ExpertExchangeTable> hybridep;
 };
 
 struct NicSpec {

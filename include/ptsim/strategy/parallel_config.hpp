@@ -76,6 +76,11 @@ enum class MoeDispatcher {
   Flex,       // DeepEP or HybridEP: each token once per destination NVLink domain, forwarded there
 };
 
+/// The library behind the flex dispatcher (Megatron-Core's
+/// --moe-flex-dispatcher-backend): both move the same bytes; a profile may
+/// hold HybridEP's measured exchange rates.
+enum class MoeFlexBackend { DeepEP, HybridEP };
+
 /// The optimizer (Megatron-Core's --optimizer).
 enum class Optimizer {
   Adam,  // AdamW over every parameter
@@ -95,6 +100,7 @@ std::string_view to_string(Optimizer o);
 std::string_view to_string(MuonTpMode m);
 std::string_view to_string(CpRotateMethod r);
 std::string_view to_string(MoeDispatcher d);
+std::string_view to_string(MoeFlexBackend b);
 std::string_view to_string(Fp8Recipe r);
 
 /// The host's CPU time per issued task when the strategy does not say:
@@ -284,6 +290,8 @@ struct ParallelConfig {
   double moe_load_imbalance = 1.0;
   /// How MoE layers dispatch and combine tokens.
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
+  /// Its library under the flex dispatcher (Megatron-Core's default: DeepEP).
+  MoeFlexBackend moe_flex_backend = MoeFlexBackend::DeepEP;
   /// Megatron-Core's --overlap-moe-expert-parallel-comm: the combined 1F1B
   /// schedule, each steady-state forward run together with the backward of
   /// another micro-batch so that one's dispatch and combine run under the

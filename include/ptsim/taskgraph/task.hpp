@@ -33,9 +33,14 @@ enum class CollectiveKind : std::uint8_t {
   /// An MoE token exchange that sends each token once to every NVLink domain
   /// holding one of its experts and forwards it there over NVLink (DeepEP's
   /// and HybridEP's dispatch and combine). Task::bytes: the rank's tokens,
-  /// one copy each; Task::shape: routed experts per token, experts in all.
+  /// one copy each; Task::shape: routed experts per token, experts in all,
+  /// the library (ExchangeLibrary), and 1 for a combine, 0 for a dispatch.
   ExpertDispatch,
 };
+
+/// The library an ExpertDispatch runs in (Task::shape[2]): the cost model
+/// prices HybridEP's at the profile's measured rates where it holds them.
+enum class ExchangeLibrary : std::uint32_t { DeepEP = 0, HybridEP = 1 };
 
 std::string_view to_string(CollectiveKind k);
 

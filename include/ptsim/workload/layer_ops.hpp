@@ -74,6 +74,7 @@ struct MicroShape {
   /// (ParallelConfig::moe_load_imbalance); this rank is that one.
   double load_imbalance = 1.0;
   strategy::MoeDispatcher moe_dispatcher = strategy::MoeDispatcher::AllToAll;  // ParallelConfig::moe_dispatcher
+  strategy::MoeFlexBackend moe_flex_backend = strategy::MoeFlexBackend::DeepEP;  // ParallelConfig::moe_flex_backend
   bool delay_wgrad_compute = false;  // experts' wgrad beside the backward dispatch (ParallelConfig's)
   /// The model's first and last layers kept in bf16 under fp8 or nvfp4
   /// (ParallelConfig::bf16_layer), of its num_layers.
