@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "internal/megatron_launch_flags.hpp"
+#include "internal/moe_layer_pattern.hpp"
 #include "ptsim/common/error.hpp"
 
 namespace ptsim::config::internal {
@@ -64,7 +65,11 @@ json megatron_model_json(LaunchFlags& flags) {
   flags.take("--disable-bias-linear");
   model["add_qkv_bias"] = flags.has("--add-qkv-bias");
   flags.take("--add-qkv-bias");
-  model["qk_layernorm"] = flags.has("--qk-layernorm");
+  // Under multi-latent attention --qk-layernorm norms the query and key/value
+  // latents (gpt_layer_specs.py at d98e8a64dd: the up-projections become
+  // LayerNormLinear), which ptsim's MLA always runs; otherwise it norms each
+  // head's query and key.
+  model["qk_layernorm"] = flags.has("--qk-layernorm") && !flags.has("--multi-latent-attention");
   flags.take("--qk-layernorm");
   // One dropout probability for hidden and attention dropout (Megatron's defaults: 0.1 each).
   const double hidden_dropout = flags.has("--hidden-dropout") ? number_of(flags.get("--hidden-dropout")) : 0.1;
@@ -116,9 +121,13 @@ json megatron_model_json(LaunchFlags& flags) {
     if (flags.has("--moe-shared-expert-intermediate-size"))
       model["moe_shared_expert_intermediate_size"] = integer_of(flags.get("--moe-shared-expert-intermediate-size"));
     if (flags.has("--moe-latent-size")) model["moe_latent_size"] = integer_of(flags.get("--moe-latent-size"));
-    if (flags.has("--moe-layer-freq") && flags.get("--moe-layer-freq").values.at(0) != "1")
-      throw ConfigError(fmt::format("{}: --moe-layer-freq {}: ptsim simulates an MoE MLP in every layer",
-                                    kMegatronWhere, flags.get("--moe-layer-freq").values.at(0)));
+    if (flags.has("--moe-layer-freq")) {
+      // Dense layers before the MoE ones (DeepSeek-V3's "([0]*3+[1]*58)").
+      const std::string& text = flags.get("--moe-layer-freq").values.at(0);
+      const std::int64_t dense =
+          leading_dense_layers(moe_layer_pattern(text, model["num_layers"].get<std::int64_t>()), text);
+      if (dense > 0) model["first_dense_layers"] = dense;
+    }
   }
   for (const char* f : {"--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
                         "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--moe-latent-size"})

@@ -185,3 +185,32 @@ TEST_CASE("A Megatron launch line's other flags: listed as ignored, listed as no
                        "--max-position-embeddings 64 --vocab-size 512"),
                   ConfigError);
 }
+
+TEST_CASE("A Megatron launch line's --moe-layer-freq becomes the leading dense layers", "[config][megatron]") {
+  const std::string moe =
+      "--num-layers 61 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 "
+      "--max-position-embeddings 1024 --vocab-size 32000 --num-experts 16 --moe-router-topk 2 ";
+  // DeepSeek-V3's pattern: 3 dense layers, then 58 MoE layers.
+  CHECK(read(moe + "--moe-layer-freq ([0]*3+[1]*58)").model.first_dense_layers == 3);
+  CHECK(read(moe + "--moe-layer-freq [0,0]+[1]*59").model.first_dense_layers == 2);
+  // Every layer MoE, by the integer or by a list.
+  CHECK(read(moe + "--moe-layer-freq 1").model.first_dense_layers == 0);
+  CHECK(read(moe + "--moe-layer-freq ([1]*61)").model.first_dense_layers == 0);
+  // Megatron's own example, three MoE layers then a dense one, three times:
+  // 12 entries, the first dense one the fourth layer (layer 3).
+  const std::string twelve =
+      "--num-layers 12 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 "
+      "--max-position-embeddings 1024 --vocab-size 32000 --num-experts 16 ";
+  CHECK_THROWS_WITH(read(twelve + "--moe-layer-freq ([1]*3+[0]*1)*3"),
+                    Catch::Contains("layer 3 is dense after an MoE layer"));
+  CHECK_THROWS_WITH(read(twelve + "--moe-layer-freq ([1]*3+[0]*1)*2"),
+                    Catch::Contains("gives 8 layers where --num-layers is 12"));
+  // An MoE layer every 2: dense layers between MoE ones, which ptsim does not simulate.
+  CHECK_THROWS_WITH(read(moe + "--moe-layer-freq 2"), Catch::Contains("layer 1 is dense after an MoE layer"));
+  CHECK_THROWS_WITH(read(moe + "--moe-layer-freq ([0]*3+[1]*57)"),
+                    Catch::Contains("gives 60 layers where --num-layers is 61"));
+  CHECK_THROWS_WITH(read(moe + "--moe-layer-freq ([0]*3+[2]*58)"),
+                    Catch::Contains("2 is neither 0 (a dense layer) nor 1 (an MoE layer)"));
+  CHECK_THROWS_WITH(read(moe + "--moe-layer-freq ([0]*3+[1]*58"), Catch::Contains("a '(' is not closed"));
+  CHECK_THROWS_WITH(read(moe + "--moe-layer-freq ([0]*61)"), Catch::Contains("no layer holds an MoE MLP"));
+}
