@@ -344,9 +344,10 @@ hardware::NvlinkSpec parse_nvlink(ObjectReader in) {
     n.nvls_latency_s = *us * 1e-6;
   }
   if (in.has("hybridep")) n.hybridep = parse_expert_exchange(in.object("hybridep"));
+  if (in.has("deepep")) n.deepep = parse_expert_exchange(in.object("deepep"));
   in.reject_unknown_keys(
       "accepted keys: domain_gpus, bandwidth_GBps, latency_us, efficiency, nvls_efficiency, nvls_latency_us, "
-      "hybridep");
+      "hybridep, deepep");
   return n;
 }
 

@@ -329,10 +329,9 @@ TransferPlan expert_dispatch_plan(std::uint64_t bytes, int topk, int experts, st
   const double nvlink = s * p_rank * (k - 1) * d;
   const double network = s * p_domain * (d - 1);
   const Planner p(l, cluster, latency, s);
-  const auto& measured = cluster.profile().nvlink.hybridep;
-  const double cap = library == taskgraph::ExchangeLibrary::HybridEP && measured && l.k > 1
-                         ? nvlink_cap_of_exchange(*measured, k, combine)
-                         : 0;
+  const auto& nvl = cluster.profile().nvlink;
+  const auto& measured = library == taskgraph::ExchangeLibrary::HybridEP ? nvl.hybridep : nvl.deepep;
+  const double cap = measured && l.k > 1 ? nvlink_cap_of_exchange(*measured, k, combine) : 0;
   TransferPlan plan = p.dispatch(nvlink, network, cap);
   plan.estimated_s = plan_seconds(plan, cluster);
   return plan;

@@ -25,7 +25,7 @@ hardware::HardwareProfile toy() {
   hardware::HardwareProfile hw;
   hw.gpus_per_node = 8;
   hw.collective_base_latency_s = 8.4e-6;
-  hw.nvlink = {8, 100e9, 3.4e-6, 1.0, std::nullopt, std::nullopt, std::nullopt};
+  hw.nvlink = {8, 100e9, 3.4e-6, 1.0, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
   hw.nic = {1, 10e9, 14e-6, 1.0};
   hw.fabric.leaf_nodes = 4;
   return hw;
@@ -336,13 +336,14 @@ TEST_CASE("An expert dispatch crosses the network once per destination domain an
   CHECK(sent_by_rank0(node, true) == Approx(S * (1 - misses(32)) * 7));
 }
 
-TEST_CASE("HybridEP's exchange inside an NVLink domain moves at the profile's measured rate", "[cost]") {
+TEST_CASE("An expert exchange inside an NVLink domain moves at its library's measured rate", "[cost]") {
   // GB200 NVL72, 32 EP ranks in one rack, 256 experts (8 a rank), top 8: a
   // rank sends S·P_r to each of its 31 peers. The profile's HybridEP table
   // gives 642.23 GB/s dispatch and 605.15 GB/s combine at 32 ranks,
   // counting the tokens a rank receives from all 32, its own included, so
   // its 31 peers' bytes arrive at 31/32 of that rate, below the links'
-  // 900 · 0.8 = 720 GB/s.
+  // 900 · 0.8 = 720 GB/s; DeepEP's table stops at 24 ranks, whose 450.22
+  // GB/s dispatch holds beyond.
   const auto hw = test::shipped_hardware("gb200-nvl72");
   REQUIRE(hw.nvlink.hybridep);
   const hardware::Cluster c(hw, 72);
@@ -361,7 +362,7 @@ TEST_CASE("HybridEP's exchange inside an NVLink domain moves at the profile's me
       cost::expert_dispatch_plan(1'000'000'000, 8, 256, ranks(0, 32), c, lat, ExchangeLibrary::HybridEP, false);
   const auto combine =
       cost::expert_dispatch_plan(1'000'000'000, 8, 256, ranks(0, 32), c, lat, ExchangeLibrary::HybridEP, true);
-  CHECK(seconds(deepep) == Approx(nvlink_bytes / (900e9 * 0.8)));
+  CHECK(seconds(deepep) == Approx(nvlink_bytes / (450.22e9 * 31 / 32)));
   CHECK(seconds(dispatch) == Approx(nvlink_bytes / (642.23e9 * 31 / 32)));
   CHECK(seconds(combine) == Approx(nvlink_bytes / (605.15e9 * 31 / 32)));
   // Between measured rank counts the rate is linear in ranks; past the
@@ -369,4 +370,14 @@ TEST_CASE("HybridEP's exchange inside an NVLink domain moves at the profile's me
   CHECK(cost::measured_exchange_rate(*hw.nvlink.hybridep, 20, false) == Approx((706.95e9 + 665.97e9) / 2));
   CHECK(cost::measured_exchange_rate(*hw.nvlink.hybridep, 64, true) == Approx(596.99e9));
   CHECK(cost::nvlink_cap_of_exchange(*hw.nvlink.hybridep, 8, false) == Approx(764.03e9 * 7 / 8));
+  // A profile without tables moves either library at the links' rate: the
+  // toy node of 8 at 100 GB/s.
+  const auto toy_hw = toy();
+  const hardware::Cluster node(toy_hw, 8);
+  const cost::LatencyModel toy_lat(toy_hw);
+  double toy_misses = 1;
+  for (int i = 0; i < 8; ++i) toy_misses *= (256 - 32 - i) / (256.0 - i);
+  const auto toy_plan =
+      cost::expert_dispatch_plan(1'000'000'000, 8, 256, ranks(0, 8), node, toy_lat, ExchangeLibrary::HybridEP, true);
+  CHECK(seconds(toy_plan) == Approx(S * (1 - toy_misses) * 7 / 100e9));
 }

@@ -10,7 +10,7 @@ namespace {
 hardware::HardwareProfile dgx_pods() {
   hardware::HardwareProfile hw;
   hw.gpus_per_node = 8;
-  hw.nvlink = {8, 450e9, 0, 0.8, std::nullopt, std::nullopt, std::nullopt};
+  hw.nvlink = {8, 450e9, 0, 0.8, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
   hw.nic = {1, 50e9, 0, 0.9};
   hw.fabric.levels = 3;
   hw.fabric.leaf_nodes = 2;

@@ -64,9 +64,10 @@ TransferPlan choose_plan(taskgraph::CollectiveKind kind, std::uint64_t bytes,
 /// member holds one of a token's experts and P_D that a domain does
 /// (1 − C(E − e, k)/C(E, k), e the experts held), a member sends
 /// bytes·P_D to each other domain and, on NVLink, bytes·P_r to each
-/// domain peer for its own tokens and for those it forwards. HybridEP's
-/// NVLink part moves no faster than the profile's measured rate for the
-/// members of a domain (`combine`: the combine's), where the profile has one.
+/// domain peer for its own tokens and for those it forwards. The NVLink
+/// part moves no faster than the profile's measured rate of the library
+/// (HybridEP's or DeepEP's) for the members of a domain (`combine`: the
+/// combine's), where the profile has one.
 TransferPlan expert_dispatch_plan(std::uint64_t bytes, int topk, int experts, std::span<const Rank> members,
                                   const hardware::Cluster& cluster, const LatencyModel& latency,
                                   taskgraph::ExchangeLibrary library = taskgraph::ExchangeLibrary::DeepEP,

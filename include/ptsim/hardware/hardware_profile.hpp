@@ -235,9 +235,10 @@ struct NvlinkSpec {
   // Fixed time of one NVLink SHARP operation (NCCL's hwLatencies[NVLINK][NVLS],
   // 25 µs, when not measured): the intercept of an NVLS all-reduce's time.
   std::optional<double> nvls_latency_s;
-  // HybridEP's kernels (DeepEP's hybrid-ep branch), where measured; without
-  // it a flex exchange moves at the links' rate.
+  // HybridEP's kernels (DeepEP's hybrid-ep branch) and DeepEP's, where
+  // measured; without a table a flex exchange moves at the links' rate.
   std::optional<ExpertExchangeTable> hybridep;
+  std::optional<ExpertExchangeTable> deepep;
 };
 
 struct NicSpec {

@@ -39,7 +39,7 @@ enum class CollectiveKind : std::uint8_t {
 };
 
 /// The library an ExpertDispatch runs in (Task::shape[2]): the cost model
-/// prices HybridEP's at the profile's measured rates where it holds them.
+/// prices each at the profile's measured rates where it holds them.
 enum class ExchangeLibrary : std::uint32_t { DeepEP = 0, HybridEP = 1 };
 
 std::string_view to_string(CollectiveKind k);
