@@ -17,6 +17,7 @@ namespace ptsim::config::internal {
 namespace {
 
 constexpr std::size_t kMaxEntries = 1 << 20;
+constexpr int kMaxDepth = 64;  // nested parentheses: the parser recurses once a level
 
 class PatternParser {
  public:
@@ -89,8 +90,10 @@ class PatternParser {
 
   std::vector<int> atom() {
     if (accept('(')) {
+      if (++depth_ > kMaxDepth) fail(fmt::format("parentheses nest deeper than {}", kMaxDepth));
       std::vector<int> inner = expr();
       if (!accept(')')) fail("a '(' is not closed");
+      --depth_;
       return inner;
     }
     if (!accept('['))
@@ -109,6 +112,7 @@ class PatternParser {
 
   const std::string& text_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

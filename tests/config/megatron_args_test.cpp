@@ -213,4 +213,7 @@ TEST_CASE("A Megatron launch line's --moe-layer-freq becomes the leading dense l
                     Catch::Contains("2 is neither 0 (a dense layer) nor 1 (an MoE layer)"));
   CHECK_THROWS_WITH(read(moe + "--moe-layer-freq ([0]*3+[1]*58"), Catch::Contains("a '(' is not closed"));
   CHECK_THROWS_WITH(read(moe + "--moe-layer-freq ([0]*61)"), Catch::Contains("no layer holds an MoE MLP"));
+  // A refusal, not a deep recursion, for parentheses nested without end.
+  CHECK_THROWS_WITH(read(moe + "--moe-layer-freq " + std::string(100000, '(')),
+                    Catch::Contains("parentheses nest deeper than 64"));
 }
