@@ -8,9 +8,11 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <optional>
 
 #include "internal/megatron_launch_flags.hpp"
 #include "ptsim/common/error.hpp"
+#include "ptsim/common/parse_number.hpp"
 
 namespace ptsim::config::internal {
 
@@ -119,23 +121,15 @@ class PatternParser {
 
 std::vector<int> moe_layer_pattern(const std::string& text, std::int64_t num_layers) {
   const auto layers = static_cast<std::size_t>(num_layers);
-  std::size_t first = 0;
-  while (first < text.size() && std::isspace(static_cast<unsigned char>(text[first]))) ++first;
-  if (first < text.size() && std::isdigit(static_cast<unsigned char>(text[first]))) {
+  if (const std::optional<std::int64_t> n = whole_number(text)) {
     // An integer N: layer i holds an MoE MLP when i % N == 0.
-    std::size_t n = 0;
-    std::size_t i = first;
-    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
-      n = n * 10 + static_cast<std::size_t>(text[i] - '0');
-      if (n > kMaxEntries) break;
-    }
-    if (i != text.size() || n == 0 || n > kMaxEntries)
+    if (*n < 1)
       throw ConfigError(
           fmt::format("{}: --moe-layer-freq {}: expected a positive integer or a list expression of 0 "
                       "and 1 such as ([0]*3+[1]*58)",
                       kMegatronWhere, text));
     std::vector<int> pattern(layers);
-    for (std::size_t l = 0; l < layers; ++l) pattern[l] = l % n == 0 ? 1 : 0;
+    for (std::size_t l = 0; l < layers; ++l) pattern[l] = l % static_cast<std::size_t>(*n) == 0 ? 1 : 0;
     return pattern;
   }
   std::vector<int> pattern = PatternParser(text).parse();

@@ -207,6 +207,7 @@ TEST_CASE("A Megatron launch line's --moe-layer-freq becomes the leading dense l
                     Catch::Contains("gives 8 layers where --num-layers is 12"));
   // An MoE layer every 2: dense layers between MoE ones, which ptsim does not simulate.
   CHECK_THROWS_WITH(read(moe + "--moe-layer-freq 2"), Catch::Contains("layer 1 is dense after an MoE layer"));
+  CHECK_THROWS_WITH(read(moe + "--moe-layer-freq 0"), Catch::Contains("expected a positive integer"));
   CHECK_THROWS_WITH(read(moe + "--moe-layer-freq ([0]*3+[1]*57)"),
                     Catch::Contains("gives 60 layers where --num-layers is 61"));
   CHECK_THROWS_WITH(read(moe + "--moe-layer-freq ([0]*3+[2]*58)"),

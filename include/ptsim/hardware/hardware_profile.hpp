@@ -212,8 +212,6 @@ struct FitRecord {
   double median_abs_error_after_pct = 0, max_abs_error_after_pct = 0;
 };
 
-/// GPUs of one NVLink domain (a DGX node, an NVL72 rack) reach each other
-/// through NVSwitch at full per-GPU bandwidth.
 /// An expert-parallel exchange library's token exchange inside one NVLink
 /// domain as measured: algorithm bandwidth (the bytes of the tokens a rank
 /// receives, one copy a token, its own included, over the kernel's time) by
@@ -226,6 +224,8 @@ struct ExpertExchangeTable {
   std::vector<double> combine_bytes_per_s;
 };
 
+/// GPUs of one NVLink domain (a DGX node, an NVL72 rack) reach each other
+/// through NVSwitch at full per-GPU bandwidth.
 struct NvlinkSpec {
   std::int64_t domain_gpus = 0;
   double bandwidth_bytes_per_s = 0;  // per GPU, per direction
