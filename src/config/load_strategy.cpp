@@ -97,8 +97,9 @@ const std::vector<StrategyField> kFields = {
     {"zero3_blocking", "zero3_blocking", "", &S::zero3_blocking, 1, 1, {}, "",
      "with ZeRO-3: each layer waits for its parameter all-gather, started when the layer is reached, and "
      "for the previous layer's gradient reduce-scatter, one collective per parameter tensor over a list "
-     "that PyTorch copies rank by rank (DeepSpeed 0.3; default: a layer at a time, gathered a layer ahead, "
-     "reduced beside the backward)"},
+     "that PyTorch copies rank by rank and that the host builds in Python, a view a rank; tensors under "
+     "100,000 elements stay gathered, and full recomputation gathers again (DeepSpeed 0.3; default: a "
+     "layer at a time, gathered a layer ahead, reduced beside the backward)"},
     {"moe_capacity_factor", "moe_expert_capacity_factor", "", &S::moe_capacity_factor, 1, 1, {}, "F",
      "MoE: tokens an expert takes, as a multiple of its even share (default: dropless)"},
     {"moe_load_imbalance", "moe_load_imbalance", "", &S::moe_load_imbalance, 1, 1, {}, "F",

@@ -7,13 +7,18 @@
 namespace ptsim::cost {
 
 CostModel::CostModel(const hardware::Cluster& cluster, HostIssue host)
-    : cluster_(&cluster), latency_(cluster.profile()), host_per_task_(Time::from_seconds(host.per_task_s)) {}
+    : cluster_(&cluster),
+      latency_(cluster.profile()),
+      host_per_task_(Time::from_seconds(host.per_task_s)),
+      host_per_python_op_s_(host.per_python_op_s) {}
 
-Time CostModel::host_issue(const taskgraph::Task&) const {
+Time CostModel::host_issue(const taskgraph::Task& task) const {
   // One figure for every task: the measurements there are (Transformer
   // Engine PR #1191: CPU time per forward of a whole linear module) do not
-  // split the host's time by kernel.
-  return host_per_task_;
+  // split the host's time by kernel. A task that makes the framework loop
+  // over tensors in Python first costs each of those operations on top.
+  if (task.host_ops == 0) return host_per_task_;
+  return host_per_task_ + Time::from_seconds(static_cast<double>(task.host_ops) * host_per_python_op_s_);
 }
 
 Time CostModel::compute_duration(const taskgraph::Task& task) const {

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
+#include "ptsim/common/error.hpp"
 #include "ptsim/strategy/schedule.hpp"
 
 namespace ptsim::workload::internal {
@@ -15,14 +17,110 @@ using taskgraph::CollectiveKind;
 
 std::uint32_t DataParallel::collective(const std::string& name, std::uint8_t slot, taskgraph::CollectiveKind kind,
                                        std::uint64_t bytes, bool blocks_next, std::uint64_t alloc, std::uint8_t flags,
-                                       bool follows_outer) {
-  return out_.block(fmt::format("{}.{}.{}{}.{}{}", name, bytes, alloc, blocks_next ? ".blocking" : "", flags,
-                                follows_outer ? ".after_outer" : ""),
+                                       bool follows_outer, std::uint32_t host_ops) {
+  return out_.block(fmt::format("{}.{}.{}{}.{}{}.{}", name, bytes, alloc, blocks_next ? ".blocking" : "", flags,
+                                follows_outer ? ".after_outer" : "", host_ops),
                     [&](BlockRecorder& b) {
                       const auto id = b.emit_collective(streams::kDataParallel, slot, categories::kDataParallel, bytes,
-                                                        name, blocks_next, kind, alloc, flags);
+                                                        name, blocks_next, kind, alloc, flags, host_ops);
                       if (follows_outer) b.follow_stream(id, streams::kDataParallelOuter);
                     });
+}
+
+namespace {
+
+// A count of Python tensor operations as Task::host_ops holds it (32 bits).
+std::uint32_t python_ops(double count) {
+  if (!(count >= 0 && count <= static_cast<double>(std::numeric_limits<std::uint32_t>::max())))
+    throw ConfigError(
+        fmt::format("DeepSpeed 0.3's ZeRO-3 (--zero3-blocking) would loop over {:.4g} tensors in "
+                    "Python for one collective, beyond what ptsim counts (2^32): fewer "
+                    "data-parallel ranks or parameter tensors",
+                    count));
+  return static_cast<std::uint32_t>(count);
+}
+
+}  // namespace
+
+taskgraph::TaskRef DataParallel::blocking_gather(std::int64_t n, std::uint8_t slot, double bytes_per_parameter,
+                                                 std::uint64_t alloc, bool backward, std::int32_t mb,
+                                                 std::int32_t layer) {
+  const std::int64_t group = group_of(slot);
+  const double whole = bytes_per_parameter * static_cast<double>(n);
+  const auto category = backward ? categories::kBackward : categories::kForward;
+  const auto block =
+      out_.block(fmt::format("zero3.blocking_gather.{}.{}.{}.{}.{}", n, slot, bytes_per_parameter, alloc, category),
+                 [&](BlockRecorder& b) {
+                   // torch.zeros of the whole tensor, then torch.cuda.synchronize().
+                   OpSpec zeros = memory_op("zero3.gather_buffer_zeros", whole);
+                   zeros.flags = taskgraph::kHostSync;
+                   // The rank's own shard into its view (read and write it).
+                   const OpSpec own = memory_op("zero3.own_shard_copy", 2 * whole / static_cast<double>(group));
+                   b.begin_list();
+                   const auto names = b.names_of({zeros, own}, "");
+                   b.emit(zeros, names[0], category, alloc, 0);
+                   b.emit(own, names[1], category, 0, 0);
+                   b.emit_collective(streams::kDataParallel, slot, categories::kDataParallel,
+                                     static_cast<std::uint64_t>(whole), "zero3.param_allgather", false,
+                                     CollectiveKind::AllGather, 0,
+                                     taskgraph::kTensorList | taskgraph::kHostWaitsForTask,
+                                     python_ops(static_cast<double>(group)));
+                 });
+  constexpr taskgraph::TaskId kGather = 2;  // the block's third task, after its two kernels
+  return {out_.instantiate(block, mb, layer), kGather};
+}
+
+std::vector<std::int64_t> DataParallel::regathered_after_recompute(std::int64_t layer) const {
+  std::vector<std::int64_t> again;
+  if (!c_.zero3_blocking || !sharded(slots::kDataParallel)) return again;
+  const auto modules = layer_parameter_modules(m_, c_, layer);
+  const auto elements = [](const std::vector<std::int64_t>& module) {
+    double sum = 0;
+    for (const std::int64_t t : module) sum += static_cast<double>(t);
+    return sum;
+  };
+  double after = 0;  // elements of the modules after module i
+  std::vector<bool> released(modules.size(), false);
+  for (std::size_t i = modules.size(); i-- > 0;) {
+    released[i] = 2 * after >= kMaxReuseDistance;
+    after += elements(modules[i]);
+  }
+  for (std::size_t i = 0; i < modules.size(); ++i)
+    if (released[i])
+      for (const std::int64_t t : modules[i])
+        if (!persistent(t)) again.push_back(t);
+  return again;
+}
+
+// After the optimizer updated their shards: one all-gather of every
+// persistent tensor of the stage's layers over a list of one narrow view a
+// rank, then each tensor copied out of the buffer rank by rank in Python
+// (narrow, view, narrow, copy_: four operations, one of them a copy
+// kernel, for each tensor and rank; the kernels, each a tensor's piece, run
+// as fast as the host issues them, so they are one task of their bytes).
+void DataParallel::persistent_gather() {
+  if (!c_.zero3_blocking || !sharded(slots::kDataParallel)) return;
+  double tensors = 0, elements = 0;
+  for (const strategy::LayerRange& chunk : ctx_.chunks)
+    for (std::int64_t l = chunk.first; l < chunk.first + chunk.count; ++l)
+      for (const std::int64_t t : layer_parameter_tensors(m_, c_, l))
+        if (persistent(t)) {
+          tensors += 1;
+          elements += static_cast<double>(t);
+        }
+  if (tensors == 0) return;
+  const auto group = static_cast<double>(group_of(slots::kDataParallel));
+  const double bytes = 2 * elements;
+  const auto block = out_.block(fmt::format("zero3.persistent_gather.{}.{}", tensors, elements), [&](BlockRecorder& b) {
+    b.emit_collective(streams::kDataParallel, slots::kDataParallel, categories::kDataParallel,
+                      static_cast<std::uint64_t>(bytes), "zero3.persistent_param_allgather", true,
+                      CollectiveKind::AllGather, 0, taskgraph::kTensorList, python_ops(group));
+    OpSpec copy_out = memory_op("zero3.persistent_copy_out", 2 * bytes);
+    copy_out.host_ops = python_ops(4 * tensors * group);
+    b.begin_list();
+    b.emit(copy_out, b.names_of({copy_out}, "")[0], categories::kOptimizer, 0, 0);
+  });
+  out_.instantiate(block, -1, -1);
 }
 
 namespace {
@@ -109,9 +207,12 @@ void DataParallel::reduce_scatter_gradients(std::int64_t n, std::uint8_t slot, s
                                             bool final) {
   if (group_of(slot) > 1) {
     if (c_.fsdp_version == 2) fsdp_copy_in(n, mb, layer);
+    // DeepSpeed 0.3 builds the reduce-scatter's list in Python, a view and a
+    // narrow of the gradient a rank (_reduce_scatter_gradient at v0.3.15).
+    const double views = c_.zero3_blocking ? 2.0 * static_cast<double>(group_of(slot)) : 0.0;
     out_.instantiate(collective("zero3.grad_reducescatter", slot, CollectiveKind::ReduceScatter,
                                 static_cast<std::uint64_t>(c_.gradient_bytes() * n), c_.zero3_blocking, 0,
-                                zero3_flags()),
+                                zero3_flags(), false, python_ops(views)),
                      mb, layer);
   }
   hsdp_allreduce(n, slot, mb, layer);

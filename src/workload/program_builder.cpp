@@ -81,6 +81,7 @@ TaskId BlockRecorder::emit(const OpSpec& op, std::uint32_t name, std::uint8_t ca
   Task task;
   task.name = name;
   task.bytes = op.bytes;
+  task.host_ops = op.host_ops;
   task.alloc_bytes = alloc_bytes;
   task.free_bytes = free_bytes;
   const auto explicit_dependency = [&](TaskId id) {
@@ -183,13 +184,14 @@ TaskId BlockRecorder::emit_send(std::uint8_t stream, std::uint8_t slot, std::uin
 }
 
 TaskId BlockRecorder::emit_collective(std::uint8_t stream, std::uint8_t slot, std::uint8_t category,
-                                      std::uint64_t bytes, const std::string& name,
-                                      bool blocks_next, taskgraph::CollectiveKind kind,
-                                      std::uint64_t alloc_bytes, std::uint8_t flags) {
+                                      std::uint64_t bytes, const std::string& name, bool blocks_next,
+                                      taskgraph::CollectiveKind kind, std::uint64_t alloc_bytes, std::uint8_t flags,
+                                      std::uint32_t host_ops) {
   Task task;
   task.kind = TaskKind::Collective;
   task.collective = kind;
   task.flags = flags;
+  task.host_ops = host_ops;
   task.alloc_bytes = alloc_bytes;
   task.stream = stream;
   task.comm_slot = slot;

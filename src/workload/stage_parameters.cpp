@@ -69,8 +69,8 @@ RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strate
   return p;
 }
 
-std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, const strategy::ParallelConfig& c,
-                                                  std::int64_t layer) {
+std::vector<std::vector<std::int64_t>> layer_parameter_modules(const model::ModelSpec& m,
+                                                               const strategy::ParallelConfig& c, std::int64_t layer) {
   if (m.multi_latent_attention || m.is_moe_layer(layer) || m.is_hybrid())
     throw ConfigError(
         fmt::format("model {}: parameters one tensor at a time (--zero3-blocking, DeepSpeed 0.3) "
@@ -81,24 +81,33 @@ std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, con
                                              : "MoE"));
   const std::int64_t h = m.hidden_size, tp = c.tp;
   const bool bias = m.add_bias_linear;
-  std::vector<std::int64_t> t;
+  std::vector<std::vector<std::int64_t>> modules;
   const auto norm = [&] {
-    t.push_back(h);
-    if (m.normalization == model::Normalization::LayerNorm) t.push_back(h);
+    if (m.normalization == model::Normalization::LayerNorm) {
+      modules.push_back({h, h});
+    } else {
+      modules.push_back({h});
+    }
   };
   // A linear of `in` × `out` on this rank, with its bias of `out_bias` elements.
   const auto linear = [&](std::int64_t weight, std::int64_t out_bias) {
-    t.push_back(weight);
-    if (bias) t.push_back(out_bias);
+    if (bias) {
+      modules.push_back({weight, out_bias});
+    } else {
+      modules.push_back({weight});
+    }
   };
   const std::int64_t q = m.num_attention_heads * m.kv_channels, kv = m.num_query_groups * m.kv_channels;
   norm();
-  t.push_back(h * (q + 2 * kv) / tp);  // QKV, column-parallel
-  if (m.qkv_bias()) t.push_back((q + 2 * kv) / tp);
+  // QKV, column-parallel, with the per-head query and key norms Megatron
+  // keeps inside the attention module.
+  std::vector<std::int64_t> qkv{h * (q + 2 * kv) / tp};
+  if (m.qkv_bias()) qkv.push_back((q + 2 * kv) / tp);
   if (m.qk_layernorm) {
-    t.push_back(m.kv_channels);
-    t.push_back(m.kv_channels);
+    qkv.push_back(m.kv_channels);
+    qkv.push_back(m.kv_channels);
   }
+  modules.push_back(qkv);
   linear(q * h / tp, h);  // output projection, row-parallel: its bias whole
   if (m.post_sublayer_norms) norm();
   norm();
@@ -107,6 +116,13 @@ std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, con
   linear(h * fc1 / tp, fc1 / tp);
   linear(width * h / tp, h);
   if (m.post_sublayer_norms) norm();
+  return modules;
+}
+
+std::vector<std::int64_t> layer_parameter_tensors(const model::ModelSpec& m, const strategy::ParallelConfig& c,
+                                                  std::int64_t layer) {
+  std::vector<std::int64_t> t;
+  for (const auto& module : layer_parameter_modules(m, c, layer)) t.insert(t.end(), module.begin(), module.end());
   return t;
 }
 

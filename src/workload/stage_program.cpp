@@ -68,8 +68,9 @@ class StageBuilder {
         blocks_(m_, c_, shape_, out_, [this](std::int64_t layer) {
           std::uint64_t held = 0;
           if (zero3())
-            dp_.for_each_zero3_part(layer,
-                                    [&](std::int64_t n, std::uint8_t slot) { held += gather_holds(n, slot, layer); });
+            dp_.for_each_zero3_gathered(layer, [&](std::int64_t n, std::uint8_t slot) {
+              held += gather_holds(n, slot, layer);
+            });
           return held;
         }) {
     activation_bytes_ = static_cast<std::uint64_t>(2 * shape_.sp_tokens() * static_cast<double>(m_.residual_width()));
@@ -454,11 +455,11 @@ class StageBuilder {
   // Under Hybrid-FSDP the step's first gather of a layer is preceded by the
   // gather of its inner-DP shard across the optimizer instances (both
   // MXFP8 copies), which the gather inside the instance follows.
-  void zero3_gather(std::int64_t layer, std::int32_t mb) {
+  void zero3_gather(std::int64_t layer, std::int32_t mb, bool backward) {
     std::vector<TaskRef> refs;
     const bool outer = c_.outer_optimizer_sharding && !gathered_this_step_.contains(layer);
     const auto at = static_cast<std::int32_t>(layer);
-    dp_.for_each_zero3_part(layer, [&](std::int64_t n, std::uint8_t slot) {
+    dp_.for_each_zero3_gathered(layer, [&](std::int64_t n, std::uint8_t slot) {
       // Under torchao's float8 all-gather (FSDP2) one byte a parameter: the
       // block's norm weights, 2 in 10^4 of its parameters, counted with them.
       const double bytes = layer_parameter_bytes(layer);
@@ -467,6 +468,10 @@ class StageBuilder {
         if (dp_.group_of(slot) == 1) refs.push_back({i, 0});
       }
       if (dp_.group_of(slot) == 1) return;
+      if (c_.zero3_blocking && !outer) {
+        refs.push_back(dp_.blocking_gather(n, slot, bytes, gather_holds(n, slot, layer), backward, mb, at));
+        return;
+      }
       const auto i = out_.instantiate(dp_.collective("zero3.param_allgather", slot, CollectiveKind::AllGather,
                                                      static_cast<std::uint64_t>(bytes * static_cast<double>(n)), false,
                                                      gather_holds(n, slot, layer), dp_.zero3_flags(), outer),
@@ -475,6 +480,19 @@ class StageBuilder {
     });
     gathers_[layer] = refs;
     gathered_this_step_.insert(layer);
+  }
+
+  // DeepSpeed 0.3 releases most of a layer's gathered tensors again after
+  // its recomputed forward and gathers them a third time for the backward
+  // (DataParallel::regathered_after_recompute), which waits for them. The
+  // layer's holding is counted once, from its first gather to its release:
+  // the tensors freed after the recomputed forward take the same bytes back
+  // here.
+  void regather_after_recompute(std::int64_t layer, std::int32_t mb) {
+    if (!zero3() || !c_.zero3_blocking) return;
+    for (const std::int64_t n : dp_.regathered_after_recompute(layer))
+      out_.wait_for(dp_.blocking_gather(n, slots::kDataParallel, layer_parameter_bytes(layer), 0, true, mb,
+                                        static_cast<std::int32_t>(layer)));
   }
 
   // Whether `layer` had a gather to wait for.
@@ -551,8 +569,8 @@ class StageBuilder {
     for (std::int64_t i = 0; i < n; ++i)
       pieces.emplace_back([this, i, n, ahead, first, layer_at, mb, run, gathers, reverse] {
         const std::int64_t layer = layer_at(i);
-        if (ahead > 0 && i == 0 && gathers(layer)) zero3_gather(layer, mb);
-        if (i + ahead < n && gathers(layer_at(i + ahead))) zero3_gather(layer_at(i + ahead), mb);
+        if (ahead > 0 && i == 0 && gathers(layer)) zero3_gather(layer, mb, reverse);
+        if (i + ahead < n && gathers(layer_at(i + ahead))) zero3_gather(layer_at(i + ahead), mb, reverse);
         if (zero3() && wait_gathered(gathers_, layer)) {
           if (c_.fsdp_version == 2) fsdp_copy_out(layer, mb, reverse);
           if (reverse && fsdp_fp8_parameters() && shape_.quantization.transposes()) fp8_transpose(layer, mb);
@@ -645,6 +663,7 @@ class StageBuilder {
           if (c_.offload_modules != 0) reload_around(layer, layer - l, mb);
           if (fully_recomputed(l)) {
             out_.instantiate(blocks_.layer_recompute(layer, true), mb, static_cast<std::int32_t>(layer));
+            regather_after_recompute(layer, mb);
           } else if (!blocks_.lists(layer).recomputed.empty()) {
             out_.instantiate(blocks_.layer_recompute(layer, false), mb, static_cast<std::int32_t>(layer));
           }

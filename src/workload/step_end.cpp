@@ -67,6 +67,7 @@ Fp8WeightTensors fp8_weight_tensors(const StageContext& ctx) {
 // a buffer of their own, gathered at q.param_gather_bytes each.
 void gather_updated_parameters(const StageContext& ctx, ProgramBuilder& out, DataParallel& dp, bool quantized_gather) {
   const strategy::ParallelConfig& c = *ctx.config;
+  dp.persistent_gather();  // DeepSpeed 0.3's ZeRO-3 only
   const strategy::Quantization q = strategy::quantization_of(c);
   const bool sharded = c.zero_stage == 1 || c.zero_stage == 2 || c.muon_layer_wise;
   if (sharded && !c.overlap_param_gather) {

@@ -13,12 +13,24 @@
 
 namespace ptsim::cost {
 
+/// CPU time of one PyTorch tensor operation called from Python that launches
+/// no kernel (a view such as `narrow`): "approx 2 us", half of it Python's
+/// argument parsing (PyTorch maintainer ngimel, pytorch/pytorch#41383,
+/// 2020-07-14, for x*x on a small tensor); PyTorch's operator
+/// micro-benchmark times eager `split` at 2.26 µs whatever the device
+/// (pytorch/pytorch PR #32194, 2020). A lower bound for the loops it prices:
+/// their Python statements around each operation are not counted.
+inline constexpr double kPythonTensorOpS = 2e-6;
+
 /// The host side of a step: the CPU time the framework spends issuing each
 /// kernel or collective (Python, PyTorch's dispatcher, the framework's
 /// modules, the launch call). A property of the software and the host CPU,
 /// given by the user; zero means the host always keeps ahead of the GPU.
 struct HostIssue {
   double per_task_s = 0;
+  /// Each of a task's Task::host_ops: one PyTorch tensor operation called
+  /// from Python (kPythonTensorOpS).
+  double per_python_op_s = kPythonTensorOpS;
 };
 
 class CostModel {
@@ -46,6 +58,7 @@ class CostModel {
   const hardware::Cluster* cluster_;
   LatencyModel latency_;
   Time host_per_task_;
+  double host_per_python_op_s_;
 };
 
 }  // namespace ptsim::cost

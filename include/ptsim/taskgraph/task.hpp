@@ -118,6 +118,11 @@ struct Task {
   std::uint8_t stream = 0;     // index into Workload::stream_names
   std::uint8_t category = 0;   // index into Workload::category_names (for reports)
   std::uint8_t comm_slot = 0;  // communication tasks: index into Workload::comm_slot_names
+  /// Tensor operations the framework runs from Python on the host to issue
+  /// this task, each costing the host its own time (cost::HostIssue):
+  /// DeepSpeed 0.3's per-rank views of a ZeRO-3 list collective. In the
+  /// padding before `flops`, so a task is no larger.
+  std::uint32_t host_ops = 0;
   double flops = 0;            // matrix-multiply FLOP (compute tasks)
   /// GEMM: m, n, k, batch; attention: batch·heads, query length, key length, head dim.
   std::array<std::uint32_t, 4> shape{};

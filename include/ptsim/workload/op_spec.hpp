@@ -45,6 +45,7 @@ struct OpSpec {
   Dtype dtype = Dtype::Bf16;    // of a GEMM's inputs
   std::array<std::uint32_t, 4> shape{};  // see taskgraph::Task::shape
   std::uint8_t flags = 0;       // attention: taskgraph::kCausal, kBackwardPass
+  std::uint32_t host_ops = 0;   // taskgraph::Task::host_ops
   double flops = 0;             // matmul FLOP, model convention (zero for memory-bound kinds)
   std::uint64_t bytes = 0;      // HBM traffic, or the communication payload (nccl-tests' size)
   std::uint64_t saved_bytes = 0;  // forward ops: tensors kept until the backward pass

@@ -39,6 +39,14 @@ struct RankParameters {
 RankParameters layer_parameters_per_rank(const model::ModelSpec& m, const strategy::ParallelConfig& c,
                                          std::int64_t layer);
 
+/// layer_parameter_tensors grouped by the module that holds them, in the
+/// order a forward runs the modules (norm; QKV with its bias and per-head
+/// q/k norms; output projection; norm; fc1; fc2; post-sublayer norms where
+/// the model has them): what DeepSpeed's ZeRO-3 fetches and releases
+/// together, one module's hook at a time.
+std::vector<std::vector<std::int64_t>> layer_parameter_modules(const model::ModelSpec& m,
+                                                               const strategy::ParallelConfig& c, std::int64_t layer);
+
 /// The parameter tensors of dense transformer layer `layer` on one rank, in
 /// module order (norm, attention projections, norm, MLP; each weight then its
 /// bias): how a framework that handles parameters one tensor at a time sees

@@ -39,7 +39,19 @@ class DataParallel {
   /// Task::flags (kTensorList).
   std::uint32_t collective(const std::string& name, std::uint8_t slot, taskgraph::CollectiveKind kind,
                            std::uint64_t bytes, bool blocks_next, std::uint64_t alloc = 0, std::uint8_t flags = 0,
-                           bool follows_outer = false);
+                           bool follows_outer = false, std::uint32_t host_ops = 0);
+
+  /// DeepSpeed 0.3's ZeRO-3 (--zero3-blocking) leaves a parameter tensor of
+  /// fewer elements than stage3_param_persistence_threshold gathered for the
+  /// whole step (zero/constants.py at v0.3.15: 100,000 by default;
+  /// stage3.py release_sub_module skips ds_persist), and gathers all of them
+  /// again once a step after the optimizer (_post_step; persistent_gather).
+  static constexpr std::int64_t kPersistenceThreshold = 100'000;
+  /// ... and keeps a module gathered after it ran when fewer parameter
+  /// elements run before its next use (stage3_max_reuse_distance, 1e9 by
+  /// default; _keep_for_later, _distance_in_numel over the traced modules).
+  static constexpr double kMaxReuseDistance = 1e9;
+  static bool persistent(std::int64_t elements) { return elements < kPersistenceThreshold; }
 
   /// Calls f(elements, slot) for each ZeRO-3 collective of layer `layer`'s
   /// parameters on a group of more than one rank: its dense parameters, then
@@ -50,16 +62,25 @@ class DataParallel {
   /// elsewhere a layer's parameters move together.
   template <typename F>
   void for_each_zero3_part(std::int64_t layer, F f) const {
-    const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
-    if (p.dense > 0 && sharded(slots::kDataParallel)) {
-      if (c_.zero3_blocking) {
-        for (const std::int64_t n : layer_parameter_tensors(m_, c_, layer)) f(n, slots::kDataParallel);
-      } else {
-        f(p.dense, slots::kDataParallel);
-      }
-    }
-    if (p.expert > 0 && sharded(slots::kExpertDataParallel)) f(p.expert, slots::kExpertDataParallel);
+    for_each_part(layer, false, f);
   }
+  /// The parts of for_each_zero3_part a layer's use gathers: without
+  /// DeepSpeed 0.3's persistent tensors, which stay gathered.
+  template <typename F>
+  void for_each_zero3_gathered(std::int64_t layer, F f) const {
+    for_each_part(layer, true, f);
+  }
+  /// DeepSpeed 0.3 under full recomputation: the tensors of layer `layer`
+  /// gathered a third time, for the backward, after its recomputed forward
+  /// released them — each module's whose next use (its own backward) is
+  /// kMaxReuseDistance elements or more away: the recomputed forward of the
+  /// modules after it and their backward, twice their elements. The last
+  /// module is used again at once and stays; persistent tensors stay.
+  std::vector<std::int64_t> regathered_after_recompute(std::int64_t layer) const;
+  /// DeepSpeed 0.3's once-a-step gather of the stage's persistent tensors
+  /// (_post_step → _allgather_params at v0.3.15), after the optimizer.
+  void persistent_gather();
+
   /// Whether `slot`'s parameters have collectives: a group of more than one
   /// rank inside an optimizer instance, or more than one instance.
   bool sharded(std::uint8_t slot) const { return group_of(slot) > 1 || c_.optimizer_instances > 1; }
@@ -70,6 +91,15 @@ class DataParallel {
   std::uint32_t outer_gather(std::int64_t n, std::uint8_t slot, double bytes_per_parameter, std::int32_t mb,
                              std::int32_t layer);
   std::uint8_t zero3_flags() const { return c_.zero3_blocking ? taskgraph::kTensorList : 0; }
+  /// DeepSpeed 0.3's gather of one parameter tensor of `n` elements, as a
+  /// layer's pass reaches its module (_allgather_param at v0.3.15): its
+  /// zeroed buffer (`alloc` allocated there), the device synchronized, one
+  /// narrow view a rank in Python with the rank's own shard copied into its
+  /// view, the all-gather over that list, and the host waiting for it before
+  /// the module runs (stage3.py _synchronize_communication). Returns the
+  /// all-gather, which the module waits for.
+  taskgraph::TaskRef blocking_gather(std::int64_t n, std::uint8_t slot, double bytes_per_parameter, std::uint64_t alloc,
+                                     bool backward, std::int32_t mb, std::int32_t layer);
   /// What a ZeRO-3 rank's gather of `n` parameters over `group` ranks
   /// allocates: the other ranks' shards, at `bytes_per_parameter` (2 in
   /// bf16; 1 under torchao's float8 all-gather).
@@ -91,6 +121,19 @@ class DataParallel {
 
  private:
   bool zero3() const { return c_.zero_stage >= 3; }
+  template <typename F>
+  void for_each_part(std::int64_t layer, bool gathered, F f) const {
+    const RankParameters p = layer_parameters_per_rank(m_, c_, layer);
+    if (p.dense > 0 && sharded(slots::kDataParallel)) {
+      if (c_.zero3_blocking) {
+        for (const std::int64_t n : layer_parameter_tensors(m_, c_, layer))
+          if (!gathered || !persistent(n)) f(n, slots::kDataParallel);
+      } else {
+        f(p.dense, slots::kDataParallel);
+      }
+    }
+    if (p.expert > 0 && sharded(slots::kExpertDataParallel)) f(p.expert, slots::kExpertDataParallel);
+  }
   bool reduce_now(bool final) const;
   void zero3_boundary_gradients(std::int64_t n, bool final);
   void reduce_scatter_gradients(std::int64_t n, std::uint8_t slot, std::int32_t mb, std::int32_t layer, bool final);

@@ -51,11 +51,12 @@ class BlockRecorder {
   taskgraph::TaskId emit_send(std::uint8_t stream, std::uint8_t slot, std::uint64_t bytes,
                               const std::string& name, std::uint8_t flags = 0);
   /// A collective on `stream` of what the last kernel produced; `blocks_next`
-  /// makes the next kernel wait for it. `flags`: Task::flags (kTensorList).
-  taskgraph::TaskId emit_collective(std::uint8_t stream, std::uint8_t slot, std::uint8_t category,
-                                    std::uint64_t bytes, const std::string& name, bool blocks_next,
+  /// makes the next kernel wait for it. `flags`: Task::flags (kTensorList);
+  /// `host_ops`: Task::host_ops.
+  taskgraph::TaskId emit_collective(std::uint8_t stream, std::uint8_t slot, std::uint8_t category, std::uint64_t bytes,
+                                    const std::string& name, bool blocks_next,
                                     taskgraph::CollectiveKind kind = taskgraph::CollectiveKind::AllReduce,
-                                    std::uint64_t alloc_bytes = 0, std::uint8_t flags = 0);
+                                    std::uint64_t alloc_bytes = 0, std::uint8_t flags = 0, std::uint32_t host_ops = 0);
   /// A copy engine's transfer of `bytes` between HBM and host memory on
   /// `stream` (activation offload), after the last kernel: taking `alloc`
   /// at its start, giving `free` back at its end; no kernel waits for it.
