@@ -116,7 +116,7 @@ class Planner {
   TransferPlan tree(Protocol p) const {
     TransferPlan plan{Algorithm::Tree, p, {}, 0};
     const double k = static_cast<double>(l_.k);
-    const double w = wire_factor(Algorithm::Tree, p);
+    const double w = wire_factor(Algorithm::Tree, p) / tree_correction(p, s_);
     std::vector<FlowSpec> flows = domain_ring_flows(l_, 2 * s_ * (k - 1) / k * w, c_);
     for (auto& f : cross_domain_flows(l_, 2 * s_ / k * w, c_)) flows.push_back(f);
     const double log_d = std::floor(std::log2(static_cast<double>(l_.d())));

@@ -7,7 +7,10 @@
 // in every version read.
 #include "ptsim/cost/nccl_latency.hpp"
 
+#include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdint>
 
 namespace ptsim::cost {
 
@@ -85,6 +88,27 @@ double wire_factor(Algorithm a, Protocol p) {
     case Protocol::Simple: return tree ? 1 / 0.92 : 1.0;
   }
   return 1.0;
+}
+
+// NCCL's treeCorrectionFactor (v2.30.7-1 src/graph/tuning.cc, lines 623–642):
+// its tuner scales a tree all-reduce's bandwidth by a factor per protocol
+// and log2(bytes / 64), 0 to 22, that dips to 0.4–0.6 for messages of
+// 64 KiB to 4 MiB; NVIDIA's own correction of the tree's bandwidth model
+// to what it measured. NCCL's x86 sm100 NVLSTree correction is not applied
+// (the profiles do not say their hosts' CPU architecture).
+double tree_correction(Protocol p, double bytes) {
+  // clang-format off
+  static constexpr double kFactor[3][23] = {
+    { 1.0, 1.0, 1.0, 1.0,  .9,  .8,  .7,  .7,  .7,  .7,  .6,  .5,  .4,  .4,  .5,  .6,  .7,  .8,  .9, 1.0, 1.0, 1.0, 1.0 },
+    { 1.0, 1.0, 1.0, 1.0, 1.0,  .9,  .8,  .8,  .8,  .7,  .6,  .6,  .6,  .6,  .6,  .6,  .8,  .9,  .9,  .9,  .9, 1.0, 1.0 },
+    {  .9,  .9,  .9,  .9,  .9,  .9,  .9,  .8,  .7,  .6,  .6,  .5,  .5,  .5,  .5,  .6,  .7,  .8,  .7,  .7,  .8,  .9,  .9 },
+  };
+  // clang-format on
+  const auto units = static_cast<std::uint64_t>(std::max(bytes, 0.0)) >> 6;  // nBytes >> 6
+  if (units == 0) return 1.0;                                                // NCCL's log2i(0) is negative
+  const int log_size = static_cast<int>(std::bit_width(units)) - 1;          // log2i: floor of log2
+  if (log_size >= 23) return 1.0;
+  return kFactor[idx(p)][log_size];
 }
 
 }  // namespace ptsim::cost

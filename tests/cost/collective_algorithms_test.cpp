@@ -95,17 +95,48 @@ TEST_CASE("Hierarchical all-reduce: intra reduce-scatter, inter all-reduce, intr
 TEST_CASE("Tree all-reduce: log-depth latency, 2S/k per NIC", "[cost]") {
   // 16 nodes, one rank each (k = 1): 2·⌊log2 16⌋ = 8 network steps of the
   // tree's Simple latency (NCCL: 14 µs), base 8.4 µs; 2S through each NIC at
-  // NCCL's tree efficiency of 0.92.
+  // NCCL's tree efficiency of 0.92, times its tree correction for Simple at
+  // ⌊log2(10^6 / 64)⌋ = 13: 0.5.
   const auto hw = toy();
   const hardware::Cluster c(hw, 128);
   const cost::LatencyModel lat(hw);
   const auto plans = cost::candidate_plans(CollectiveKind::AllReduce, 1'000'000, ranks(0, 16, 8), c, lat);
   const auto& tree = find(plans, Algorithm::Tree, Protocol::Simple);
   CHECK(tree.estimated_s == Approx(lat.base(Algorithm::Tree, Protocol::Simple) +
-                                   8 * lat.step(false, Algorithm::Tree, Protocol::Simple) + 2e6 / (0.92 * 10e9)));
+                                   8 * lat.step(false, Algorithm::Tree, Protocol::Simple) + 2e6 / (0.92 * 0.5 * 10e9)));
   // The ring needs 2·15 network steps: for small messages the tree wins.
   const auto best = cost::choose_plan(CollectiveKind::AllReduce, 64 * 1024, ranks(0, 16, 8), c, lat);
   CHECK(best.algorithm == Algorithm::Tree);
+}
+
+TEST_CASE("A tree all-reduce's bandwidth takes NCCL's correction for its size", "[cost]") {
+  // treeCorrectionFactor (NCCL v2.30.7-1 src/graph/tuning.cc), indexed by
+  // ⌊log2(bytes / 64)⌋ from 0 to 22, one row per protocol (LL, LL128, Simple).
+  CHECK(cost::tree_correction(Protocol::LL, 63) == 1.0);  // under 64 bytes: none
+  CHECK(cost::tree_correction(Protocol::Simple, 64) == 0.9);
+  CHECK(cost::tree_correction(Protocol::LL, 1 << 20) == 0.5);  // 2^14 units of 64 bytes
+  CHECK(cost::tree_correction(Protocol::LL128, 1 << 20) == 0.6);
+  CHECK(cost::tree_correction(Protocol::Simple, 1 << 20) == 0.5);
+  CHECK(cost::tree_correction(Protocol::LL128, 16 << 20) == 0.9);  // 2^18
+  CHECK(cost::tree_correction(Protocol::Simple, 16 << 20) == 0.7);
+  CHECK(cost::tree_correction(Protocol::Simple, 256 << 20) == 0.9);  // 2^22, the last corrected
+  CHECK(cost::tree_correction(Protocol::LL128, 256 << 20) == 1.0);
+  CHECK(cost::tree_correction(Protocol::Simple, 512u << 20) == 1.0);  // 2^23: none
+  // Two sizes of one protocol differ in bandwidth by their factors' ratio.
+  const auto hw = toy();
+  const hardware::Cluster c(hw, 128);
+  const cost::LatencyModel lat(hw);
+  const auto time = [&](double bytes) {
+    return find(cost::candidate_plans(CollectiveKind::AllReduce, static_cast<std::uint64_t>(bytes), ranks(0, 16, 8), c,
+                                      lat),
+                Algorithm::Tree, Protocol::LL128)
+        .estimated_s;
+  };
+  const double fixed =
+      lat.base(Algorithm::Tree, Protocol::LL128) + 8 * lat.step(false, Algorithm::Tree, Protocol::LL128);
+  const double wire = 2 * 128.0 / 120 / 0.92 / 10e9;  // seconds a payload byte, uncorrected
+  CHECK(time(1 << 20) == Approx(fixed + (1 << 20) * wire / 0.6));
+  CHECK(time(16 << 20) == Approx(fixed + (16 << 20) * wire / 0.9));
 }
 
 TEST_CASE("CollNet only where the fabric offers SHARP and NCCL_COLLNET_ENABLE is on", "[cost]") {

@@ -125,6 +125,10 @@
 // run gained `num_layers_at_start_in_bf16` and `num_layers_at_end_in_bf16`
 // (first_last_layers_bf16), and again when it gained `module_precision`:
 // every fingerprint, makespan, task count and peak stayed.
+// A twentieth (2026-12-06, fourteenth session): a tree all-reduce's bandwidth
+// takes NCCL's treeCorrectionFactor for its protocol and size. Only the
+// Mixtral EP 8 run moved (makespan +0.0011%: a mid-size all-reduce across
+// its nodes); peaks and task counts all kept.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

@@ -33,4 +33,9 @@ class LatencyModel {
 /// at 0.92 of the link, NCCL's tree at 0.92 of the ring.
 double wire_factor(Algorithm a, Protocol p);
 
+/// NCCL's correction of a tree all-reduce's bandwidth for a message of
+/// `bytes` under protocol `p` (treeCorrectionFactor, tuning.cc): the fraction
+/// of the modelled bandwidth the tree reaches, 0.4 to 1.
+double tree_correction(Protocol p, double bytes);
+
 }  // namespace ptsim::cost
