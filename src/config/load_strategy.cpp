@@ -287,14 +287,16 @@ const std::vector<StrategyField> kFields = {
     {"fp4_recipe", "fp4_recipe", "", &S::fp4_recipe, 1, 1, {"nvfp4"}, "NAME",
      "with FP4 training: nvfp4 (default; a scale per 16 values and one per tensor, the Hadamard transform on "
      "weight-gradient operands, stochastic rounding of gradients; Megatron-Core's --fp4-recipe)"},
-    {"fp8_recipe", "fp8_recipe", "", &S::fp8_recipe, 1, 1, {"delayed", "tensorwise", "blockwise", "mxfp8"}, "NAME",
+    {"fp8_recipe", "fp8_recipe", "", &S::fp8_recipe, 1, 1, {"delayed", "tensorwise", "blockwise", "mxfp8", "rowwise"},
+     "NAME",
      "with --precision fp8, how Transformer Engine scales each tensor: delayed (default, but tensorwise under "
      "--kernel-fusion compiled, torchao's only one; amax histories "
      "reduced over the stage's ranks once per micro-batch) | tensorwise (current scaling: every cast first "
      "reads its tensor for the amax; under SP the shard amaxes of gathered tensors are all-reduced over TP) | "
      "blockwise (fp32 scales per 1x128 or 128x128 block, each tensor quantized both ways; no TP communication "
      "overlap) | mxfp8 (a scale per 32 elements; needs the profile's mxfp8 rate, Blackwell's) "
-     "(Megatron-Core's --fp8-recipe)"},
+     "(Megatron-Core's --fp8-recipe) | rowwise (torchao's row-wise scaling under --kernel-fusion compiled: "
+     "each operand cast both ways, the gradient GEMMs' outputs rescaled; without TP or --fp8-param-gather)"},
     {"first_last_layers_bf16", "first_last_layers_bf16", "", &S::first_last_layers_bf16, 1, 1, {}, "",
      "with fp8 or nvfp4 training: the model's first --num-layers-at-start-in-bf16 and last "
      "--num-layers-at-end-in-bf16 transformer layers (1 and 1 by default, Megatron-Core's) run in bf16, their linears, "

@@ -443,7 +443,11 @@ void check_optimizer(const Checker& check, strategy::ParallelConfig& c, const St
 // module_filter_fn). Modelled under torch.compile, where torchtitan runs it
 // ("Float8 experimental is intended to be ran under torch.compile"); its
 // eager casts are a chain of ATen kernels each (abs, max, mul, clamp, to),
-// not modelled. Dynamic per-tensor scaling is the only dynamic recipe it has.
+// not modelled. Its dynamic recipes: per-tensor scaling (tensorwise, the
+// default) and row-wise scaling (rowwise, torchao's Float8LinearRecipeName
+// .ROWWISE), the latter without tensor parallelism (its fp8 gathers under
+// SP are not modelled) and without FSDP2's float8 all-gather, which torchao
+// offers for tensorwise scaling only.
 void check_torchao_float8(const Checker& check, const strategy::ParallelConfig& c, const StrategyInput& s,
                           const std::string& precision) {
   if (!c.torch_modules() || c.precision == Dtype::Bf16) return;
@@ -459,10 +463,22 @@ void check_torchao_float8(const Checker& check, const strategy::ParallelConfig& 
                                  precision),
                compiled ? "use --precision fp8 or bf16, or --kernel-fusion fused"
                         : "use --kernel-fusion compiled, or --precision bf16");
-  if (s.fp8_recipe && *s.fp8_recipe != "tensorwise")
+  if (s.fp8_recipe && *s.fp8_recipe != "tensorwise" && *s.fp8_recipe != "rowwise")
     check.fail("fp8_recipe", *s.fp8_recipe,
-               "is not torchao's: its Float8Linear (torchtitan's FP8) scales each tensor dynamically",
-               "use --fp8-recipe tensorwise, or --kernel-fusion fused for Transformer Engine's recipes");
+               "is not torchao's: its Float8Linear (torchtitan's FP8) scales each tensor, or each row, dynamically",
+               "use --fp8-recipe tensorwise or rowwise, or --kernel-fusion fused for Transformer Engine's recipes");
+  if (s.fp8_recipe != "rowwise") return;
+  if (c.tp > 1)
+    check.fail("fp8_recipe", "rowwise",
+               fmt::format("with tensor parallelism (tp {}) is not modelled: its row-wise casts of sequence-parallel "
+                           "shards and their gathers",
+                           c.tp),
+               "use --fp8-recipe tensorwise, or --tp 1");
+  if (s.fp8_param_gather.value_or(false))
+    check.fail_flag("fp8_param_gather",
+                    "is torchao's float8 all-gather, which it offers for tensorwise scaling only "
+                    "(enable_fsdp_float8_all_gather)",
+                    "drop --fp8-param-gather, or use --fp8-recipe tensorwise");
 }
 
 // The names of a list separated by commas or spaces, empty ones skipped.
@@ -820,8 +836,13 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   c.fp8_recipe =
       named(s.fp8_recipe.value_or(c.kernel_fusion == strategy::KernelFusion::Compiled ? "tensorwise" : "delayed"),
             std::array{strategy::Fp8Recipe::Delayed, strategy::Fp8Recipe::Tensorwise, strategy::Fp8Recipe::Blockwise,
-                       strategy::Fp8Recipe::Mxfp8},
+                       strategy::Fp8Recipe::Mxfp8, strategy::Fp8Recipe::Rowwise},
             "FP8 recipe");
+  if (c.fp8_recipe == strategy::Fp8Recipe::Rowwise && !c.torch_modules())
+    check.fail("fp8_recipe", "rowwise",
+               "is torchao's Float8 recipe, modelled under torchtitan's modules (--kernel-fusion compiled); "
+               "Transformer Engine's are delayed, tensorwise, blockwise and mxfp8",
+               "add --kernel-fusion compiled, or use one of Transformer Engine's recipes");
   check_model_splits(check, m, c, s);
   // torchtitan's context parallelism is PyTorch's (context_parallel:
   // workload/layer_torch_cp.cpp), whose keys and values travel as the

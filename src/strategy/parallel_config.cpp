@@ -34,6 +34,7 @@ std::string_view to_string(Fp8Recipe r) {
     case Fp8Recipe::Tensorwise: return "tensorwise";
     case Fp8Recipe::Blockwise: return "blockwise";
     case Fp8Recipe::Mxfp8: return "mxfp8";
+    case Fp8Recipe::Rowwise: return "rowwise";
   }
   return "?";
 }

@@ -47,6 +47,17 @@ Quantization quantization_of(Dtype precision, Fp8Recipe recipe, bool any_layout)
       q.copy_bytes = 1 + 1.0 / 32;
       q.param_gather_bytes = 2;
       break;
+    case Fp8Recipe::Rowwise:
+      // torchao's Float8Linear with axiswise casts (float8_linear.py
+      // matmul_with_hp_or_float8_args): each operand is cast along the
+      // direction of the GEMM that takes it, an amax pass and a cast for
+      // each, from bf16 both times; its fp32 scale a row, 4 bytes for K
+      // elements, is not counted.
+      q.copy_bytes = 1;
+      q.amax_bytes = 2;
+      q.casts_each_copy = true;
+      q.rescales_gradient_gemms = true;
+      break;
   }
   // One copy serves both ways: nothing to transpose after a gather, nor of
   // a gathered weight.

@@ -60,12 +60,13 @@ enum class AttentionBackend {
 std::string_view to_string(ScheduleKind s);
 std::string_view to_string(RecomputeKind r);
 /// How FP8 training scales each tensor (Megatron-Core's --fp8-recipe, run by
-/// Transformer Engine 2.x).
+/// Transformer Engine 2.x; torchao's Float8 under torchtitan's modules).
 enum class Fp8Recipe {
   Delayed,     // scale from an amax history; amaxes reduced over the stage's ranks once per micro-batch
   Tensorwise,  // current scaling: each tensor's own amax, read right before its cast
   Blockwise,   // DeepSeek-style fp32 scales per 1×128 (activations, gradients) or 128×128 (weights) block
   Mxfp8,       // MXFP8: an E8M0 scale per 32 elements, multiplied natively by Blackwell's tensor cores
+  Rowwise,     // torchao's row-wise (axiswise) dynamic scaling: an fp32 scale per row of each GEMM operand
 };
 
 /// How an MoE layer moves tokens to their experts' ranks (Megatron-Core's

@@ -72,6 +72,20 @@ struct Quantization {
   /// gathered weight (read the row-wise data, write the column-wise data):
   /// 2 for the fp8 recipes, 1 for NVFP4's packed data.
   double param_transpose_bytes = 2;
+  /// Each copy is cast from bf16 on its own passes, its own amax and its own
+  /// read (torchao's row-wise recipe, whose two directions are two
+  /// reductions); otherwise one read of the bf16 writes every copy.
+  bool casts_each_copy = false;
+  /// The input- and weight-gradient GEMMs' outputs are rescaled by a kernel
+  /// of their own (read and write 2 bytes an element): torchao's row-wise
+  /// recipe runs them as cuBLAS's per-tensor GEMM at unit scales and
+  /// multiplies in the row and column scales after (float8_python_api.py
+  /// addmm_float8_unwrapped, pytorch/ao PR #1325: "The rowwise
+  /// CUTLASS-based kernel is so slow without fast-accum that we'd rather use
+  /// the tensorwise cuBLAS-based kernel and do the scaling manually
+  /// afterwards"; Inductor emits one kernel per GEMM for it, pytorch/ao
+  /// issue #2184).
+  bool rescales_gradient_gemms = false;
   /// Weights per amax of the shard cast after the optimizer under parameter
   /// gathering: 0 is one per weight tensor (per-tensor recipes); 128·128
   /// under blockwise, 16·16 under NVFP4's 2D weight blocks
@@ -85,7 +99,9 @@ struct Quantization {
   bool transposes() const { return per_tensor && !one_copy; }
   /// A tensor cast for a GEMM and its transposed partner: read 2 (after an
   /// amax pass where the recipe reads one), write its copies.
-  double cast_bytes() const { return 2 + amax_bytes + copies() * copy_bytes; }
+  double cast_bytes() const {
+    return casts_each_copy ? copies() * (2 + amax_bytes + copy_bytes) : 2 + amax_bytes + copies() * copy_bytes;
+  }
   /// The same for a fused norm's output: its amax came with it where the
   /// norm gives one (delayed scaling only transposes, see the layer builder).
   double norm_output_cast_bytes() const { return norm_gives_amax ? 2 + copies() * copy_bytes : cast_bytes(); }

@@ -245,6 +245,7 @@ class LayerBuilder {
     }
     const int dgrad = static_cast<int>(bw.size());
     bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, gemm_dtype_));
+    rescale_gradient(bw, name + ".dgrad", rows * in, false);
     if (regather && fp8_input && q_.after_gather_bytes > 0) {
       // Made once the regather is done; the reduction below waits for the
       // dgrad only, and the weight-gradient GEMM runs beside it as before.
@@ -258,6 +259,7 @@ class LayerBuilder {
       bw.push_back(reduce);
     }
     bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, gemm_dtype_), saved_bytes)));
+    rescale_gradient(bw, name + ".wgrad", in * out, true);
     if (biased) bw.push_back(weight_grad(bias_grad(name, rows, out)));
     backward(std::move(bw));
   }
@@ -298,9 +300,11 @@ class LayerBuilder {
     if (!fp8_gather) cast_grad(name, rows, out, bw);
     torchao_weight_transpose(bw, name, in * out);
     bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, gemm_dtype_));
+    rescale_gradient(bw, name + ".dgrad", rows * in, false);
     if (fp8_gather && q_.after_gather_bytes > 0)
       bw.push_back(weight_grad(memory_op(name + ".grad" + after_gather_suffix(), rows * out * q_.after_gather_bytes)));
     bw.push_back(weight_grad(freeing(matmul(name + ".wgrad", in, out, rows, 1, gemm_dtype_), saved)));
+    rescale_gradient(bw, name + ".wgrad", in * out, true);
     backward(std::move(bw));
   }
 
@@ -458,14 +462,32 @@ class LayerBuilder {
   // gradient's GEMM takes it as torch._scaled_mm's second operand, which
   // must be column-major (float8_ops.py preprocess_addmm: b.t().contiguous().t(),
   // read 1, write 1 bytes a weight) on every GPU, as PyTorch requires.
+  // Row-wise scaling (q_.casts_each_copy) keeps no fp8 weight: the
+  // backward casts the bf16 weight again along its other direction, an
+  // amax pass and a cast (float8_linear.py: "to avoid saving float8 weight
+  // from forward to backward"), which gives _scaled_mm its operand as it
+  // needs it.
   void torchao_weight_cast(const std::string& name, double weights) {
     if (!torchao_ || shape_.fp8_weights_gathered) return;
-    fw_.push_back(saving(memory_op(name + ".fp8_weight_cast", 5 * weights), weights));
+    const OpSpec cast = memory_op(name + ".fp8_weight_cast", 5 * weights);
+    fw_.push_back(q_.casts_each_copy ? cast : saving(cast, weights));
   }
   void torchao_weight_transpose(std::vector<OpSpec>& bw, const std::string& name, double weights) const {
     if (!torchao_) return;
+    if (q_.casts_each_copy) {
+      bw.push_back(memory_op(name + ".fp8_weight_cast_for_dgrad", 5 * weights));
+      return;
+    }
     const OpSpec op = memory_op(name + ".fp8_weight_transpose", 2 * weights);
     bw.push_back(shape_.fp8_weights_gathered ? op : freeing(op, weights));
+  }
+  // Under row-wise scaling a gradient GEMM's output multiplied by its
+  // operands' scales after it (Quantization::rescales_gradient_gemms): read
+  // and write 2 bytes an element of the output.
+  void rescale_gradient(std::vector<OpSpec>& bw, const std::string& gemm, double elements, bool weight_gradient) {
+    if (!torchao_ || !q_.rescales_gradient_gemms) return;
+    const OpSpec op = memory_op(gemm + ".fp8_rescale", 4 * elements);
+    bw.push_back(weight_gradient ? weight_grad(op) : op);
   }
 
   // A tensor quantized on its sequence-parallel shard and gathered over TP in
