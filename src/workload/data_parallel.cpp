@@ -92,6 +92,23 @@ std::vector<std::int64_t> DataParallel::regathered_after_recompute(std::int64_t 
   return again;
 }
 
+void DataParallel::fetch_norms(std::int64_t layer, bool backward, std::int32_t mb) {
+  if (!c_.zero3_blocking || !sharded(slots::kDataParallel)) return;
+  const auto tensors = layer_parameter_tensors(m_, c_, layer);
+  const auto category = backward ? categories::kBackward : categories::kForward;
+  std::string key = fmt::format("zero3.fetch_norms.{}", category);
+  for (const std::int64_t t : tensors) key += fmt::format(".{}", t);
+  const auto block = out_.block(key, [&](BlockRecorder& b) {
+    b.begin_list();
+    for (const std::int64_t t : tensors) {
+      OpSpec norm = memory_op("zero3.fetch_param_norm", 2 * static_cast<double>(t));
+      norm.flags = taskgraph::kHostWaitsForTask;
+      b.emit(norm, b.names_of({norm}, "")[0], category, 0, 0);
+    }
+  });
+  out_.instantiate(block, mb, static_cast<std::int32_t>(layer));
+}
+
 // After the optimizer updated their shards: one all-gather of every
 // persistent tensor of the stage's layers over a list of one narrow view a
 // rank, then each tensor copied out of the buffer rank by rank in Python

@@ -493,6 +493,8 @@ class StageBuilder {
     for (const std::int64_t n : dp_.regathered_after_recompute(layer))
       out_.wait_for(dp_.blocking_gather(n, slots::kDataParallel, layer_parameter_bytes(layer), 0, true, mb,
                                         static_cast<std::int32_t>(layer)));
+    // The backward's module hooks fetch again, kept tensors or not.
+    dp_.fetch_norms(layer, true, mb);
   }
 
   // Whether `layer` had a gather to wait for.
@@ -572,6 +574,7 @@ class StageBuilder {
         if (ahead > 0 && i == 0 && gathers(layer)) zero3_gather(layer, mb, reverse);
         if (i + ahead < n && gathers(layer_at(i + ahead))) zero3_gather(layer_at(i + ahead), mb, reverse);
         if (zero3() && wait_gathered(gathers_, layer)) {
+          dp_.fetch_norms(layer, reverse, mb);
           if (c_.fsdp_version == 2) fsdp_copy_out(layer, mb, reverse);
           if (reverse && fsdp_fp8_parameters() && shape_.quantization.transposes()) fp8_transpose(layer, mb);
         }

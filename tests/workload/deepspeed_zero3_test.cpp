@@ -107,6 +107,13 @@ TEST_CASE("DeepSpeed 0.3's ZeRO-3 gathers a layer's weights and keeps its small 
   const Tally copy_out = tally(step, "zero3.persistent_copy_out");
   CHECK(copy_out.host_ops == 4 * 8 * layers * ranks);
   CHECK(copy_out.bytes == Approx(4 * layers * kept));
+  // Each module fetch formats every one of its parameters' norms into a
+  // debug line it does not print: a norm kernel reading the parameter and
+  // the host waiting for the value, 12 a layer, forward and backward.
+  const Tally norms = tally(step, "zero3.fetch_param_norm");
+  CHECK(norms.calls == 2 * layers * 12);
+  CHECK(norms.bytes == Approx(2 * layers * 2 * (weights + kept)));
+  CHECK((norms.flags & taskgraph::kHostWaitsForTask) != 0);
 }
 
 TEST_CASE("DeepSpeed 0.3 gathers again what a recomputed forward released", "[workload][zero]") {
@@ -119,6 +126,9 @@ TEST_CASE("DeepSpeed 0.3 gathers again what a recomputed forward released", "[wo
   const auto regathered = [](std::int64_t h) {
     const std::int64_t layers = 2;
     const auto step = deepspeed_step(gpt(layers, h), 8, true);
+    // The recomputed forward's hooks and the backward's both fetch: each
+    // formats the 12 parameters' norms.
+    CHECK(tally(step, "zero3.fetch_param_norm").calls == 3 * layers * 12);
     return tally(step, "zero3.param_allgather").calls - 2 * layers * 4;
   };
   // h 4096: the farthest, after the first norm, 2·12·4096² = 0.40e9 < 1e9: nothing again.

@@ -77,6 +77,13 @@ class DataParallel {
   /// modules after it and their backward, twice their elements. The last
   /// module is used again at once and stays; persistent tensors stay.
   std::vector<std::int64_t> regathered_after_recompute(std::int64_t layer) const;
+  /// DeepSpeed 0.3's fetch of a layer's modules, once their gathers are done:
+  /// for every parameter of each module, fetched or kept, the debug line
+  /// fetch_sub_module formats whether or not it prints (stage3.py at
+  /// v0.3.15: print_rank_0(f"... norm {param.norm()}", force=False)), a
+  /// norm kernel over the whole parameter (read 2 bytes an element) and the
+  /// host waiting for its value (a 0-dim tensor formatted is .item()).
+  void fetch_norms(std::int64_t layer, bool backward, std::int32_t mb);
   /// DeepSpeed 0.3's once-a-step gather of the stage's persistent tensors
   /// (_post_step → _allgather_params at v0.3.15), after the optimizer.
   void persistent_gather();
