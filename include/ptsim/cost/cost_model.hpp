@@ -18,7 +18,9 @@ namespace ptsim::cost {
 /// argument parsing (PyTorch maintainer ngimel, pytorch/pytorch#41383,
 /// 2020-07-14, for x*x on a small tensor); PyTorch's operator
 /// micro-benchmark times eager `split` at 2.26 µs whatever the device
-/// (pytorch/pytorch PR #32194, 2020). A lower bound for the loops it prices:
+/// (pytorch/pytorch PR #32194, 2020); "overhead for torch functions
+/// consuming tensors is on the order of 2 us" (its __torch_function__
+/// benchmarks, PR #34645, 2020). A lower bound for the loops it prices:
 /// their Python statements around each operation are not counted.
 inline constexpr double kPythonTensorOpS = 2e-6;
 
