@@ -85,5 +85,6 @@ TEST_CASE("A job takes the same nodes from each multi-node NVLink domain, as Meg
   CHECK(c.path(64, 127).over_nvlink);
   CHECK_FALSE(c.path(63, 64).over_nvlink);
   // Single-node domains are the node, whatever the job.
-  CHECK(hardware::Cluster(test::shipped_hardware("h100-sxm5-80gb"), 1024).job_domain_gpus() == 8);
+  const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
+  CHECK(hardware::Cluster(h100, 1024).job_domain_gpus() == 8);
 }

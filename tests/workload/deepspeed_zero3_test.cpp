@@ -143,7 +143,8 @@ TEST_CASE("DeepSpeed 0.3 gathers again what a recomputed forward released", "[wo
 TEST_CASE("A task's Python operations cost its host their own time", "[cost][host]") {
   // pytorch/pytorch#41383: a small op from Python is about 2 µs.
   CHECK(cost::kPythonTensorOpS == 2e-6);
-  const hardware::Cluster cluster(test::shipped_hardware("a100-sxm4-80gb"), 8);
+  const auto hw = test::shipped_hardware("a100-sxm4-80gb");  // the cluster keeps a reference to it
+  const hardware::Cluster cluster(hw, 8);
   const cost::CostModel model(cluster, cost::HostIssue{5e-6});
   taskgraph::Task task;
   CHECK(model.host_issue(task).seconds() == Approx(5e-6));

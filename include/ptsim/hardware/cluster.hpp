@@ -50,7 +50,9 @@ struct LinkSlowdown {
 
 class Cluster {
  public:
+  /// Keeps a reference to `profile`, which must outlive the cluster.
   Cluster(const HardwareProfile& profile, std::int64_t world_size);
+  Cluster(HardwareProfile&&, std::int64_t) = delete;  // a temporary profile would dangle
 
   const HardwareProfile& profile() const { return *profile_; }
   std::int64_t world_size() const { return world_size_; }
