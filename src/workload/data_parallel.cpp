@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "ptsim/common/error.hpp"
 #include "ptsim/strategy/schedule.hpp"
@@ -74,16 +75,11 @@ std::vector<std::int64_t> DataParallel::regathered_after_recompute(std::int64_t 
   std::vector<std::int64_t> again;
   if (!c_.zero3_blocking || !sharded(slots::kDataParallel)) return again;
   const auto modules = layer_parameter_modules(m_, c_, layer);
-  const auto elements = [](const std::vector<std::int64_t>& module) {
-    double sum = 0;
-    for (const std::int64_t t : module) sum += static_cast<double>(t);
-    return sum;
-  };
   double after = 0;  // elements of the modules after module i
   std::vector<bool> released(modules.size(), false);
   for (std::size_t i = modules.size(); i-- > 0;) {
     released[i] = 2 * after >= kMaxReuseDistance;
-    after += elements(modules[i]);
+    after += static_cast<double>(std::accumulate(modules[i].begin(), modules[i].end(), std::int64_t{0}));
   }
   for (std::size_t i = 0; i < modules.size(); ++i)
     if (released[i])
@@ -100,11 +96,13 @@ void DataParallel::fetch_norms(std::int64_t layer, bool backward, std::int32_t m
   for (const std::int64_t t : tensors) key += fmt::format(".{}", t);
   const auto block = out_.block(key, [&](BlockRecorder& b) {
     b.begin_list();
+    std::vector<OpSpec> norms;
     for (const std::int64_t t : tensors) {
-      OpSpec norm = memory_op("zero3.fetch_param_norm", 2 * static_cast<double>(t));
-      norm.flags = taskgraph::kHostWaitsForTask;
-      b.emit(norm, b.names_of({norm}, "")[0], category, 0, 0);
+      norms.push_back(memory_op("zero3.fetch_param_norm", 2 * static_cast<double>(t)));
+      norms.back().flags = taskgraph::kHostWaitsForTask;
     }
+    const auto names = b.names_of(norms, "");
+    for (std::size_t i = 0; i < norms.size(); ++i) b.emit(norms[i], names[i], category, 0, 0);
   });
   out_.instantiate(block, mb, static_cast<std::int32_t>(layer));
 }

@@ -234,7 +234,7 @@ class LayerBuilder {
     fw_.push_back(saving(matmul(name, rows, out, in, 1, gemm_dtype_), saved_bytes));
     std::vector<OpSpec> bw;
     cast_grad(name, rows, out, bw);
-    torchao_weight_transpose(bw, name, in * out);
+    torchao_weight_for_dgrad(bw, name, in * out);
     // Under SP the weight gradient needs the whole input again.
     const bool regather = sp_ && gathered_input;
     if (regather) {
@@ -298,7 +298,7 @@ class LayerBuilder {
                                  (fp8_gather ? q_.grad_gather_copies() * q_.copy_bytes : 2) * N_ * out,
                                  shape_.tp_comm_overlap));
     if (!fp8_gather) cast_grad(name, rows, out, bw);
-    torchao_weight_transpose(bw, name, in * out);
+    torchao_weight_for_dgrad(bw, name, in * out);
     bw.push_back(matmul(name + ".dgrad", rows, in, out, 1, gemm_dtype_));
     rescale_gradient(bw, name + ".dgrad", rows * in, false);
     if (fp8_gather && q_.after_gather_bytes > 0)
@@ -472,7 +472,7 @@ class LayerBuilder {
     const OpSpec cast = memory_op(name + ".fp8_weight_cast", 5 * weights);
     fw_.push_back(q_.casts_each_copy ? cast : saving(cast, weights));
   }
-  void torchao_weight_transpose(std::vector<OpSpec>& bw, const std::string& name, double weights) const {
+  void torchao_weight_for_dgrad(std::vector<OpSpec>& bw, const std::string& name, double weights) const {
     if (!torchao_) return;
     if (q_.casts_each_copy) {
       bw.push_back(memory_op(name + ".fp8_weight_cast_for_dgrad", 5 * weights));
