@@ -31,13 +31,12 @@ left out.
   scripts/llm_foundry_reading.py --rows        # every row
 """
 import argparse
-import concurrent.futures
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
+
+from reading_common import add_common_arguments, require_ptsim, simulate_all, simulated_step_s, summary
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLES = os.path.join(ROOT, "validation", "llm-foundry", "benchmarks.md")
@@ -98,38 +97,23 @@ def simulate(ptsim, row, scratch, index):
         cmd += ["--reshard-after-forward", "never"]
     if row["mixed_precision"] == "PURE":
         cmd += ["--grad-reduce-in-bf16"]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"ptsim failed on row {index} ({row}): {done.stderr.strip()}")
-    with open(out_path) as f:
-        return json.load(f)["step_time_s"]
+    return simulated_step_s(cmd, out_path, f"row {index} ({row})")
 
 
 def measured_s(row):
     return row["batch_tokens"] / row["tokens_per_s"]
 
 
-def summary(label, errors):
-    return (f"{label}: {len(errors)} rows, median |error| {statistics.median(abs(e) for e in errors):.1f}%, "
-            f"signed median {statistics.median(errors):+.1f}%, worst {max(errors, key=abs):+.1f}%, "
-            f"within 10%: {sum(abs(e) <= 10 for e in errors)}")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tables", default=TABLES, help="llm-foundry's benchmark README (default: the copy here)")
-    ap.add_argument("--ptsim", default=os.path.join(ROOT, "build", "ptsim"))
     ap.add_argument("--gpu", choices=["a100", "h100", "all"], default="all", help="rows --max-median-error reads")
     ap.add_argument("--rows", action="store_true", help="print every row")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--max-median-error", type=float, metavar="PCT",
-                    help="exit 4 when the median |error| of the --gpu rows exceeds PCT (a drift guard)")
+    add_common_arguments(ap, ROOT, "the --gpu rows")
     args = ap.parse_args()
-    if not os.path.exists(args.ptsim):
-        sys.exit(f"{args.ptsim}: no ptsim binary; build it first (scripts/setup.sh)")
+    require_ptsim(args.ptsim)
     rows = load_rows(args.tables)
-    with tempfile.TemporaryDirectory() as scratch, concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        predicted = list(pool.map(lambda ir: simulate(args.ptsim, ir[1], scratch, ir[0]), enumerate(rows)))
+    predicted = simulate_all(rows, lambda i, r, scratch: simulate(args.ptsim, r, scratch, i), args.jobs)
     errors = [100 * (p / measured_s(r) - 1) for p, r in zip(predicted, rows)]
     if args.rows:
         for r, p, e in zip(rows, predicted, errors):

@@ -33,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 
+from reading_common import add_common_arguments, require_ptsim
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -88,18 +90,14 @@ def median_abs(values):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--csv", required=True, help="vTrain's data/ground_truth_single.csv or ground_truth_multi.csv")
-    ap.add_argument("--ptsim", default=os.path.join(ROOT, "build", "ptsim"))
     ap.add_argument("--hw", default=os.path.join(ROOT, "hw_profiles", "a100-sxm4-80gb.json"))
     ap.add_argument("--host-overhead-us", type=float,
                     help="ptsim's --host-overhead-us for every row (default: ptsim's own, 70; 0 switches it off)")
     ap.add_argument("--sweep", help="comma-separated host overheads (µs): the median |error| of each on --half")
     ap.add_argument("--half", choices=["even", "odd", "all"], default="all", help="rows the sweep reads")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--max-median-error", type=float, metavar="PCT",
-                    help="exit 4 when the median |error| of all rows exceeds PCT (a drift guard)")
+    add_common_arguments(ap, ROOT, "all rows")
     args = ap.parse_args()
-    if not os.path.exists(args.ptsim):
-        sys.exit(f"{args.ptsim}: no ptsim binary; build it first (scripts/setup.sh)")
+    require_ptsim(args.ptsim)
     rows = load_rows(args.csv)
     if args.sweep:
         pick = {"even": rows[0::2], "odd": rows[1::2], "all": rows}[args.half]

@@ -26,10 +26,20 @@ std::string h100() { return source_path("hw_profiles/h100-sxm5-80gb.json"); }
 }  // namespace
 
 TEST_CASE("ptsim fit --runs writes a profile with its fitted figures, their source and a fit block", "[cli][fit]") {
+  // Start from the H100 profile with its bf16 fraction at the upper bound its
+  // source names (the H200's ratio at the H100's training clock, 0.7905), so
+  // that the fit has somewhere to go; the shipped figure is this fit's result.
+  const std::string start = ptsim::test::scratch_path("h100-upper-bound.json");
+  {
+    auto profile = nlohmann::json::parse(slurp(h100()));
+    profile["gpu"]["sustained"]["tensor"]["bf16"] = 0.7905;
+    profile["gpu"]["sustained"]["tensor"]["fp16"] = 0.7905;
+    std::ofstream(start) << profile.dump(2);
+  }
   const std::string out = ptsim::test::scratch_path("h100-fitted.json");
   const std::string json = ptsim::test::scratch_path("h100-fit-report.json");
-  const auto r = run("fit --runs " + published() + " --hw " + h100() + software() + " --out " + out + " --json " +
-                     json + " --quiet");
+  const auto r = run("fit --runs " + published() + " --hw " + start + software() + " --out " + out + " --json " + json +
+                     " --quiet");
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("ptsim fit: h100-sxm5-80gb on 9 run(s)"));
   CHECK_THAT(r.out, Catch::Contains("not fitted: sustained.tensor.fp8: no run trains in fp8"));
@@ -51,6 +61,11 @@ TEST_CASE("ptsim fit --runs writes a profile with its fitted figures, their sour
       CHECK(fitted.gpu.sustained->tensor_for(ptsim::Dtype::Bf16) == Approx(p.at("value").get<double>()).epsilon(5e-4));
       CHECK_THAT(fitted.sources.at("/gpu/sustained/tensor/bf16"), Catch::Contains("ptsim fit on " + published()));
       CHECK_THAT(fitted.sources.at("/gpu/sustained/tensor/fp16"), Catch::Contains("ptsim fit on"));
+      // The shipped profile carries this fit's figure: the fit from the upper
+      // bound lands on it, within the fit's own standard error.
+      const auto shipped = ptsim::config::load_hardware(h100(), ptsim::test::unchecked_inputs());
+      CHECK(p.at("value").get<double>() ==
+            Approx(shipped.gpu.sustained->tensor_for(ptsim::Dtype::Bf16)).margin(p.at("standard_error").get<double>()));
     }
   }
   CHECK(report.at("summary").at("median_abs_error_after_pct").get<double>() <
