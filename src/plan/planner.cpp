@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "internal/bounds.hpp"
+#include "internal/interleaving.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/resolve_run.hpp"
 #include "ptsim/simulate/simulate_step.hpp"
@@ -127,8 +128,8 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
             // Schedules (and interleaving depths) this pipeline can run.
             // Without a pipeline every schedule is the same run: 1F1B's name.
             // Every registered schedule whose rules this pipeline and these
-            // micro-batches meet; interleaving at each v ≤ 8 that splits a
-            // stage's layers into equal chunks.
+            // micro-batches meet; interleaving at each depth that splits a
+            // stage's layers into equal chunks (internal::interleaving_depths).
             std::vector<std::pair<std::string, std::int64_t>> schedules{
                 {std::string(strategy::to_string(strategy::ScheduleKind::OneFOneB)), 1}};
             if (pp > 1) {
@@ -137,9 +138,7 @@ std::vector<config::StrategyInput> enumerate(const PlanRequest& r) {
                 std::vector<std::int64_t> vpps{1};
                 if (d.chunks_from_vpp) {
                   vpps.clear();
-                  if (m.num_layers % pp == 0)
-                    for (std::int64_t v = 2; v <= 8; ++v)
-                      if ((m.num_layers / pp) % v == 0) vpps.push_back(v);
+                  if (m.num_layers % pp == 0) vpps = internal::interleaving_depths(m.num_layers, pp);
                 }
                 for (const std::int64_t v : vpps) {
                   strategy::ScheduleShape shape;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "internal/interleaving.hpp"
 #include "ptsim/common/error.hpp"
 #include "ptsim/config/resolve_run.hpp"
 #include "ptsim/simulate/simulate_step.hpp"
@@ -88,12 +89,11 @@ std::vector<Option> micro_batch_options(const config::StrategyInput& s) {
   return out;
 }
 
-// Pipeline schedule and model chunks: 1F1B, or interleaving with v ≤ 8
-// chunks. When pp divides the layers, v must divide a stage's layers
-// (Megatron's equal chunks). When it does not, the stages are uneven already
-// and the pp·v virtual stages are split as evenly as possible, which needs
-// only a layer for each (Llama 3 405B: 126 layers over 16 stages, interleaved;
-// with v = 2 the first and last virtual stages hold 3 layers, the rest 4).
+// Pipeline schedule and model chunks: 1F1B, or interleaving at the depths
+// internal::interleaving_depths offers (Megatron's equal chunks when pp
+// divides the layers; with uneven stages, Llama 3 405B's 126 layers over 16,
+// up to 8 chunks: with v = 2 the first and last virtual stages hold 3 layers,
+// the rest 4).
 std::vector<Option> schedule_options(const model::ModelSpec& m, const config::StrategyInput& s, bool schedule_free,
                                      bool vpp_free) {
   const std::int64_t pp = s.pp.value_or(1);
@@ -118,15 +118,12 @@ std::vector<Option> schedule_options(const model::ModelSpec& m, const config::St
                    },
                    "schedule", one_f_one_b, 0});
   if (schedule_free || (interleaved_asked && vpp_free)) {
-    const bool even_stages = m.num_layers % pp == 0;
-    const std::int64_t per_stage = m.num_layers / pp;
-    for (std::int64_t v = 2; v <= 8 && pp * v <= m.num_layers; ++v)
-      if (!even_stages || per_stage % v == 0)
-        out.push_back({[v, interleaved](config::StrategyInput& x) {
-                         x.schedule = interleaved;
-                         x.vpp = v;
-                       },
-                       "vpp", std::to_string(v), 0});
+    for (const std::int64_t v : internal::interleaving_depths(m.num_layers, pp))
+      out.push_back({[v, interleaved](config::StrategyInput& x) {
+                       x.schedule = interleaved;
+                       x.vpp = v;
+                     },
+                     "vpp", std::to_string(v), 0});
     if (out.empty() && interleaved_asked)  // no v gives equal chunks or a layer per virtual stage
       out.push_back({[one_f_one_b](config::StrategyInput& x) {
                        x.schedule = one_f_one_b;

@@ -90,9 +90,9 @@ TEST_CASE("Candidates cover the open fields and the search takes the fastest tha
   s.global_batch_size = 512;  // 64 sequences per replica
   s.schedule = "interleaved";
   const auto c = plan::candidates(m, s, {"micro_batch_size", "vpp", "recompute"});
-  // micro-batch 1..16 (5) × vpp dividing 12 layers per stage up to 8: 2, 3, 4, 6 (4) × recompute: none,
-  // selective, full, and full for the first 1..11 layers of each chunk (14).
-  CHECK(c.size() == 5 * 4 * 14);
+  // micro-batch 1..16 (5) × vpp dividing 12 layers per stage: 2, 3, 4, 6, 12 (5; Megatron allows a layer a
+  // chunk) × recompute: none, selective, full, and full for the first 1..11 layers of each chunk (14).
+  CHECK(c.size() == 5 * 5 * 14);
   CHECK(c.front().level == 0);
   CHECK(c.back().level == 2);
   CHECK_THROWS_WITH(plan::candidates(m, s, {"tp"}), Catch::Contains("tp is not published and ptsim does not choose it"));
@@ -198,12 +198,18 @@ TEST_CASE("Uneven stages interleave with any depth that leaves a layer per virtu
     for (const auto n : per_stage) total += n;
     CHECK(total == 126);
   }
-  // With stages of equal size Megatron's rule stands: v divides a stage's layers.
+  // With stages of equal size Megatron's rule stands: v divides a stage's
+  // layers, down to one layer a chunk (NVIDIA's recipes run 10 and 20 chunks).
   s.pp = 14;  // 9 layers a stage
   s.gpus = 8 * 14 * 64;
   std::vector<std::string> even;
   for (const auto& x : plan::candidates(m, s, {"vpp"})) even.push_back(x.chosen.at("vpp"));
-  CHECK(even == std::vector<std::string>{"3"});
+  CHECK(even == std::vector<std::string>{"3", "9"});
+  s.pp = 4;  // GPT-175B's 96 layers over 4 stages: 24 a stage
+  const auto gpt = test::shipped_model("gpt3-175b");
+  std::vector<std::string> gpt_depths;
+  for (const auto& x : plan::candidates(gpt, s, {"vpp"})) gpt_depths.push_back(x.chosen.at("vpp"));
+  CHECK(gpt_depths == std::vector<std::string>{"2", "3", "4", "6", "8", "12", "24"});
 }
 
 TEST_CASE("Validation compares the simulated step with the measured one", "[validate]") {
