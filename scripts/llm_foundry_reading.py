@@ -33,10 +33,9 @@ left out.
 import argparse
 import json
 import os
-import statistics
 import sys
 
-from reading_common import add_common_arguments, require_ptsim, simulate_all, simulated_step_s, summary
+from reading_common import add_common_arguments, enforce_median_bound, require_ptsim, simulate_all, simulated_step_s, summary
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLES = os.path.join(ROOT, "validation", "llm-foundry", "benchmarks.md")
@@ -126,12 +125,7 @@ def main():
     picked["all"] = errors
     for g in ("a100", "h100"):
         print(summary(g.upper(), picked[g]))
-    if args.max_median_error is not None:
-        median = statistics.median(abs(e) for e in picked[args.gpu])
-        if median > args.max_median_error:
-            print(f"llm_foundry_reading: {args.gpu} rows' median |error| {median:.2f}% exceeds "
-                  f"--max-median-error {args.max_median_error:g}%", file=sys.stderr)
-            sys.exit(4)
+    enforce_median_bound(picked[args.gpu], args.max_median_error, f"{args.gpu} rows'", "llm_foundry_reading")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""What the readings (scripts/*_reading.py) share: their common flags and their one-line summary.
+"""What the readings (scripts/*_reading.py) share: their flags, running ptsim over the rows, the summary line and the bound.
 
 A reading sets ptsim against measured runs kept outside the validation files and, with
 --max-median-error, is a drift guard in the test suite (tests/CMakeLists.txt).
@@ -46,3 +46,13 @@ def simulate_all(rows, simulate_row, jobs):
     """simulate_row(index, row, scratch_dir) for every row, `jobs` at a time, in the rows' order."""
     with tempfile.TemporaryDirectory() as scratch, concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         return list(pool.map(lambda ir: simulate_row(ir[0], ir[1], scratch), enumerate(rows)))
+
+
+def enforce_median_bound(errors, bound, what, script):
+    """With --max-median-error set (`bound`), exit 4 when the median |error| of `errors` exceeds it."""
+    if bound is None:
+        return
+    median = statistics.median(abs(e) for e in errors)
+    if median > bound:
+        print(f"{script}: {what} median |error| {median:.2f}% exceeds --max-median-error {bound:g}%", file=sys.stderr)
+        sys.exit(4)

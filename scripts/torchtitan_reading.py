@@ -23,10 +23,9 @@ exceeds the bound (a drift guard).
 import argparse
 import json
 import os
-import statistics
 import sys
 
-from reading_common import add_common_arguments, require_ptsim, simulate_all, simulated_step_s, summary
+from reading_common import add_common_arguments, enforce_median_bound, require_ptsim, simulate_all, simulated_step_s, summary
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNS = os.path.join(ROOT, "validation", "torchtitan", "benchmarks.json")
@@ -92,11 +91,7 @@ def main():
     for source in dict.fromkeys(source_of(r) for r in rows):
         print(summary(source, [e for e, r in zip(errors, rows) if source_of(r) == source]))
     print(summary("all", errors))
-    median = statistics.median(abs(e) for e in errors)
-    if args.max_median_error is not None and median > args.max_median_error:
-        print(f"torchtitan_reading.py: median |error| {median:.1f}% exceeds the bound {args.max_median_error}%",
-              file=sys.stderr)
-        return 4
+    enforce_median_bound(errors, args.max_median_error, "all rows'", "torchtitan_reading")
     return 0
 
 

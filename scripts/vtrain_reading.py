@@ -24,16 +24,12 @@ gives 800 Gb/s between nodes; 40 or 80 GB is not said), so the A100 80GB
 profile stands in: these figures are readings, never fitted into a profile.
 """
 import argparse
-import concurrent.futures
 import csv
 import json
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 
-from reading_common import add_common_arguments, require_ptsim
+from reading_common import add_common_arguments, enforce_median_bound, require_ptsim, simulate_all, simulated_step_s
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -70,16 +66,11 @@ def simulate(ptsim, hw, row, host_us, scratch, index):
            "--json", out_path]
     if host_us is not None:
         cmd += ["--host-overhead-us", str(host_us)]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"ptsim failed on row {index} ({row}): {done.stderr.strip()}")
-    with open(out_path) as f:
-        return json.load(f)["step_time_s"] * 1e3
+    return simulated_step_s(cmd, out_path, f"row {index} ({row})") * 1e3
 
 
 def errors(ptsim, hw, rows, host_us, jobs):
-    with tempfile.TemporaryDirectory() as scratch, concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        predicted = list(pool.map(lambda ir: simulate(ptsim, hw, ir[1], host_us, scratch, ir[0]), enumerate(rows)))
+    predicted = simulate_all(rows, lambda i, r, scratch: simulate(ptsim, hw, r, host_us, scratch, i), jobs)
     return [100 * (p - r["measured_ms"]) / r["measured_ms"] for p, r in zip(predicted, rows)]
 
 
@@ -117,10 +108,7 @@ def main():
     for size, g in groups.items():
         print(f"  {size}: {len(g)} runs, signed median {statistics.median(g):+.1f}%, median |error| "
               f"{median_abs(g):.1f}%")
-    if args.max_median_error is not None and median_abs(e) > args.max_median_error:
-        print(f"vtrain_reading: median |error| {median_abs(e):.2f}% exceeds --max-median-error "
-              f"{args.max_median_error:g}%", file=sys.stderr)
-        sys.exit(4)
+    enforce_median_bound(e, args.max_median_error, "all rows'", "vtrain_reading")
 
 
 if __name__ == "__main__":
