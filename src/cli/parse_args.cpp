@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <regex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "ptsim/common/edit_distance.hpp"
 #include "ptsim/common/error.hpp"
@@ -80,13 +82,29 @@ void parse_args(const std::vector<std::string>& args, const po::options_descript
                                     command, a, m.str()));
   }
   try {
+    // A command without positional arguments still collects stray words so
+    // that they are refused by name: without a positional description Boost
+    // drops them, and "--grad-reduce-in-bf16 false" would read as the switch.
+    constexpr const char* kStray = "ptsim-stray-arguments";
+    po::options_description all;
+    all.add(options);
+    po::positional_options_description stray;
+    if (positional == nullptr) {
+      all.add_options()(kStray, po::value<std::vector<std::string>>());
+      stray.add(kStray, -1);
+    }
     po::command_line_parser parser(args);
-    parser.options(options);
+    parser.options(all);
     // Exact names only: Boost's default style takes any unambiguous prefix,
     // and Megatron's --num-layers became --num-layers-per-virtual-pipeline-stage.
     parser.style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing);
-    if (positional != nullptr) parser.positional(*positional);
+    parser.positional(positional != nullptr ? *positional : stray);
     po::store(parser.run(), vm);
+    if (positional == nullptr && vm.count(kStray) != 0)
+      throw ConfigError(
+          fmt::format("ptsim {}: unexpected argument '{}': no flag takes it (switches take no "
+                      "value); see ptsim {} --help",
+                      command, vm[kStray].as<std::vector<std::string>>().front(), command));
     po::notify(vm);
   } catch (const po::unknown_option& e) {
     const std::string given = e.get_option_name();

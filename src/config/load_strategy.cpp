@@ -152,6 +152,11 @@ const std::vector<StrategyField> kFields = {
      "the loss as Transformer Engine's fused parallel cross-entropy (Megatron-Core --cross-entropy-loss-fusion "
      "--cross-entropy-fusion-impl te): two passes over the bf16 logits and one in backward, instead of "
      "Megatron's eight kernels over fp32 logits"},
+    {"flash_attn_cross_entropy", "flash_attn_cross_entropy", "", &S::flash_attn_cross_entropy, 1, 1, {}, "",
+     "the loss as flash-attn's fused cross-entropy (flash_attn.losses.cross_entropy.CrossEntropyLoss, "
+     "llm-foundry's MPT loss_fn fused_crossentropy, its default): two reads of the bf16 logits forward and "
+     "one read and one write backward, the logits kept, instead of Megatron's eight kernels over fp32 logits; "
+     "TP 1 only"},
     {"fp8_dot_product_attention", "fp8_dot_product_attention", "", &S::fp8_dot_product_attention, 1, 1, {}, "",
      "with --precision fp8 (delayed, tensorwise or mxfp8 recipe): the fused attention in FP8, as Transformer "
      "Engine runs it (cuDNN's FP8 kernel; Megatron-Core's TransformerConfig.fp8_dot_product_attention, which "

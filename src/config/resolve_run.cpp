@@ -338,7 +338,11 @@ void check_memory_options(const Checker& check, strategy::ParallelConfig& c, con
   c.overlap_p2p_comm = s.overlap_p2p_comm.value_or(false);
   c.async_tp_allreduce = !s.no_async_tp_allreduce.value_or(false);
   c.gradient_accumulation_fusion = !s.no_gradient_accumulation_fusion.value_or(false);
-  c.cross_entropy_fusion = s.cross_entropy_loss_fusion.value_or(false);
+  if (s.cross_entropy_loss_fusion.value_or(false) && s.flash_attn_cross_entropy.value_or(false))
+    check.fail_flag("flash_attn_cross_entropy", "contradicts --cross-entropy-loss-fusion (one loss kernel a run)",
+                    "drop one of the two");
+  if (s.cross_entropy_loss_fusion.value_or(false)) c.loss_kernel = strategy::LossKernel::TransformerEngine;
+  if (s.flash_attn_cross_entropy.value_or(false)) c.loss_kernel = strategy::LossKernel::FlashAttn;
   c.fp8_dot_product_attention = s.fp8_dot_product_attention.value_or(false);
   c.host_overhead_s = s.host_overhead_us ? *s.host_overhead_us * 1e-6 : strategy::kDefaultHostOverheadS;
   c.host_overhead_given = s.host_overhead_us.has_value();
@@ -844,6 +848,15 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
                "Transformer Engine's are delayed, tensorwise, blockwise and mxfp8",
                "add --kernel-fusion compiled, or use one of Transformer Engine's recipes");
   check_model_splits(check, m, c, s);
+  // flash-attn's loss as llm-foundry runs it, over a whole vocabulary on one
+  // rank; its vocabulary-parallel form (process_group) is not modelled.
+  if (s.flash_attn_cross_entropy.value_or(false) && c.tp > 1)
+    check.fail_flag("flash_attn_cross_entropy", fmt::format("is modelled at TP 1 (tp is {})", c.tp),
+                    "use --tp 1 or drop --flash-attn-cross-entropy");
+  if (s.flash_attn_cross_entropy.value_or(false) && c.torch_modules())
+    check.fail_flag("flash_attn_cross_entropy",
+                    "contradicts --kernel-fusion eager or compiled, whose loss is torchtitan's F.cross_entropy",
+                    "drop one of the two");
   // torchtitan's context parallelism is PyTorch's (context_parallel:
   // workload/layer_torch_cp.cpp), whose keys and values travel as the
   // rotate method says; Megatron-Core's ring has no such choice.

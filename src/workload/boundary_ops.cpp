@@ -139,7 +139,7 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
   // write the gradient).
   const bool softcap = m.final_logit_softcapping > 0;
   if (softcap) fw.push_back(with_saved(memory_op("lm_head.softcap", N * v * 4), 2 * N * v));
-  if (shape.cross_entropy_fusion) {
+  if (shape.loss_kernel == strategy::LossKernel::TransformerEngine) {
     // Transformer Engine's parallel cross-entropy (transformer_engine/pytorch/
     // triton/cross_entropy.py before its commit 01bbe3eea of 2026-07-09): an
     // online-softmax pass reading the bf16 logits (2 bytes an element), an
@@ -153,6 +153,19 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
                                  CommGroup::TensorParallel, 12 * N * static_cast<double>(shape.tp)));
     fw.push_back(with_saved(memory_op("cross_entropy.fused", N * v * (2 + 2)), 2 * N * v));
     bw.push_back(with_freed(memory_op("cross_entropy.fused.bwd", N * v * (2 + 2)), 2 * N * v));
+  } else if (shape.loss_kernel == strategy::LossKernel::FlashAttn) {
+    // flash-attn's fused cross-entropy over the bf16 logits, on one rank's
+    // whole vocabulary (flash_attn/losses/cross_entropy.py, which llm-foundry's
+    // MPT runs as its default loss_fn fused_crossentropy, modeling_mpt.py at
+    // v0.3.0). flash-attn 1.0.9's xentropy_cuda_lib (csrc/xentropy, Apex's
+    // kernel): the forward reads each row twice, for its max and then its sum
+    // of exponentials (2 + 2 bytes a logit), writing one loss and one
+    // log-sum-exp a row; the logits stay for the backward, which reads them
+    // and writes the bf16 gradient (2 + 2). flash-attn 2.x's Triton kernel
+    // reads the row once forward, 2 bytes a logit less.
+    fw.push_back(
+        with_saved(memory_op("cross_entropy.flash_attn", N * v * (2 + 2), taskgraph::KernelClass::Softmax), 2 * N * v));
+    bw.push_back(with_freed(memory_op("cross_entropy.flash_attn.bwd", N * v * (2 + 2)), 2 * N * v));
   } else if (shape.torch_modules()) {
     // torchtitan's loss (train.py at 9dec370): F.cross_entropy over
     // pred.float(): the cast (read 2, write 4 bytes a logit), log_softmax

@@ -136,7 +136,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.tp_comm_overlap = c.tp_comm_overlap;
   s.async_tp_allreduce = c.async_tp_allreduce;
   s.gradient_accumulation_fusion = c.gradient_accumulation_fusion;
-  s.cross_entropy_fusion = c.cross_entropy_fusion;
+  s.loss_kernel = c.loss_kernel;
   s.main_grad_bytes = c.gradient_bytes();
   s.attention = c.attention;
   s.kernel_fusion = c.kernel_fusion;

@@ -178,6 +178,14 @@ TEST_CASE("ptsim rejects bad input with exit code 2 and one clear line", "[cli]"
     CHECK(far.code == 2);
     CHECK_THAT(far.err, !Catch::Contains("did you mean"));
   }
+  SECTION("a word no flag takes, such as a value after a switch") {
+    // Without a positional description Boost dropped the word, so
+    // "--allow-oom false" ran with the switch on.
+    const auto r = run(tiny_run() + " --gpus 8 --global-batch-size 8 --allow-oom false");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("unexpected argument 'false': no flag takes it"));
+    CHECK(r.out.empty());
+  }
   SECTION("non-numeric value") {
     const auto r = run(tiny_run() + " --gpus eight --global-batch-size 8");
     CHECK(r.code == 2);

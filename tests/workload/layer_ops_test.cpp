@@ -315,7 +315,7 @@ TEST_CASE("The fused cross-entropy reads the bf16 logits twice and rewrites them
   };
   const auto unfused = workload::output_ops(m, s);
   CHECK(bytes_of(unfused.forward, "cross_entropy") + bytes_of(unfused.backward, "cross_entropy") == Approx(52 * E));
-  s.cross_entropy_fusion = true;
+  s.loss_kernel = strategy::LossKernel::TransformerEngine;
   const auto fused = workload::output_ops(m, s);
   CHECK(bytes_of(fused.forward, "cross_entropy") == Approx(6 * E));
   CHECK(bytes_of(fused.backward, "cross_entropy") == Approx(4 * E));
@@ -331,6 +331,37 @@ TEST_CASE("The fused cross-entropy reads the bf16 logits twice and rewrites them
   CHECK(gathered);
   for (const auto& op : fused.backward)
     if (op.name == "cross_entropy.fused.bwd") CHECK(static_cast<double>(op.freed_bytes) == Approx(2 * E));
+}
+
+TEST_CASE("flash-attn's fused cross-entropy reads the bf16 logits twice forward and once backward", "[workload]") {
+  // MPT-7B's 50,368-entry vocabulary on one rank (llm-foundry's runs are
+  // TP 1), one sequence of 2048 tokens: E = N·V logits. flash-attn 1.0.9's
+  // xentropy kernel reads each row for its max and again for its sum of
+  // exponentials (2 + 2 bytes a logit), keeping the bf16 logits (2); its
+  // backward reads them and writes the bf16 gradient (2 + 2): 8 bytes a logit
+  // in all where Megatron's unfused kernels move 52.
+  model::ModelSpec m = test::shipped_model("llama3-8b");
+  m.vocab_size = 50368;
+  workload::MicroShape s;
+  s.seq_length = 2048;
+  s.loss_kernel = strategy::LossKernel::FlashAttn;
+  const double E = 2048.0 * 50368;
+  const auto ops = workload::output_ops(m, s);
+  double forward = 0, backward = 0, saved = 0, freed = 0;
+  for (const auto& op : ops.forward)
+    if (op.name.rfind("cross_entropy", 0) == 0) {
+      forward += static_cast<double>(op.bytes);
+      saved += static_cast<double>(op.saved_bytes);
+    }
+  for (const auto& op : ops.backward)
+    if (op.name.rfind("cross_entropy", 0) == 0) {
+      backward += static_cast<double>(op.bytes);
+      freed += static_cast<double>(op.freed_bytes);
+    }
+  CHECK(forward == Approx(4 * E));
+  CHECK(backward == Approx(4 * E));
+  CHECK(saved == Approx(2 * E));
+  CHECK(freed == Approx(2 * E));
 }
 
 TEST_CASE("Final logit soft-capping is one pass over the bf16 logits each way, its tanh kept", "[workload]") {

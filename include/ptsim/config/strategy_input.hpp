@@ -59,6 +59,7 @@ struct StrategyInput {
   std::optional<bool> no_async_tp_allreduce;
   std::optional<bool> no_gradient_accumulation_fusion;
   std::optional<bool> cross_entropy_loss_fusion;
+  std::optional<bool> flash_attn_cross_entropy;
   std::optional<bool> fp8_dot_product_attention;  // Megatron-Core's TransformerConfig field
   std::optional<double> moe_capacity_factor;
   std::optional<double> moe_load_imbalance;                // the busiest EP rank's routed tokens over an even share

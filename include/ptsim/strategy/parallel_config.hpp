@@ -41,6 +41,13 @@ enum class KernelFusion {
   Compiled,  // the same modules, each transformer block under torch.compile
 };
 
+/// Which kernels compute the loss over the logits (workload/boundary_ops.cpp).
+enum class LossKernel {
+  Unfused,            // Megatron's eight kernels over fp32 logits, or torch's F.cross_entropy under torch modules
+  TransformerEngine,  // Transformer Engine's fused parallel cross-entropy (--cross-entropy-loss-fusion)
+  FlashAttn,          // flash-attn's fused cross-entropy (llm-foundry's loss_fn: fused_crossentropy)
+};
+
 /// How PyTorch's context parallelism passes each rank's keys and values
 /// round the ring (torch.distributed.tensor.experimental._attention's
 /// _RotateMethod; torchtitan's --experimental.context_parallel_rotate_method).
@@ -249,11 +256,12 @@ struct ParallelConfig {
   /// gradient, one elementwise kernel per weight per micro-batch
   /// (megatron/model/distributed.py: param.main_grad.add_(param.grad.data)).
   bool gradient_accumulation_fusion = true;
-  /// The loss as Transformer Engine's fused parallel cross-entropy
-  /// (--cross-entropy-loss-fusion with the te implementation): two passes
-  /// over the bf16 logits and one in backward; false: Megatron's eight
-  /// kernels over fp32 logits (workload/boundary_ops.cpp).
-  bool cross_entropy_fusion = false;
+  /// The loss's kernels: Transformer Engine's fused parallel cross-entropy
+  /// (--cross-entropy-loss-fusion with the te implementation: two passes over
+  /// the bf16 logits and one in backward), flash-attn's fused cross-entropy
+  /// (--flash-attn-cross-entropy), or unfused (Megatron's eight kernels over
+  /// fp32 logits; F.cross_entropy under torch modules).
+  LossKernel loss_kernel = LossKernel::Unfused;
   /// Megatron-LM 2021's pipeline sends without SP: each TP rank sends 1/t of
   /// the activation; the receiving TP group all-gathers it over NVLink.
   bool scatter_gather_pipeline = false;

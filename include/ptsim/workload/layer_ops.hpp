@@ -45,7 +45,7 @@ struct MicroShape {
   /// Weight-gradient GEMMs accumulate into the main gradient (false: a
   /// gradient_accumulation_op follows each; ParallelConfig::gradient_accumulation_fusion).
   bool gradient_accumulation_fusion = true;
-  bool cross_entropy_fusion = false;  // ParallelConfig::cross_entropy_fusion
+  strategy::LossKernel loss_kernel = strategy::LossKernel::Unfused;  // ParallelConfig::loss_kernel
   int main_grad_bytes = 4;       // bytes of a main-gradient element (ParallelConfig::gradient_bytes)
   /// Whether the TP reduction of an input gradient runs beside the GEMMs after it.
   bool async_dgrad_reduce() const { return sequence_parallel || async_tp_allreduce; }
