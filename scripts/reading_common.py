@@ -1,8 +1,11 @@
 """What the readings (scripts/*_reading.py) share: their flags, running ptsim over the rows, the summary line and the bound.
 
 A reading sets ptsim against measured runs kept outside the validation files and, with
---max-median-error, is a drift guard in the test suite (tests/CMakeLists.txt).
+--max-median-error, is a drift guard in the test suite (tests/CMakeLists.txt). Readings whose
+rows are transcribed with the ptsim flags that express them (torchtitan's, Megatron-Bridge's)
+share the whole of their work here: run_transcribed_reading.
 """
+import argparse
 import concurrent.futures
 import json
 import os
@@ -56,3 +59,72 @@ def enforce_median_bound(errors, bound, what, script):
     if median > bound:
         print(f"{script}: {what} median |error| {median:.2f}% exceeds --max-median-error {bound:g}%", file=sys.stderr)
         sys.exit(4)
+
+
+# A transcribed row: the published throughput, the run's GPUs, sequence and batch, and the flags.
+TRANSCRIBED_FIELDS = ("id", "source", "model", "hw", "gpus", "seq_length", "global_batch_size",
+                      "tokens_per_s_per_gpu", "args")
+
+
+def load_transcribed_rows(path, schema):
+    """The rows of a transcribed file of `schema`, each checked for the fields the readings read."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        sys.exit(f"{path}: {e}")
+    if doc.get("schema") != schema:
+        sys.exit(f"{path}: schema {doc.get('schema')!r}, expected {schema!r}")
+    rows = doc.get("runs")
+    if not isinstance(rows, list) or not rows:
+        sys.exit(f"{path}: 'runs' must be a non-empty list")
+    for i, row in enumerate(rows):
+        missing = [k for k in TRANSCRIBED_FIELDS if k not in row]
+        if missing:
+            sys.exit(f"{path}: runs[{i}] ({row.get('id', '?')}): missing {', '.join(missing)}")
+        for k in ("gpus", "seq_length", "global_batch_size", "tokens_per_s_per_gpu"):
+            if not isinstance(row[k], (int, float)) or row[k] <= 0:
+                sys.exit(f"{path}: runs[{i}] ({row['id']}): '{k}' is {row[k]!r}, expected a positive number")
+        if not isinstance(row["args"], list) or not all(isinstance(a, str) for a in row["args"]):
+            sys.exit(f"{path}: runs[{i}] ({row['id']}): 'args' must be a list of strings")
+    return rows
+
+
+def transcribed_measured_s(row):
+    """The published step: global batch x sequence length / (tokens/s per GPU x GPUs)."""
+    return row["global_batch_size"] * row["seq_length"] / (row["tokens_per_s_per_gpu"] * row["gpus"])
+
+
+def run_transcribed_reading(description, root, runs, schema, stack, script, group_of):
+    """The whole of a transcribed reading: its command line, every row simulated under `stack`
+    with the row's flags, a line per group (group_of(row)) and one over all rows, and the bound.
+    Returns the exit status."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--runs", default=runs, help="the transcribed rows (default: %(default)s)")
+    ap.add_argument("--hw-dir", default=os.path.join(root, "hw_profiles"),
+                    help="where the rows' profiles are read from (default: the shipped ones)")
+    ap.add_argument("--rows", action="store_true", help="print every row")
+    add_common_arguments(ap, root, "all rows")
+    args = ap.parse_args()
+    require_ptsim(args.ptsim)
+    rows = load_transcribed_rows(args.runs, schema)
+
+    def simulate(row, scratch):
+        out_path = os.path.join(scratch, row["id"] + ".json")
+        cmd = [args.ptsim, "simulate", "--model", os.path.join(root, row["model"]),
+               "--hw", os.path.join(args.hw_dir, row["hw"] + ".json"), "--stack", stack, "--gpus", str(row["gpus"]),
+               "--seq-length", str(row["seq_length"]), "--global-batch-size", str(row["global_batch_size"]),
+               "--json", out_path] + row["args"]
+        return simulated_step_s(cmd, out_path, row["id"])
+
+    predicted = simulate_all(rows, lambda _, row, scratch: simulate(row, scratch), args.jobs)
+    errors = [100 * (p / transcribed_measured_s(r) - 1) for p, r in zip(predicted, rows)]
+    if args.rows:
+        width = max(len(r["id"]) for r in rows)
+        for r, p, e in zip(rows, predicted, errors):
+            print(f"{r['id']:{width}} measured {transcribed_measured_s(r):8.3f} s predicted {p:8.3f} s {e:+6.1f}%")
+    for group in dict.fromkeys(group_of(r) for r in rows):
+        print(summary(group, [e for e, r in zip(errors, rows) if group_of(r) == group]))
+    print(summary("all", errors))
+    enforce_median_bound(errors, args.max_median_error, "all rows'", script)
+    return 0
