@@ -66,7 +66,9 @@ the measurements cannot identify it; a named one that cannot be is an error):
     no host_overhead_us)
 A parameter is refused when no measurement exercises it (a cross-node figure
 from single-node runs), when no prediction moves by 0.01% for a 1% change of
-it, or when the measurements cannot tell it apart from another one.
+it, or when the measurements cannot tell it apart from another one. When
+every parameter is refused, nothing is written but --json, and the exit
+status is 2.
 
 A framework's host time: with --stack every run is simulated under that
 software stack (a shipped name or a ptsim-stack/1 file) instead of
@@ -232,6 +234,21 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
     result = from_collectives(r, profile);
   }
   print_fit(out, result);
+  // A profile with nothing fitted would be PROFILE under a "fit" block that
+  // claims a calibration: none is written. The report (--json) says why.
+  if (result.record.parameters.empty()) {
+    if (!json_path.empty())
+      write_output_file(json_path, read, [&](std::ostream& o) { o << fit_json(result).dump(2) << '\n'; });
+    const bool small_sizes = !logs.empty() && min_bytes < (std::uint64_t{256} << 20);
+    throw ConfigError(
+        fmt::
+            format("ptsim fit: nothing was fitted (each parameter's reason is above), so no profile is written{}{}",
+                   json_path.empty() ? "" : fmt::format("; the report is in {}", json_path),
+                   small_sizes
+                       ? "; a log's small sizes, whose time is mostly fixed, can hide the bandwidth: fitting its large "
+                         "messages alone (--min-bytes 256M) identifies nic.efficiency where the fabric sets it"
+                       : ""));
+  }
   // Every output is made before any is written: whole or absent.
   const std::string profile_text =
       out_path.empty() ? "" : config::fitted_profile_json(hw_path, read, fitted_figures(result), result.record);

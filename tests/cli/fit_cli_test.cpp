@@ -1,6 +1,7 @@
 // `ptsim fit` and `ptsim validate --fit-on` end to end: the fitted profile is
 // a profile ptsim reads, each fitted figure names the fit as its source, and
 // bad requests stop before any work with one clear line.
+#include <filesystem>
 #include <fmt/format.h>
 
 #include <fstream>
@@ -96,6 +97,35 @@ TEST_CASE("ptsim fit --nccl-tests fits NVLink SHARP from a measured log", "[cli]
                         " --op all_reduce --hw " + h100() + " --min-bytes 8G --out " + out + " -q");
   CHECK(none.code == 2);
   CHECK_THAT(none.err, Catch::Contains("no row of at least --min-bytes 8589934592 bytes"));
+}
+
+TEST_CASE("ptsim fit writes no profile when nothing is fitted and says how a log's large sizes would fit",
+          "[cli][fit][nccl]") {
+  // GKE's B200 all-gather log: its small sizes take about 0.25 ms whatever
+  // their size, so over all 24 rows no NIC or NVLink figure is pinned down;
+  // its four rows of 1 GiB and more fit nic.efficiency (0.65: 260 of the
+  // profile's 375 GB/s of busbw).
+  const std::string log = ptsim::test::data_path("nccl-tests/b200-gke-a4-2x8-allgather.log");
+  const std::string b200 = ptsim::test::source_path("hw_profiles/b200-sxm-180gb.json");
+  const std::string out = ptsim::test::scratch_path("b200-gke.json");
+  const std::string json = ptsim::test::scratch_path("b200-gke-report.json");
+  std::filesystem::remove(out);
+  std::filesystem::remove(json);
+  const auto none =
+      run("fit --nccl-tests " + log + " --op all_gather --hw " + b200 + " --out " + out + " --json " + json + " -q");
+  CHECK(none.code == 2);
+  CHECK_THAT(none.err, Catch::Contains("nothing was fitted") && Catch::Contains("no profile is written") &&
+                           Catch::Contains("--min-bytes 256M"));
+  CHECK_FALSE(std::filesystem::exists(out));
+  REQUIRE(std::filesystem::exists(json));
+  const auto large =
+      run("fit --nccl-tests " + log + " --op all_gather --hw " + b200 + " --min-bytes 1G --out " + out + " -q");
+  REQUIRE(large.code == 0);
+  const auto fitted = ptsim::config::load_hardware(out, ptsim::test::unchecked_inputs());
+  REQUIRE(fitted.fit);
+  REQUIRE(fitted.fit->parameters.size() == 1);
+  CHECK(fitted.fit->parameters.front().name == "nic.efficiency");
+  CHECK(fitted.fit->parameters.front().value == Approx(0.65).margin(0.02));
 }
 
 TEST_CASE("ptsim fit refuses what it cannot do before doing any work", "[cli][fit]") {
