@@ -156,7 +156,7 @@ const std::vector<StrategyField> kFields = {
      "the loss as flash-attn's fused cross-entropy (flash_attn.losses.cross_entropy.CrossEntropyLoss, "
      "llm-foundry's MPT loss_fn fused_crossentropy, its default): two reads of the bf16 logits forward and "
      "one read and one write backward, the logits kept, instead of Megatron's eight kernels over fp32 logits; "
-     "TP 1 only"},
+     "over TP its vocabulary-parallel form (each rank's log-sum-exp all-gathered, the losses all-reduced)"},
     {"fp8_dot_product_attention", "fp8_dot_product_attention", "", &S::fp8_dot_product_attention, 1, 1, {}, "",
      "with --precision fp8 (delayed, tensorwise or mxfp8 recipe): the fused attention in FP8, as Transformer "
      "Engine runs it (cuDNN's FP8 kernel; Megatron-Core's TransformerConfig.fp8_dot_product_attention, which "

@@ -848,11 +848,6 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
                "Transformer Engine's are delayed, tensorwise, blockwise and mxfp8",
                "add --kernel-fusion compiled, or use one of Transformer Engine's recipes");
   check_model_splits(check, m, c, s);
-  // flash-attn's loss as llm-foundry runs it, over a whole vocabulary on one
-  // rank; its vocabulary-parallel form (process_group) is not modelled.
-  if (s.flash_attn_cross_entropy.value_or(false) && c.tp > 1)
-    check.fail_flag("flash_attn_cross_entropy", fmt::format("is modelled at TP 1 (tp is {})", c.tp),
-                    "use --tp 1 or drop --flash-attn-cross-entropy");
   if (s.flash_attn_cross_entropy.value_or(false) && c.torch_modules())
     check.fail_flag("flash_attn_cross_entropy",
                     "contradicts --kernel-fusion eager or compiled, whose loss is torchtitan's F.cross_entropy",

@@ -162,9 +162,18 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
     // of exponentials (2 + 2 bytes a logit), writing one loss and one
     // log-sum-exp a row; the logits stay for the backward, which reads them
     // and writes the bf16 gradient (2 + 2). flash-attn 2.x's Triton kernel
-    // reads the row once forward, 2 bytes a logit less.
+    // reads the row once forward, 2 bytes a logit less. Over TP (its
+    // process_group: each rank holds v of the vocabulary) each rank's
+    // log-sum-exp is all-gathered (one fp32 a row) and the losses are
+    // all-reduced (one fp32 a row) before the global log-sum-exp corrects them.
     fw.push_back(
         with_saved(memory_op("cross_entropy.flash_attn", N * v * (2 + 2), taskgraph::KernelClass::Softmax), 2 * N * v));
+    if (tp) {
+      fw.push_back(collective_op("cross_entropy.flash_attn.lse_allgather", CollectiveKind::AllGather,
+                                 CommGroup::TensorParallel, 4 * N * static_cast<double>(shape.tp)));
+      fw.push_back(collective_op("cross_entropy.flash_attn.loss_allreduce", CollectiveKind::AllReduce,
+                                 CommGroup::TensorParallel, 4 * N));
+    }
     bw.push_back(with_freed(memory_op("cross_entropy.flash_attn.bwd", N * v * (2 + 2)), 2 * N * v));
   } else if (shape.torch_modules()) {
     // torchtitan's loss (train.py at 9dec370): F.cross_entropy over

@@ -333,7 +333,10 @@ TEST_CASE("The fused cross-entropy reads the bf16 logits twice and rewrites them
     if (op.name == "cross_entropy.fused.bwd") CHECK(static_cast<double>(op.freed_bytes) == Approx(2 * E));
 }
 
-TEST_CASE("flash-attn's fused cross-entropy reads the bf16 logits twice forward and once backward", "[workload]") {
+TEST_CASE(
+    "flash-attn's fused cross-entropy reads the bf16 logits twice forward and once backward and over TP gathers its "
+    "statistics",
+    "[workload]") {
   // MPT-7B's 50,368-entry vocabulary on one rank (llm-foundry's runs are
   // TP 1), one sequence of 2048 tokens: E = N·V logits. flash-attn 1.0.9's
   // xentropy kernel reads each row for its max and again for its sum of
@@ -362,6 +365,20 @@ TEST_CASE("flash-attn's fused cross-entropy reads the bf16 logits twice forward 
   CHECK(backward == Approx(4 * E));
   CHECK(saved == Approx(2 * E));
   CHECK(freed == Approx(2 * E));
+  // Over TP 2 (flash-attn's process_group): each rank reads its half of the
+  // vocabulary, all-gathers one fp32 log-sum-exp a row from each rank and
+  // all-reduces one fp32 loss a row.
+  s.tp = 2;
+  const auto split = workload::output_ops(m, s);
+  double split_bytes = 0, gathered = 0, reduced = 0;
+  for (const auto& op : split.forward) {
+    if (op.name == "cross_entropy.flash_attn") split_bytes = static_cast<double>(op.bytes);
+    if (op.name == "cross_entropy.flash_attn.lse_allgather") gathered = static_cast<double>(op.bytes);
+    if (op.name == "cross_entropy.flash_attn.loss_allreduce") reduced = static_cast<double>(op.bytes);
+  }
+  CHECK(split_bytes == Approx(4 * E / 2));
+  CHECK(gathered == Approx(4 * 2048.0 * 2));
+  CHECK(reduced == Approx(4 * 2048.0));
 }
 
 TEST_CASE("Final logit soft-capping is one pass over the bf16 logits each way, its tanh kept", "[workload]") {
