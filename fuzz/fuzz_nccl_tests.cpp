@@ -7,6 +7,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string& path = ptsim::fuzz::write_input(data, size);
   ptsim::config::InputFiles read;
   ptsim::fuzz::expect_only_config_errors([&] { (void)ptsim::config::load_nccl_tests(path, read); });
-  ptsim::fuzz::expect_only_config_errors([&] { (void)ptsim::config::load_nccl_tests(path, read, "all_gather"); });
+  ptsim::fuzz::expect_only_config_errors(
+      [&] { (void)ptsim::config::load_nccl_tests(path, read, {.op = "all_gather"}); });
   return 0;
 }

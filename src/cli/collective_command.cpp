@@ -36,7 +36,7 @@ namespace {
 constexpr const char* kUsage =
     R"(Usage: ptsim collective --hw FILE [--op OPS] --ranks LIST (--sizes LIST | -b MIN -e MAX [-f F])
                         [-d TYPE] [--format table|nccl-tests] [--json FILE]
-       ptsim collective --hw FILE --compare LOG [LOG...] [--op OP] [--json FILE]
+       ptsim collective --hw FILE --compare LOG [LOG...] [--op OP] [--ranks N] [--json FILE]
 
 Predicts one collective alone on the cluster of a hardware profile: the
 algorithm and protocol NCCL would pick, the time, and nccl-tests' algorithm
@@ -53,8 +53,10 @@ do not record the environment: say what the run set).
 
 --compare reads measured nccl-tests logs as printed (the rank count, nodes,
 collective and sizes from the log itself; --op for a log that names no
-collective) and sets ptsim's prediction beside every measured row: time and
-busbw, measured and predicted, and the busbw error.
+collective, --ranks N for one whose rank lines were cut and whose table cannot
+tell the count, checked against what the log does show) and sets ptsim's
+prediction beside every measured row: time and busbw, measured and predicted,
+and the busbw error.
 
 Examples:
   ptsim collective --hw hw_profiles/h100-sxm5-80gb.json --op all_reduce \
@@ -128,8 +130,9 @@ double median(std::vector<double> v) {
 }
 
 // --compare: every measured row of every log beside ptsim's prediction.
-// `op`: the collective of logs that do not name theirs ("": none given).
-int run_compare(const Flags& f, const std::string& op, std::ostream& out) {
+// `hints`: the collective of logs that do not name theirs, the rank count of
+// logs that do not tell it.
+int run_compare(const Flags& f, const config::NcclTestsHints& hints, std::ostream& out) {
   config::InputFiles read;
   for (const auto& path : f.compare) read.record(path);
   read.record(f.hw_path);
@@ -137,7 +140,7 @@ int run_compare(const Flags& f, const std::string& op, std::ostream& out) {
   const hardware::HardwareProfile hw = config::load_hardware(f.hw_path, read);
   std::vector<config::NcclTestsLog> logs;
   for (const auto& path : f.compare) {
-    logs.push_back(config::load_nccl_tests(path, read, op));
+    logs.push_back(config::load_nccl_tests(path, read, hints));
     fit::check_log_on_profile(logs.back(), hw);
   }
   // Every plan before the first line (see run_collective's table).
@@ -250,16 +253,25 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
   if (f.format != "table" && f.format != "nccl-tests")
     throw ConfigError(fmt::format("--format = {} is not a format; use table or nccl-tests", f.format));
   if (!f.compare.empty()) {
-    for (const char* flag : {"ranks", "sizes", "minbytes", "maxbytes", "stepfactor", "format"})
+    for (const char* flag : {"sizes", "minbytes", "maxbytes", "stepfactor", "format"})
       if (vm.count(flag) && !vm[flag].defaulted())
-        throw ConfigError(fmt::format("--compare takes the ranks and sizes from the logs; drop --{}", flag));
-    std::string op;
+        throw ConfigError(fmt::format("--compare takes the sizes from the logs; drop --{}", flag));
+    config::NcclTestsHints hints;
     if (vm.count("op")) {
       if (split(f.ops_text).size() != 1)
         throw ConfigError("--op: with --compare give one collective, for the logs that do not name theirs");
-      op = op_named(f.ops_text).name;
+      hints.op = op_named(f.ops_text).name;
     }
-    return run_compare(f, op, out);
+    if (!f.ranks_text.empty()) {
+      const auto n = whole_number(f.ranks_text);
+      if (!n || *n < 2 || *n > (1 << 24))
+        throw ConfigError(
+            fmt::format("--ranks: with --compare give one rank count in [2, 16777216], for the logs "
+                        "that do not tell theirs, not '{}'",
+                        f.ranks_text));
+      hints.ranks = *n;
+    }
+    return run_compare(f, hints, out);
   }
   if (f.ranks_text.empty()) throw ConfigError("ptsim collective: --ranks LIST is required, e.g. --ranks 8,16,64");
   if (f.sizes_text.empty() == f.min_text.empty())

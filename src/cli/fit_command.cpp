@@ -40,7 +40,7 @@ constexpr const char* kUsage =
     R"(Usage: ptsim fit --runs FILE --hw PROFILE --out PROFILE [--json FILE] [--params LIST] [--exclude GLOB]...
                  [--stack STACK [--out-stack FILE]]
        ptsim fit --nccl-tests LOG [LOG...] --hw PROFILE --out PROFILE [--json FILE] [--params LIST] [--op OP]
-                 [--min-bytes SIZE]
+                 [--ranks N] [--min-bytes SIZE]
 
 Fits the small, declared set of physical parameters of PROFILE that the
 measurements constrain, by least squares on log(predicted / measured), and
@@ -54,7 +54,8 @@ chooses it, on the starting profile and again on the fitted one. From
 nccl-tests logs (--nccl-tests): the output of all_reduce_perf, all_gather_perf,
 reduce_scatter_perf, alltoall_perf as printed; the rank count and the nodes
 come from the log's "# Rank" lines, sizes and times from its table (out of
-place); --op names the collective of a log that does not say.
+place); --op names the collective of a log that does not say, --ranks the rank
+count of one whose rank lines were cut and whose table cannot tell it.
 
 Parameters (--params, default: all of them, each refused with its reason when
 the measurements cannot identify it; a named one that cannot be is an error):
@@ -139,6 +140,7 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
   std::string runs_path, hw_path, out_path, json_path, params, op, min_bytes_text, stack_arg, out_stack_path;
   std::string software_path = shipped_file("validation/software.json");
   std::vector<std::string> logs, excludes;
+  std::int64_t log_ranks = 0;
   po::options_description options("Options");
   // clang-format off
   options.add_options()
@@ -160,6 +162,8 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
       ("op", po::value(&op)->value_name("OP"),
        "with --nccl-tests: the collective of logs that do not name it (all_reduce, all_gather, reduce_scatter, "
        "alltoall)")
+      ("ranks", po::value(&log_ranks)->value_name("N"),
+       "with --nccl-tests: the rank count of logs whose rank lines were cut and whose table cannot tell it")
       ("min-bytes", po::value(&min_bytes_text)->value_name("SIZE"),
        "with --nccl-tests: fit only the rows of at least this size (K, M, G: powers of 1024), e.g. 64M to "
        "fit bandwidths on the sizes they dominate")
@@ -194,6 +198,10 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
   if (!excludes.empty() && runs_path.empty()) throw ConfigError("ptsim fit: --exclude goes with --runs");
   if (!op.empty() && logs.empty()) throw ConfigError("ptsim fit: --op goes with --nccl-tests");
   if (!min_bytes_text.empty() && logs.empty()) throw ConfigError("ptsim fit: --min-bytes goes with --nccl-tests");
+  if (vm.count("ranks") && logs.empty()) throw ConfigError("ptsim fit: --ranks goes with --nccl-tests");
+  if (vm.count("ranks") && (log_ranks < 2 || log_ranks > (1 << 24)))
+    throw ConfigError(fmt::format("ptsim fit: --ranks = {} must lie in [2, 16777216]", log_ranks));
+  config::NcclTestsHints hints{op, vm.count("ranks") ? std::optional<std::int64_t>(log_ranks) : std::nullopt};
   const std::uint64_t min_bytes = min_bytes_text.empty() ? 0 : parse_size(min_bytes_text, "--min-bytes");
   for (const auto& n : names) fit::parameter(n);  // a ConfigError listing the names
   config::InputFiles read;
@@ -224,7 +232,7 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
   } else {
     std::vector<config::NcclTestsLog> parsed;
     for (const auto& log : logs) {
-      parsed.push_back(config::load_nccl_tests(log, read, op));
+      parsed.push_back(config::load_nccl_tests(log, read, hints));
       auto& points = parsed.back().points;
       std::erase_if(points, [&](const config::NcclTestsPoint& p) { return p.bytes < min_bytes; });
       if (points.empty())

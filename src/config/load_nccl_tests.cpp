@@ -68,7 +68,8 @@ const std::vector<std::string>& nccl_tests_ops() {
   return ops;
 }
 
-NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& where, const std::string& op) {
+NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& where, const NcclTestsHints& hints) {
+  const std::string& op = hints.op;
   NcclTestsLog log;
   log.file = where;
   const auto fail = [&](std::size_t line, const std::string& what) {
@@ -198,6 +199,22 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& where,
       fail(0, fmt::format("lists {} ranks, but its busbw/algbw, {:.4f}, is not what {} over {} ranks gives ({:.4f}); "
                           "is --op right, and the log whole and unedited?",
                           log.ranks, *ratio, log.op, log.ranks, factor(static_cast<double>(log.ranks))));
+    if (hints.ranks && *hints.ranks != log.ranks)
+      fail(0, fmt::format("lists {} ranks, not the {} of --ranks; drop --ranks, which is for a log that does not "
+                          "list them all",
+                          log.ranks, *hints.ranks));
+    return log;
+  }
+  // A rank count the user gives for a cut log: it must hold the ranks the log
+  // lists and, where the table tells, agree with its busbw/algbw.
+  if (hints.ranks) {
+    const std::int64_t n = *hints.ranks;
+    if (!ranks.empty() && *ranks.rbegin() >= n)
+      fail(0, fmt::format("lists rank {}, which --ranks {} does not hold", *ranks.rbegin(), n));
+    if (ratio && std::abs(factor(static_cast<double>(n)) - *ratio) > *slack)
+      fail(0, fmt::format("its busbw/algbw, {:.4f}, is not what {} over --ranks {} gives ({:.4f}); is the count right?",
+                          *ratio, log.op, n, factor(static_cast<double>(n))));
+    log.ranks = n;  // nodes unknown: the ranks fill the profile's nodes in order
     return log;
   }
   // An excerpt whose rank lines run up to the table lists the last rank, n − 1
@@ -217,20 +234,20 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& where,
     }
   if (agree.size() != 1)
     fail(0, ranks.empty() ? "lists no '#  Rank N … on HOST device …' lines and its table does not tell the rank count; "
-                            "paste the whole output"
+                            "paste the whole output, or give the count with --ranks N"
                           : "lists only some of its '#  Rank' lines and its table does not tell the rank count; paste "
-                            "the whole output");
+                            "the whole output, or give the count with --ranks N");
   log.ranks = agree.front();  // nodes unknown: the ranks fill the profile's nodes in order
   return log;
 }
 
-NcclTestsLog load_nccl_tests(const std::string& path, InputFiles& inputs, const std::string& op) {
+NcclTestsLog load_nccl_tests(const std::string& path, InputFiles& inputs, const NcclTestsHints& hints) {
   inputs.record(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("{}: cannot be read; check the path", path));
   std::stringstream text;
   text << in.rdbuf();
-  return parse_nccl_tests(text.str(), path, op);
+  return parse_nccl_tests(text.str(), path, hints);
 }
 
 }  // namespace ptsim::config

@@ -609,11 +609,24 @@ TEST_CASE("ptsim collective takes nccl-tests' size ranges and columns, and compa
     CHECK_THAT(bad.err,
                Catch::Contains("--algo = NVLSTree is not an algorithm; use one of ring, tree, nvls, nvls_tree"));
   }
-  SECTION("--compare takes its ranks and sizes from the logs") {
+  SECTION("--compare takes its ranks from the logs, and --ranks only for a log that cannot tell them") {
     const std::string log = ptsim::test::source_path("tests/data/nccl-tests/h100-hgx-2x8-ib-ndr-allreduce.log");
     const auto r = run("collective --hw " + hw + " --compare " + log + " --op all_reduce --ranks 8");
     CHECK(r.code == 2);
-    CHECK_THAT(r.err, Catch::Contains("drop --ranks"));
+    CHECK_THAT(r.err, Catch::Contains("lists 16 ranks, not the 8 of --ranks") && Catch::Contains("drop --ranks"));
+    const auto sizes = run("collective --hw " + hw + " --compare " + log + " --op all_reduce --sizes 1G");
+    CHECK(sizes.code == 2);
+    CHECK_THAT(sizes.err, Catch::Contains("--compare takes the sizes from the logs; drop --sizes"));
+    // CoreWeave's A100 log keeps 5 of its 128 rank lines.
+    const std::string cut =
+        ptsim::test::source_path("tests/data/nccl-tests/a100-coreweave-16x8-hdr-allreduce.oldfmt.log");
+    const std::string a100 = ptsim::test::source_path("hw_profiles/a100-sxm4-80gb.json");
+    const auto without = run("collective --hw " + a100 + " --compare " + cut + " --op all_reduce");
+    CHECK(without.code == 2);
+    CHECK_THAT(without.err, Catch::Contains("give the count with --ranks N"));
+    const auto with = run("collective --hw " + a100 + " --compare " + cut + " --op all_reduce --ranks 128");
+    CHECK(with.code == 0);
+    CHECK_THAT(with.out, Catch::Contains("all_reduce on 128 ranks"));
   }
 }
 

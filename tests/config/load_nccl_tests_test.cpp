@@ -9,7 +9,7 @@ using namespace ptsim;
 
 namespace {
 config::NcclTestsLog log_of(const std::string& name, const std::string& op = "") {
-  return config::load_nccl_tests(test::data_path("nccl-tests/" + name), test::unchecked_inputs(), op);
+  return config::load_nccl_tests(test::data_path("nccl-tests/" + name), test::unchecked_inputs(), {.op = op});
 }
 }  // namespace
 
@@ -56,7 +56,28 @@ TEST_CASE("Logs without rank lines, with launcher prefixes or in the old format"
   // lines then "...": the rank count cannot be read off a two-decimal busbw
   // at 128 ranks (2·127/128 and 2·126/127 differ by 6e-5).
   CHECK_THROWS_WITH(log_of("a100-coreweave-16x8-hdr-allreduce.oldfmt.log", "all_reduce"),
-                    Catch::Contains("lists only some of its '#  Rank' lines"));
+                    Catch::Contains("lists only some of its '#  Rank' lines") && Catch::Contains("--ranks N"));
+}
+
+TEST_CASE("A cut log reads with the rank count its user gives, checked against what it shows", "[config][nccl]") {
+  const auto read = [](const std::string& name, std::int64_t ranks) {
+    return config::load_nccl_tests(test::data_path("nccl-tests/" + name), test::unchecked_inputs(),
+                                   {.op = "all_reduce", .ranks = ranks});
+  };
+  // CoreWeave's A100 log: 16 nodes of 8 (its README), five rank lines kept.
+  const auto log = read("a100-coreweave-16x8-hdr-allreduce.oldfmt.log", 128);
+  CHECK(log.ranks == 128);
+  CHECK(log.nodes == 0);  // not listed: the ranks fill the profile's nodes in order
+  CHECK(log.points.back().busbw_GBps == Approx(44.74));
+  // Its table's busbw/algbw (45.42 / 22.89 at 1 GiB, 1.984) rules out 64 ranks (1.969).
+  CHECK_THROWS_WITH(read("a100-coreweave-16x8-hdr-allreduce.oldfmt.log", 64),
+                    Catch::Contains("is not what all_reduce over --ranks 64 gives"));
+  // It lists rank 4, which 4 ranks do not hold.
+  CHECK_THROWS_WITH(read("a100-coreweave-16x8-hdr-allreduce.oldfmt.log", 4), Catch::Contains("lists rank 4"));
+  // A log that lists every rank keeps its own count.
+  CHECK_THROWS_WITH(read("h100-hgx-2x8-ib-ndr-allreduce.log", 32),
+                    Catch::Contains("lists 16 ranks, not the 32 of --ranks"));
+  CHECK(read("h100-hgx-2x8-ib-ndr-allreduce.log", 16).nodes == 2);
 }
 
 TEST_CASE("An excerpt whose rank lines run up to the table ends with the last rank", "[config][nccl]") {
@@ -83,13 +104,13 @@ TEST_CASE("An excerpt whose rank lines run up to the table ends with the last ra
       "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
       "#wrong\n"
       "  1073741824  268435456  float  sum  -1  4000.0  268.44  503.32  0  4000.0  268.44  503.32  0\n";
-  CHECK(config::parse_nccl_tests(excerpt, "pasted.log", "all_reduce").ranks == 16);
+  CHECK(config::parse_nccl_tests(excerpt, "pasted.log", {.op = "all_reduce"}).ranks == 16);
 }
 
 TEST_CASE("A log that cannot be read says where and why", "[config][nccl]") {
   const auto refused = [](const std::string& text, const std::string& op = "") {
     try {
-      config::parse_nccl_tests(text, "pasted.log", op);
+      config::parse_nccl_tests(text, "pasted.log", {.op = op});
     } catch (const ConfigError& e) {
       return std::string(e.what());
     }

@@ -211,7 +211,7 @@ TEST_CASE("The H100 profile holds two-node NVLSTree all-reduces within 15% of th
   // where the ring alone was 16–20% short at 256 MiB and above.
   const auto hw = test::shipped_hardware("dgx-h100-superpod");
   const auto log = config::load_nccl_tests(test::data_path("nccl-tests/h100-hgx-2x8-ib-ndr-allreduce.log"),
-                                           test::unchecked_inputs(), "all_reduce");
+                                           test::unchecked_inputs(), {.op = "all_reduce"});
   int checked = 0;
   for (const auto& row : log.points) {
     if (row.bytes < (64u << 20)) continue;
@@ -233,7 +233,8 @@ TEST_CASE("The GB200 profile holds one NVL72 rack's NVLS and two racks' NVLSTree
   const hardware::Cluster c(hw, 144);
   const cost::LatencyModel lat(hw);
   const auto load = [](const std::string& name) {
-    return config::load_nccl_tests(test::data_path("nccl-tests/" + name), test::unchecked_inputs(), "all_reduce");
+    return config::load_nccl_tests(test::data_path("nccl-tests/" + name), test::unchecked_inputs(),
+                                   {.op = "all_reduce"});
   };
   const auto rack = load("gb200-nvl72-1rack-allreduce.partial.log");
   REQUIRE(rack.points.size() == 5);

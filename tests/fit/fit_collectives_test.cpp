@@ -65,7 +65,7 @@ TEST_CASE("A NIC efficiency is fitted back from logs generated with it", "[fit][
 TEST_CASE("A measured NVLink SHARP log is fitted closer than the profile it started from", "[fit][nccl]") {
   // NVIDIA/nccl-tests #290: one node of 8 H100s, NVLS, 128 MiB – 4 GiB.
   const auto log = config::load_nccl_tests(test::data_path("nccl-tests/h100-1x8-nvls-allreduce.partial.log"),
-                                           test::unchecked_inputs(), "all_reduce");
+                                           test::unchecked_inputs(), {.op = "all_reduce"});
   const auto base = test::shipped_hardware("h100-sxm5-80gb");
   const auto r = fit::fit_collectives({log}, base, {.parameters = {"nvlink.nvls_efficiency"}});
   REQUIRE(r.record.parameters.size() == 1);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 #include "ptsim/config/input_files.hpp"
@@ -38,13 +39,24 @@ struct NcclTestsLog {
 /// The collectives a log can hold, as ptsim names them.
 const std::vector<std::string>& nccl_tests_ops();
 
+/// What a user says of a log that the log may not: its collective (`op`,
+/// taken when the log names none) and its rank count (`ranks`, for a log
+/// whose rank lines were cut: checked against the lines it keeps and its
+/// table's busbw/algbw).
+struct NcclTestsHints {
+  std::string op = {};
+  std::optional<std::int64_t> ranks = std::nullopt;
+};
+
 /// Reads a log. The collective is the one the log names (its binary,
-/// e.g. all_reduce_perf, or a "Collective test starting" line), else `op`;
-/// throws ConfigError naming the file and line for anything it cannot read,
-/// a log without "#  Rank" lines or data rows, or a collective it cannot tell.
-NcclTestsLog load_nccl_tests(const std::string& path, InputFiles& inputs, const std::string& op = "");
+/// e.g. all_reduce_perf, or a "Collective test starting" line), else the
+/// hint's; the ranks are its "#  Rank" lines, else what its table tells,
+/// else the hint's. Throws ConfigError naming the file and line for anything
+/// it cannot read, a log without data rows, a collective or rank count it
+/// cannot tell, or a hint the log contradicts.
+NcclTestsLog load_nccl_tests(const std::string& path, InputFiles& inputs, const NcclTestsHints& hints = {});
 
 /// The same from text; `where` names it in messages.
-NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& where, const std::string& op = "");
+NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& where, const NcclTestsHints& hints = {});
 
 }  // namespace ptsim::config
