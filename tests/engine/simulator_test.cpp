@@ -15,7 +15,6 @@ using taskgraph::TaskKind;
 
 namespace {
 
-constexpr std::uint8_t kCompute = 0;
 constexpr std::uint8_t kComm = 1;
 
 // Time during which exactly the streams of `mask` ran (zero if never).
