@@ -129,6 +129,14 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// One --ranks item: a group size, in the range any rank count takes.
+std::int64_t group_size(const std::string& item) {
+  const auto n = whole_number(item);
+  if (!n || *n < 2 || *n > (1 << 24))
+    throw ConfigError(fmt::format("--ranks: '{}' is not a group size in [2, 16777216]", item));
+  return *n;
+}
+
 // --compare: every measured row of every log beside ptsim's prediction.
 // `hints`: the collective of logs that do not name theirs, the rank count of
 // logs that do not tell it.
@@ -263,13 +271,9 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
       hints.op = op_named(f.ops_text).name;
     }
     if (!f.ranks_text.empty()) {
-      const auto n = whole_number(f.ranks_text);
-      if (!n || *n < 2 || *n > (1 << 24))
-        throw ConfigError(
-            fmt::format("--ranks: with --compare give one rank count in [2, 16777216], for the logs "
-                        "that do not tell theirs, not '{}'",
-                        f.ranks_text));
-      hints.ranks = *n;
+      if (split(f.ranks_text).size() != 1)
+        throw ConfigError("--ranks: with --compare give one rank count, for the logs that do not tell theirs");
+      hints.ranks = group_size(f.ranks_text);
     }
     return run_compare(f, hints, out);
   }
@@ -284,10 +288,7 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out) {
   for (const auto& name : split(f.ops_text)) ops.push_back(op_named(name));
   std::vector<std::int64_t> group_sizes;
   for (const auto& item : split(f.ranks_text)) {
-    const auto n = whole_number(item);
-    if (!n || *n < 2 || *n > (1 << 24))
-      throw ConfigError(fmt::format("--ranks: '{}' is not a group size in [2, 16777216]", item));
-    group_sizes.push_back(*n);
+    group_sizes.push_back(group_size(item));
   }
   std::vector<std::uint64_t> sizes;
   if (!f.sizes_text.empty()) {

@@ -242,11 +242,14 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
     result = from_collectives(r, profile);
   }
   print_fit(out, result);
+  const auto write_report = [&] {
+    if (!json_path.empty())
+      write_output_file(json_path, read, [&](std::ostream& o) { o << fit_json(result).dump(2) << '\n'; });
+  };
   // A profile with nothing fitted would be PROFILE under a "fit" block that
   // claims a calibration: none is written. The report (--json) says why.
   if (result.record.parameters.empty()) {
-    if (!json_path.empty())
-      write_output_file(json_path, read, [&](std::ostream& o) { o << fit_json(result).dump(2) << '\n'; });
+    write_report();
     const bool small_sizes = !logs.empty() && min_bytes < (std::uint64_t{256} << 20);
     throw ConfigError(
         fmt::
@@ -264,8 +267,7 @@ int run_fit(const std::vector<std::string>& args, std::ostream& out) {
       out_stack_path.empty() ? "" : fitted_stack_text(stack_file, out_stack_path, read, result, runs_path, profile);
   if (!out_path.empty()) write_output_file(out_path, read, [&](std::ostream& o) { o << profile_text; });
   if (!out_stack_path.empty()) write_output_file(out_stack_path, read, [&](std::ostream& o) { o << stack_text; });
-  if (!json_path.empty())
-    write_output_file(json_path, read, [&](std::ostream& o) { o << fit_json(result).dump(2) << '\n'; });
+  write_report();
   for (const std::string& path : {out_path, out_stack_path})
     if (!path.empty()) fmt::print(out, "wrote {}\n", path);
   return 0;

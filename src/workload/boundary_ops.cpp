@@ -154,8 +154,8 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape) {
     fw.push_back(with_saved(memory_op("cross_entropy.fused", N * v * (2 + 2)), 2 * N * v));
     bw.push_back(with_freed(memory_op("cross_entropy.fused.bwd", N * v * (2 + 2)), 2 * N * v));
   } else if (shape.loss_kernel == strategy::LossKernel::FlashAttn) {
-    // flash-attn's fused cross-entropy over the bf16 logits, on one rank's
-    // whole vocabulary (flash_attn/losses/cross_entropy.py, which llm-foundry's
+    // flash-attn's fused cross-entropy over the bf16 logits of the rank's
+    // vocabulary, all of it at TP 1 (flash_attn/losses/cross_entropy.py, which llm-foundry's
     // MPT runs as its default loss_fn fused_crossentropy, modeling_mpt.py at
     // v0.3.0). flash-attn 1.0.9's xentropy_cuda_lib (csrc/xentropy, Apex's
     // kernel): the forward reads each row twice, for its max and then its sum
