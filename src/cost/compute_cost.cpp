@@ -54,6 +54,18 @@ double sliding_window_efficiency(const hardware::SlidingWindowAttention& table, 
   return internal::interpolate({largest, joins}, {measured.back(), causal_efficiency}, w);
 }
 
+double ssd_scan_issue_seconds(const hardware::HardwareProfile& hw, double bytes) {
+  const auto& sustained = hw.gpu.sustained;
+  const std::optional<double> clock = sustained ? sustained->boost_clock_mhz : std::nullopt;
+  if (hw.gpu.sm_count <= 0 || !clock)
+    throw ConfigError(
+        fmt::format("{}: a Mamba-2 layer's SSD kernels are priced by the SMs' issue rate, which needs "
+                    "the profile's /gpu/sm_count and /gpu/sustained/boost_clock_MHz; this profile "
+                    "lacks {}: add it with its source",
+                    hw.name, hw.gpu.sm_count <= 0 ? "sm_count" : "boost_clock_MHz"));
+  return bytes / (kSsdScanBytesPerSmCycle * hw.gpu.sm_count * *clock * 1e6);
+}
+
 double attention_executed_flops(const taskgraph::Task& task) {
   const bool backward = task.flags & taskgraph::kBackwardPass;
   const bool causal = task.flags & taskgraph::kCausal;
@@ -202,7 +214,9 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
       s = std::max(executed / (gpu.peak_flops(dtype) * efficiency * tensor), memory_s);
       break;
     }
-    case ComputeKind::MemoryBound: break;
+    case ComputeKind::MemoryBound:
+      if (task.kernel == taskgraph::KernelClass::StateSpaceScan) s = std::max(s, ssd_scan_issue_seconds(hw, bytes));
+      break;
   }
   return s + launch_overhead_seconds(hw);
 }

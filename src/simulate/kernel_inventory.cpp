@@ -133,6 +133,11 @@ std::string microbench_list(const std::vector<KernelUse>& kernels) {
                             to_string(k.dtype), k.shape[0], k.shape[1], k.shape[2], k.shape[3],
                             k.flags & taskgraph::kBackwardPass ? "backward" : "forward");
         break;
+      case taskgraph::KernelClass::StateSpaceScan:
+        // ptsim-microbench has no SSD kernel (mamba_ssm's Triton kernels).
+        text +=
+            fmt::format("# not measurable (Mamba-2 SSD scan): memory {} {}\n", taskgraph::to_string(k.kernel), k.bytes);
+        break;
       default:
         text += fmt::format("memory {} {}\n", taskgraph::to_string(k.kernel), k.bytes);
     }

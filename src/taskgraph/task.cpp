@@ -30,6 +30,7 @@ std::string_view to_string(KernelClass k) {
     case KernelClass::Copy: return "copy";
     case KernelClass::HostCopy: return "host_copy";
     case KernelClass::SparseAttention: return "sparse_attention";
+    case KernelClass::StateSpaceScan: return "ssd_scan";
   }
   return "?";
 }

@@ -20,25 +20,26 @@
 // one kernel per gradient (_mamba_chunk_scan_combined_bwd): dz, dstates,
 // state passing backward, dx, dB, dC, d(C·Bᵀ), the two C·Bᵀ products back to
 // B and C, ddA, the cumulative-sum backward, and the convolution's backward.
-// No public measurement of these Triton kernels on the profiles' GPUs was
-// found: each is priced by the bytes it moves (see ssd_kernel), as any
-// memory-bound kernel without a measurement (docs/model-sources.md).
+// Each SSD kernel is a KernelClass::StateSpaceScan task carrying the bytes
+// it moves and the FLOPs of its products: the cost model prices those bytes
+// at HBM's rate or at the SMs' issue rate, whichever is slower (one measured
+// forward on an H100 sets the latter: cost/compute_cost.hpp,
+// kSsdScanBytesPerSmCycle, and docs/model-sources.md).
 #include "internal/layer_builder.hpp"
 
 namespace ptsim::workload::internal {
 
 namespace {
 
-// One SSD kernel: its products' FLOPs, priced by its bytes. Every SSD step
-// moves fp32 states (P·N_s a head and chunk) or fp32 C·Bᵀ blocks through
-// HBM, and its products are tile-sized (m, n ≤ 128, k ≤ 256): at the
-// profiles' rates their bytes take 4 to 10 times their math (Nemotron 3
-// Nano's sizes on the A100 to the GB300), so each is a memory-bound kernel
-// that also counts its FLOPs. B, C and C·Bᵀ are read once a group, the
+// One SSD kernel: its products' FLOPs, priced by its bytes (they are its
+// measure of work; see the header). Every SSD step moves fp32 states (P·N_s
+// a head and chunk) or fp32 C·Bᵀ blocks, and its products are tile-sized
+// (m, n ≤ 128, k ≤ 256): at the profiles' tensor rates their math is a
+// fraction of their bytes' time. B, C and C·Bᵀ are read once a group, the
 // heads of a group sharing them through L2 (the kernels' grids put a
 // chunk's heads side by side).
 OpSpec ssd_kernel(const std::string& name, double flops, double bytes) {
-  OpSpec op = memory_op(name, bytes);
+  OpSpec op = memory_op(name, bytes, KernelClass::StateSpaceScan);
   op.flops = flops;
   return op;
 }
@@ -80,9 +81,9 @@ void LayerBuilder::mamba() {
   // and the cumulative decay, then the SSD's steps; y before its gate
   // (out_x) is kept for the backward.
   const OpSpec conv1d = memory_op("mamba.conv1d", 4 * N_ * conv);
-  const OpSpec cumsum = memory_op("mamba.ssd.chunk_cumsum", N_ * H * 10);
+  const OpSpec cumsum = ssd_kernel("mamba.ssd.chunk_cumsum", 0, N_ * H * 10);
   const OpSpec chunk_state = ssd_kernel("mamba.ssd.chunk_state", state_flops, X + BC + 2 * DT + S);
-  const OpSpec state_passing = memory_op("mamba.ssd.state_passing", 2 * S);
+  const OpSpec state_passing = ssd_kernel("mamba.ssd.state_passing", 0, 2 * S);
   const OpSpec bmm_chunk = ssd_kernel("mamba.ssd.bmm_chunk", cb_flops, 2 * BC + CB);
   fw_.insert(fw_.end(), {conv1d, cumsum, chunk_state, state_passing, bmm_chunk});
   fw_.push_back(saving(ssd_kernel("mamba.ssd.chunk_scan", state_flops + diag_flops, CB + 4 * X + BC + S + 2 * DT),
@@ -98,9 +99,9 @@ void LayerBuilder::mamba() {
       again(chunk_state),
       again(state_passing),
       // dz and the gated gradient: read dout, out_x and z; write dz and dout·silu(z).
-      memory_op("mamba.ssd.bwd_dz", 5 * X),
+      ssd_kernel("mamba.ssd.bwd_dz", 0, 5 * X),
       ssd_kernel("mamba.ssd.bwd_dstates", state_flops, BC + X + DT + S),
-      memory_op("mamba.ssd.state_passing.bwd", 3 * S),
+      ssd_kernel("mamba.ssd.state_passing.bwd", 0, 3 * S),
       ssd_kernel("mamba.ssd.bwd_dx", state_flops + diag_flops, 3 * X + CB + S + BC + 3 * DT),
       ssd_kernel("mamba.ssd.bwd_db", state_flops, X + S + 3 * BC + 2 * DT),
       ssd_kernel("mamba.ssd.bwd_dc", state_flops, X + S + 3 * BC + DT),
@@ -108,7 +109,7 @@ void LayerBuilder::mamba() {
       ssd_kernel("mamba.ssd.bmm_chunk.bwd_b", cb_flops, 5 * BC + CB),
       ssd_kernel("mamba.ssd.bmm_chunk.bwd_c", cb_flops, 5 * BC + CB),
       ssd_kernel("mamba.ssd.bwd_ddacs", diag_flops, 2 * X + CB + 3 * DT),
-      memory_op("mamba.ssd.chunk_cumsum.bwd", N_ * H * 14),
+      ssd_kernel("mamba.ssd.chunk_cumsum.bwd", 0, N_ * H * 14),
       // Read x, B, C and their gradient; write the input's gradient.
       freeing(memory_op("mamba.conv1d.bwd", 6 * N_ * conv), 2 * N_ * inner),
   });

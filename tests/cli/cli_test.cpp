@@ -335,7 +335,7 @@ TEST_CASE("A model with Mamba-2 layers is simulated with a note that their kerne
   const auto hybrid =
       run("simulate --model " + ptsim::test::source_path("configs/models/nemotron-3-nano-30b-a3b.json") + hw);
   CHECK(hybrid.code == 0);
-  CHECK_THAT(hybrid.err, Catch::Contains("Mamba-2 layers' SSD kernels are priced by the bytes they move"));
+  CHECK_THAT(hybrid.err, Catch::Contains("Mamba-2 layers' SSD kernels are priced at the SMs' rate measured"));
   const auto moe = run("simulate --model " + ptsim::test::source_path("configs/models/qwen3-30b-a3b.json") + hw +
                        " --seq-length 4096");
   CHECK(moe.code == 0);

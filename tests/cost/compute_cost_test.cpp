@@ -119,6 +119,35 @@ TEST_CASE("Memory-bound kernels run at the achieved bandwidth", "[cost]") {
   CHECK(cost::compute_time(burst, copy).ns() == 1'130'040);
 }
 
+TEST_CASE("A Mamba-2 SSD kernel runs at its SMs' issue rate where HBM would be faster", "[cost]") {
+  // The H100 forward measured at 649 us for 1,788,870,656 counted bytes, five
+  // launches of 2.4 us inside it: 1.78887e9 / 637e-6 = 2.8083e12 bytes/s
+  // from 132 SMs at 1,980 MHz.
+  const double h100_rate = 1788870656.0 / 637e-6;
+  taskgraph::Task ssd;
+  ssd.kernel = taskgraph::KernelClass::StateSpaceScan;
+  ssd.bytes = 1'000'000'000;
+  const auto h100 = test::shipped_hardware("h100-sxm5-80gb");
+  CHECK(cost::compute_seconds(h100, ssd, cost::Load::Sustained) == Approx(1e9 / h100_rate + 2.4e-6).epsilon(1e-9));
+  // A GB300's 152 SMs at 2,070 MHz issue 1.204 times as fast, where its HBM
+  // (8 TB/s at 0.9) is 2.56 times an H100's: the SMs set the time.
+  const auto gb300 = test::shipped_hardware("gb300-nvl72");
+  const double gb300_rate = h100_rate * (152.0 * 2070) / (132.0 * 1980);
+  CHECK(cost::compute_seconds(gb300, ssd, cost::Load::Sustained) ==
+        Approx(1e9 / gb300_rate + gb300.gpu.kernel_launch_overhead_s).epsilon(1e-9));
+  // A 40 GB A100's 108 SMs at 1,410 MHz (1.64 TB/s) outrun its HBM (1555
+  // GB/s at 0.89 = 1.38 TB/s): bytes set the time, as for any memory-bound
+  // kernel.
+  const auto a100 = test::shipped_hardware("a100-sxm4-40gb");
+  CHECK(h100_rate * (108.0 * 1410) / (132.0 * 1980) > 1555e9 * 0.89);
+  CHECK(cost::compute_seconds(a100, ssd, cost::Load::Burst) == Approx(1e9 / (1555e9 * 0.89) + 2.6e-6).epsilon(1e-9));
+  // A profile without the clock cannot price it, and says what is missing.
+  auto unclocked = h100;
+  unclocked.gpu.sustained->boost_clock_mhz.reset();
+  CHECK_THROWS_WITH(cost::compute_seconds(unclocked, ssd, cost::Load::Sustained),
+                    Catch::Matchers::Contains("boost_clock_MHz"));
+}
+
 TEST_CASE("Fused attention runs at the attention efficiency, half the work when causal", "[cost]") {
   // B200 without its table by length (one efficiency at every length), bh =
   // 32, s = 4096, d = 128: 4·32·4096²·128 = 2.75e11 FLOP forward at 2250e12 ·

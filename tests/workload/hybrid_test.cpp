@@ -309,6 +309,9 @@ TEST_CASE("The SSD forward on an H100 is priced near the Triton kernels' measure
     for (std::size_t i = 0; i < k.names.size(); ++i)
       if (k.names[i].rfind("fwd.mamba.ssd.", 0) == 0) forward_ssd += k.seconds * static_cast<double>(k.name_counts[i]);
   const double measured = 8192 / 1.262327e7;
-  // ptsim prices them by their bytes (docs/model-sources.md): 605 us, 7% short.
-  CHECK(forward_ssd == Approx(measured).epsilon(0.15));
+  // cost::kSsdScanBytesPerSmCycle is this measurement over the bytes
+  // layer_mamba.cpp counts here (1,788,870,656): a change to either byte
+  // count or constant that breaks the pair fails here. At HBM's rate alone
+  // they took 605 us, 7% short.
+  CHECK(forward_ssd == Approx(measured).epsilon(0.002));
 }

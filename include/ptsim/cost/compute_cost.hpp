@@ -7,6 +7,8 @@
 //               against the model count's 4; Dao 2023 §3.2); the efficiency
 //               times the profile's factor for the sequence length and mask
 //               where it has one
+//   SSD scan    its bytes at HBM's rate, or at the SMs' issue rate where that
+//               is slower (ssd_scan_issue_seconds)
 //   others      bytes / (HBM · memory efficiency of its class)
 // plus the per-kernel launch overhead (already inside a calibrated GEMM
 // table's measured times). Calibrated figures, when the profile has them,
@@ -49,6 +51,29 @@ double sliding_window_equivalent_length(double window);
 /// (whose shortest length is `shortest_length`), and that figure beyond.
 double sliding_window_efficiency(const hardware::SlidingWindowAttention& table, bool backward, double window,
                                  double causal_efficiency, double shortest_length);
+
+/// Bytes of a Mamba-2 layer's SSD work (as src/workload/layer_mamba.cpp
+/// counts them) that one SM retires per clock cycle in mamba_ssm's Triton
+/// SSD kernels. These kernels are bound by their SMs' issue (the decay
+/// exponentials of each chunk's Q×Q block, small-tile products, fp32 state
+/// updates), not by HBM: TileLang's H800 benchmark (tile-ai/tilelang
+/// benchmark/mamba2 at a35008a4) times Triton's chunk_scan at 90-110 TFLOP/s,
+/// its bytes at about a third of HBM's rate, and TileOPs' NCU-backed PR #1646
+/// calls it compute-bound on those exponentials. So their rate follows the
+/// SMs (count × clock), not the HBM bandwidth, from one GPU to the next.
+/// The figure is the one measurement of the whole forward: vLLM PR #27299,
+/// one H100 (132 SMs at 1,980 MHz), 8,192 tokens of granite-4.0-h-small's
+/// mixer (128 heads of 64, one group, state 128), 649 µs for the five
+/// forward kernels, less their five launches (the H100 profile's 2.4 µs
+/// each), whose bytes layer_mamba.cpp counts at 1,788,870,656
+/// (tests/workload/hybrid_test.cpp holds both): 10.74 bytes a cycle, an
+/// H100's 2.81 TB/s. Assumed for the backward's kernels too (none measured).
+inline constexpr double kSsdScanBytesPerSmCycle = 1788870656.0 / ((649e-6 - 5 * 2.4e-6) * 132 * 1980e6);
+
+/// Seconds the SMs take to issue an SSD kernel of `bytes` (see above), at
+/// the profile's SM count and boost clock (these kernels draw far less
+/// power than a GEMM, so no power-limit derate).
+double ssd_scan_issue_seconds(const hardware::HardwareProfile& hw, double bytes);
 
 /// compute_seconds rounded to integer simulated time, under sustained load.
 Time compute_time(const hardware::HardwareProfile& hw, const taskgraph::Task& task);

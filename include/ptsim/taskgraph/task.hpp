@@ -67,8 +67,13 @@ enum class KernelClass : std::uint8_t {
   /// sparse MLA kernels); shape: batch·heads, query length, keys each query
   /// attends to, head dim; priced at the profile's sparse_mla efficiencies.
   SparseAttention,
+  /// A kernel of the chunked state-space-duality scan of a Mamba-2 layer
+  /// (mamba_ssm's Triton SSD kernels); shape unused, its bytes and FLOPs
+  /// count its work. Priced by the SMs' issue rate where that is slower
+  /// than its bytes (cost/compute_cost.hpp).
+  StateSpaceScan,
 };
-inline constexpr int kNumKernelClasses = 10;
+inline constexpr int kNumKernelClasses = 11;
 /// Whether a kernel's shape is attention's (batch·heads, queries, keys, head dim).
 constexpr bool attention_shaped(KernelClass k) {
   return k == KernelClass::Attention || k == KernelClass::SparseAttention;
