@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "parse_args.hpp"
 #include "output_file.hpp"
 #include "ptsim/common/error.hpp"
+#include "ptsim/cost/compute_cost.hpp"
 #include "ptsim/simulate/kernel_inventory.hpp"
 #include "run_inputs.hpp"
 
@@ -116,6 +118,18 @@ int run_kernels(const std::vector<std::string>& args, std::ostream& out) {
                100 * sustained->tensor_for(Dtype::Bf16), 100 * sustained->memory);
   else
     fmt::print(out, "the profile has no gpu.sustained rates: a step runs at burst rates\n");
+  if (std::any_of(kernels.begin(), kernels.end(),
+                  [](const auto& k) { return k.kernel == taskgraph::KernelClass::StateSpaceScan; })) {
+    // Where the SSD kernels' time comes from (cost/compute_cost.hpp).
+    const double issue = 1 / cost::ssd_scan_issue_seconds(run.hardware, 1);
+    const double hbm = run.hardware.gpu.memory_bandwidth_bytes_per_s *
+                       cost::memory_efficiency(run.hardware, taskgraph::KernelClass::StateSpaceScan, 1e9) *
+                       (sustained ? sustained->memory : 1);
+    fmt::print(out,
+               "ssd_scan: bytes at the slower of the SMs' rate, {:.2f} TB/s (measured on an H100, scaled by SMs × "
+               "clock), and HBM's, {:.2f} TB/s\n",
+               issue / 1e12, hbm / 1e12);
+  }
   fmt::print(out, "{:<12} {:<6} {:<28} {:>8} {:>12} {:>12} {:>12}  {}\n", "class", "dtype", "shape", "calls",
              "burst/call", "sustained", "total", "ops");
   nlohmann::ordered_json list = nlohmann::ordered_json::array();

@@ -342,6 +342,23 @@ TEST_CASE("A model with Mamba-2 layers is simulated with a note that their kerne
   CHECK(moe.err.find("Mamba") == std::string::npos);
 }
 
+TEST_CASE("ptsim kernels says at which rate a Mamba-2 layer's SSD kernels run", "[cli]") {
+  // The H100's measured 2.8083 TB/s (1,788,870,656 bytes in 637 us of kernel
+  // time) times a GB300's SMs × clock over an H100's: 152·2070 / (132·1980)
+  // = 1.2039, 3.381 TB/s; HBM 8,000 GB/s at 0.9 = 7.20 TB/s.
+  const auto r = run("kernels --model " + ptsim::test::source_path("configs/models/nemotron-3-nano-30b-a3b.json") +
+                     " --hw " + ptsim::test::source_path("hw_profiles/gb300-nvl72.json") +
+                     " --gpus 8 --ep 8 --global-batch-size 8 --seq-length 4096");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("ssd_scan: bytes at the slower of the SMs' rate, 3.38 TB/s"));
+  CHECK_THAT(r.out, Catch::Contains("and HBM's, 7.20 TB/s"));
+  const auto dense = run("kernels --model " + ptsim::test::source_path("configs/models/llama3-8b.json") + " --hw " +
+                         ptsim::test::source_path("hw_profiles/gb300-nvl72.json") +
+                         " --gpus 8 --global-batch-size 8 --seq-length 4096");
+  CHECK(dense.code == 0);
+  CHECK(dense.out.find("ssd_scan") == std::string::npos);
+}
+
 TEST_CASE("The console's MFU names its bf16 peak where the run multiplies in another format", "[cli]") {
   // MFU is model FLOPs over the dense bf16 peak (docs/formats.md), which an
   // FP8 run can exceed (Llama 3.1 405B in FP8 on 256 GB300s: 103%), so the
