@@ -65,11 +65,11 @@ double sliding_window_efficiency(const hardware::SlidingWindowAttention& table, 
 /// one H100 (132 SMs at 1,980 MHz), 8,192 tokens of granite-4.0-h-small's
 /// mixer (128 heads of 64, one group, state 128) in chunks of 128 as
 /// Megatron's (the benchmark script's default for the original kernels,
-/// the PR's first table), 649 µs for the five forward kernels, less their
-/// five launches (the H100 profile's 2.4 µs
-/// each), whose bytes layer_mamba.cpp counts at 1,788,870,656
-/// (tests/workload/hybrid_test.cpp holds both): 10.74 bytes a cycle, an
-/// H100's 2.81 TB/s. Assumed for the backward's kernels too (none measured).
+/// the PR's first table), 649 µs for the five forward kernels less their
+/// five launches (the H100 profile's 2.4 µs each), whose bytes
+/// layer_mamba.cpp counts at 1,788,870,656 (tests/workload/hybrid_test.cpp
+/// holds both): 10.74 bytes a cycle, an H100's 2.81 TB/s. Assumed for the
+/// backward's kernels too (none measured).
 inline constexpr double kSsdScanBytesPerSmCycle = 1788870656.0 / ((649e-6 - 5 * 2.4e-6) * 132 * 1980e6);
 
 /// Seconds the SMs take to issue an SSD kernel of `bytes` (see above), at
