@@ -122,9 +122,8 @@ int run_kernels(const std::vector<std::string>& args, std::ostream& out) {
                   [](const auto& k) { return k.kernel == taskgraph::KernelClass::StateSpaceScan; })) {
     // Where the SSD kernels' time comes from (cost/compute_cost.hpp).
     const double issue = 1 / cost::ssd_scan_issue_seconds(run.hardware, 1);
-    const double hbm = run.hardware.gpu.memory_bandwidth_bytes_per_s *
-                       cost::memory_efficiency(run.hardware, taskgraph::KernelClass::StateSpaceScan, 1e9) *
-                       (sustained ? sustained->memory : 1);
+    const double hbm =
+        cost::memory_bytes_per_s(run.hardware, taskgraph::KernelClass::StateSpaceScan, 1e9, cost::Load::Sustained);
     fmt::print(out,
                "ssd_scan: bytes at the slower of the SMs' rate, {:.2f} TB/s (measured on an H100, scaled by SMs × "
                "clock), and HBM's, {:.2f} TB/s\n",

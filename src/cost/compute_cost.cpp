@@ -31,6 +31,22 @@ double memory_efficiency(const hardware::HardwareProfile& hw, taskgraph::KernelC
   return hw.gpu.memory_efficiency;
 }
 
+namespace {
+
+// A calibration measured under sustained load has the derate in its tables.
+bool calibrated_under_sustained_load(const hardware::HardwareProfile& hw) {
+  return hw.calibration && hw.calibration->sustain_s > 0;
+}
+
+}  // namespace
+
+double memory_bytes_per_s(const hardware::HardwareProfile& hw, taskgraph::KernelClass kernel, double bytes, Load load) {
+  const bool calibrated = hw.calibration && hw.calibration->memory.contains(std::string(taskgraph::to_string(kernel)));
+  const double derate =
+      calibrated_under_sustained_load(hw) && calibrated ? 1.0 : rate_scale(hw, Dtype::Bf16, load).memory;
+  return hw.gpu.memory_bandwidth_bytes_per_s * memory_efficiency(hw, kernel, bytes) * derate;
+}
+
 double attention_sequence_factor(const hardware::AttentionSequenceFactors& factors, bool backward, bool causal,
                                  double seq) {
   const auto& t = backward ? factors.backward : factors.forward;
@@ -139,13 +155,8 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
                       hw.name));
     return bytes / *gpu.host_link_bytes_per_s + launch_overhead_seconds(hw);
   }
-  // A calibration measured under sustained load has the derate in its tables.
-  const bool sustained_tables = hw.calibration && hw.calibration->sustain_s > 0;
-  const bool calibrated_memory =
-      hw.calibration && hw.calibration->memory.contains(std::string(taskgraph::to_string(task.kernel)));
-  const RateScale scale = rate_scale(hw, task.dtype, load);
-  const double memory_s = bytes / (gpu.memory_bandwidth_bytes_per_s * memory_efficiency(hw, task.kernel, bytes) *
-                                   (sustained_tables && calibrated_memory ? 1.0 : scale.memory));
+  const bool sustained_tables = calibrated_under_sustained_load(hw);
+  const double memory_s = bytes / memory_bytes_per_s(hw, task.kernel, bytes, load);
   double s = memory_s;
   switch (task.compute) {
     case ComputeKind::Matmul:

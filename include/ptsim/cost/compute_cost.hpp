@@ -77,6 +77,12 @@ inline constexpr double kSsdScanBytesPerSmCycle = 1788870656.0 / ((649e-6 - 5 * 
 /// power than a GEMM, so no power-limit derate).
 double ssd_scan_issue_seconds(const hardware::HardwareProfile& hw, double bytes);
 
+/// The bytes a second a kernel of `kernel`'s class moving `bytes` reaches
+/// through HBM under `load`: the profile's bandwidth at the class's memory
+/// efficiency, derated by the sustained memory fraction unless a sustained
+/// calibration already measured it.
+double memory_bytes_per_s(const hardware::HardwareProfile& hw, taskgraph::KernelClass kernel, double bytes, Load load);
+
 /// compute_seconds rounded to integer simulated time, under sustained load.
 Time compute_time(const hardware::HardwareProfile& hw, const taskgraph::Task& task);
 
