@@ -35,7 +35,9 @@ them in the plain format ptsim-microbench reads (--shapes FILE) to measure
 exactly these. --by-module adds the same time summed by module — an op's
 first two name parts after its pass (moe.experts, moe.permute, attn.flash,
 mamba.ssd, ln1, …) — split into forward, backward, recomputed forward and
-the rest (optimizer, FSDP copies): where a layer's compute goes.
+the rest (optimizer, FSDP copies): where a layer's compute goes. A model
+with Mamba-2 layers also gets the two rates its SSD kernels (class ssd_scan)
+are priced at, the slower of which each call takes.
 
 Examples:
   ptsim kernels --model configs/models/llama3-8b.json --hw hw_profiles/h200-sxm-141gb.json \
