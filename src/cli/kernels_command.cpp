@@ -36,8 +36,9 @@ exactly these. --by-module adds the same time summed by module — an op's
 first two name parts after its pass (moe.experts, moe.permute, attn.flash,
 mamba.ssd, ln1, …) — split into forward, backward, recomputed forward and
 the rest (optimizer, FSDP copies): where a layer's compute goes. A model
-with Mamba-2 layers also gets the two rates its SSD kernels (class ssd_scan)
-are priced at, the slower of which each call takes.
+with Mamba-2 layers also gets the rates its SSD kernels (class ssd_scan) are
+priced at: their FLOPs at the SMs' rate, forward or backward, or their bytes
+at HBM's, whichever is slower for the call.
 
 Examples:
   ptsim kernels --model configs/models/llama3-8b.json --hw hw_profiles/h200-sxm-141gb.json \
@@ -123,13 +124,14 @@ int run_kernels(const std::vector<std::string>& args, std::ostream& out) {
   if (std::any_of(kernels.begin(), kernels.end(),
                   [](const auto& k) { return k.kernel == taskgraph::KernelClass::StateSpaceScan; })) {
     // Where the SSD kernels' time comes from (cost/compute_cost.hpp).
-    const double issue = 1 / cost::ssd_scan_issue_seconds(run.hardware, 1);
+    const double forward = 1 / cost::ssd_scan_issue_seconds(run.hardware, 1, false);
+    const double backward = 1 / cost::ssd_scan_issue_seconds(run.hardware, 1, true);
     const double hbm =
         cost::memory_bytes_per_s(run.hardware, taskgraph::KernelClass::StateSpaceScan, 1e9, cost::Load::Sustained);
     fmt::print(out,
-               "ssd_scan: bytes at the slower of the SMs' rate, {:.2f} TB/s (measured on an H100, scaled by SMs × "
-               "clock), and HBM's, {:.2f} TB/s\n",
-               issue / 1e12, hbm / 1e12);
+               "ssd_scan: FLOPs at the SMs' issue rate, {:.1f} TFLOP/s forward and {:.1f} backward (measured on an "
+               "H100, scaled by SMs × clock), or bytes at HBM's, {:.2f} TB/s, whichever is slower\n",
+               forward / 1e12, backward / 1e12, hbm / 1e12);
   }
   fmt::print(out, "{:<12} {:<6} {:<28} {:>8} {:>12} {:>12} {:>12}  {}\n", "class", "dtype", "shape", "calls",
              "burst/call", "sustained", "total", "ops");

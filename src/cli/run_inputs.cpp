@@ -161,9 +161,10 @@ void note_sequence_length(const std::string& model_path, const model::ModelSpec&
 void note_unmeasured_kernels(const std::string& model_path, const model::ModelSpec& m) {
   if (!m.has_mamba_layers()) return;
   fmt::print(stderr,
-             "note: {}: its Mamba-2 layers' SSD kernels are priced at the SMs' rate measured for their forward on "
-             "an H100, scaled by SM count and clock (unmeasured on Blackwell and in the backward); on Nemotron 3's "
-             "runs of Megatron-Bridge's 26.08 table ptsim's steps are 13-40% short (docs/accuracy.md)\n",
+             "note: {}: its Mamba-2 layers' SSD kernels are priced at the SMs' rates measured for mamba_ssm's "
+             "training kernels on an H100, forward and backward, scaled by SM count and clock (unmeasured on "
+             "Blackwell); on Nemotron 3's runs of Megatron-Bridge's 26.08 table ptsim's steps are 6-35% short "
+             "(docs/accuracy.md)\n",
              model_path);
 }
 

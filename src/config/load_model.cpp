@@ -202,7 +202,8 @@ void parse_moe(internal::ObjectReader& in, model::ModelSpec& m) {
 // layer pattern and the Mamba-2 mixer's sizes (TransformerConfig's defaults:
 // head dim 64, state 128, 8 groups, heads 2h / head dim).
 void parse_hybrid(internal::ObjectReader& in, model::ModelSpec& m) {
-  constexpr const char* kKeys[] = {"mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups"};
+  constexpr const char* kKeys[] = {"mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups",
+                                   "mamba_chunk_size"};
   const std::optional<std::string> unified = in.optional_string("hybrid_layer_pattern");
   if (!unified) {
     refuse_keys(in, kKeys,
@@ -251,6 +252,7 @@ void parse_hybrid(internal::ObjectReader& in, model::ModelSpec& m) {
   m.mamba_head_dim = in.optional_integer("mamba_head_dim", 1, kMaxDim).value_or(64);
   m.mamba_state_dim = in.optional_integer("mamba_state_dim", 1, kMaxDim).value_or(128);
   m.mamba_num_groups = in.optional_integer("mamba_num_groups", 1, kMaxDim).value_or(8);
+  m.mamba_chunk_size = in.optional_integer("mamba_chunk_size", 1, kMaxDim).value_or(128);
   const auto heads = in.optional_integer("mamba_num_heads", 1, kMaxDim);
   if (!heads && (2 * m.hidden_size) % m.mamba_head_dim != 0)
     in.fail("mamba_head_dim", fmt::format("must divide 2 · hidden_size = {} when mamba_num_heads is not given "
@@ -345,7 +347,8 @@ model::ModelSpec parse_megatron(const nlohmann::json& object, const std::string&
       "kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim, num_moe_experts, "
       "moe_router_topk, moe_ffn_hidden_size, moe_shared_expert_intermediate_size, "
       "first_dense_layers, moe_latent_size, mtp_num_layers, mtp_use_repeated_layer, hybrid_layer_pattern, "
-      "mamba_num_heads, mamba_head_dim, mamba_state_dim, mamba_num_groups, csa_compress_ratios, csa_window_size, "
+      "mamba_num_heads, mamba_head_dim, mamba_state_dim, mamba_num_groups, mamba_chunk_size, csa_compress_ratios, "
+      "csa_window_size, "
       "dsa_indexer_n_heads, dsa_indexer_head_dim, dsa_indexer_topk, o_groups, o_lora_rank, "
       "mhc_num_residual_streams, mhc_sinkhorn_iterations, moe_n_hash_layers");
   return m;

@@ -70,7 +70,7 @@ double sliding_window_efficiency(const hardware::SlidingWindowAttention& table, 
   return internal::interpolate({largest, joins}, {measured.back(), causal_efficiency}, w);
 }
 
-double ssd_scan_issue_seconds(const hardware::HardwareProfile& hw, double bytes) {
+double ssd_scan_issue_seconds(const hardware::HardwareProfile& hw, double flops, bool backward) {
   const auto& sustained = hw.gpu.sustained;
   const std::optional<double> clock = sustained ? sustained->boost_clock_mhz : std::nullopt;
   if (hw.gpu.sm_count <= 0 || !clock)
@@ -79,7 +79,8 @@ double ssd_scan_issue_seconds(const hardware::HardwareProfile& hw, double bytes)
                     "the profile's /gpu/sm_count and /gpu/sustained/boost_clock_MHz; this profile "
                     "lacks {}: add it with its source",
                     hw.name, hw.gpu.sm_count <= 0 ? "sm_count" : "boost_clock_MHz"));
-  return bytes / (kSsdScanBytesPerSmCycle * hw.gpu.sm_count * *clock * 1e6);
+  const double per_cycle = backward ? kSsdScanBackwardFlopsPerSmCycle : kSsdScanForwardFlopsPerSmCycle;
+  return flops / (per_cycle * hw.gpu.sm_count * *clock * 1e6);
 }
 
 double attention_executed_flops(const taskgraph::Task& task) {
@@ -226,7 +227,8 @@ double compute_seconds(const hardware::HardwareProfile& hw, const taskgraph::Tas
       break;
     }
     case ComputeKind::MemoryBound:
-      if (task.kernel == taskgraph::KernelClass::StateSpaceScan) s = std::max(s, ssd_scan_issue_seconds(hw, bytes));
+      if (task.kernel == taskgraph::KernelClass::StateSpaceScan)
+        s = std::max(s, ssd_scan_issue_seconds(hw, task.flops, task.flags & taskgraph::kBackwardPass));
       break;
   }
   return s + launch_overhead_seconds(hw);

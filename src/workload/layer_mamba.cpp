@@ -22,25 +22,28 @@
 // B and C, ddA, the cumulative-sum backward, and the convolution's backward.
 // Each SSD kernel is a KernelClass::StateSpaceScan task carrying the bytes
 // it moves and the FLOPs of its products: the cost model prices those bytes
-// at HBM's rate or at the SMs' issue rate, whichever is slower (one measured
-// forward on an H100 sets the latter: cost/compute_cost.hpp,
-// kSsdScanBytesPerSmCycle, and docs/model-sources.md).
+// at HBM's rate or those FLOPs at the SMs' issue rate, whichever is slower,
+// the gradient kernels at the backward's rate and the recomputed ones at the
+// forward's (one measured forward and backward on an H100 sets the two:
+// cost/compute_cost.hpp, kSsdScanForwardFlopsPerSmCycle, and
+// docs/model-sources.md).
 #include "internal/layer_builder.hpp"
 
 namespace ptsim::workload::internal {
 
 namespace {
 
-// One SSD kernel: its products' FLOPs, priced by its bytes (they are its
-// measure of work; see the header). Every SSD step moves fp32 states (P·N_s
-// a head and chunk) or fp32 C·Bᵀ blocks, and its products are tile-sized
-// (m, n ≤ 128, k ≤ 256): at the profiles' tensor rates their math is a
-// fraction of their bytes' time. B, C and C·Bᵀ are read once a group, the
-// heads of a group sharing them through L2 (the kernels' grids put a
-// chunk's heads side by side).
-OpSpec ssd_kernel(const std::string& name, double flops, double bytes) {
+// One SSD kernel: its products' FLOPs, which measure its work at the SMs
+// (see the header), and its bytes, which bound it at HBM. Every SSD step
+// moves fp32 states (P·N_s a head and chunk) or fp32 C·Bᵀ blocks, and its
+// products are tile-sized (m, n ≤ 128, k ≤ 256). B, C and C·Bᵀ are read
+// once a group, the heads of a group sharing them through L2 (the kernels'
+// grids put a chunk's heads side by side). A gradient kernel carries the
+// backward's flag, which prices it at the backward's rate.
+OpSpec ssd_kernel(const std::string& name, double flops, double bytes, bool gradient = false) {
   OpSpec op = memory_op(name, bytes, KernelClass::StateSpaceScan);
   op.flops = flops;
+  if (gradient) op.flags = taskgraph::kBackwardPass;
   return op;
 }
 
@@ -52,7 +55,7 @@ void LayerBuilder::mamba() {
   const double G = static_cast<double>(m_.mamba_num_groups) / t;
   const double P = static_cast<double>(m_.mamba_head_dim);
   const double Ns = static_cast<double>(m_.mamba_state_dim);
-  const double Q = static_cast<double>(model::ModelSpec::kMambaChunkSize);
+  const double Q = static_cast<double>(m_.mamba_chunk_size);
   const double inner = static_cast<double>(m_.mamba_inner()) / t;
   const double in_proj = static_cast<double>(m_.mamba_in_proj_width()) / t;
   const double conv = static_cast<double>(m_.mamba_conv_channels()) / t;
@@ -99,17 +102,17 @@ void LayerBuilder::mamba() {
       again(chunk_state),
       again(state_passing),
       // dz and the gated gradient: read dout, out_x and z; write dz and dout·silu(z).
-      ssd_kernel("mamba.ssd.bwd_dz", 0, 5 * X),
-      ssd_kernel("mamba.ssd.bwd_dstates", state_flops, BC + X + DT + S),
-      ssd_kernel("mamba.ssd.state_passing.bwd", 0, 3 * S),
-      ssd_kernel("mamba.ssd.bwd_dx", state_flops + diag_flops, 3 * X + CB + S + BC + 3 * DT),
-      ssd_kernel("mamba.ssd.bwd_db", state_flops, X + S + 3 * BC + 2 * DT),
-      ssd_kernel("mamba.ssd.bwd_dc", state_flops, X + S + 3 * BC + DT),
-      ssd_kernel("mamba.ssd.bwd_dcb", diag_flops, 2 * X + 2 * DT + CB),
-      ssd_kernel("mamba.ssd.bmm_chunk.bwd_b", cb_flops, 5 * BC + CB),
-      ssd_kernel("mamba.ssd.bmm_chunk.bwd_c", cb_flops, 5 * BC + CB),
-      ssd_kernel("mamba.ssd.bwd_ddacs", diag_flops, 2 * X + CB + 3 * DT),
-      ssd_kernel("mamba.ssd.chunk_cumsum.bwd", 0, N_ * H * 14),
+      ssd_kernel("mamba.ssd.bwd_dz", 0, 5 * X, true),
+      ssd_kernel("mamba.ssd.bwd_dstates", state_flops, BC + X + DT + S, true),
+      ssd_kernel("mamba.ssd.state_passing.bwd", 0, 3 * S, true),
+      ssd_kernel("mamba.ssd.bwd_dx", state_flops + diag_flops, 3 * X + CB + S + BC + 3 * DT, true),
+      ssd_kernel("mamba.ssd.bwd_db", state_flops, X + S + 3 * BC + 2 * DT, true),
+      ssd_kernel("mamba.ssd.bwd_dc", state_flops, X + S + 3 * BC + DT, true),
+      ssd_kernel("mamba.ssd.bwd_dcb", diag_flops, 2 * X + 2 * DT + CB, true),
+      ssd_kernel("mamba.ssd.bmm_chunk.bwd_b", cb_flops, 5 * BC + CB, true),
+      ssd_kernel("mamba.ssd.bmm_chunk.bwd_c", cb_flops, 5 * BC + CB, true),
+      ssd_kernel("mamba.ssd.bwd_ddacs", diag_flops, 2 * X + CB + 3 * DT, true),
+      ssd_kernel("mamba.ssd.chunk_cumsum.bwd", 0, N_ * H * 14, true),
       // Read x, B, C and their gradient; write the input's gradient.
       freeing(memory_op("mamba.conv1d.bwd", 6 * N_ * conv), 2 * N_ * inner),
   });

@@ -335,7 +335,7 @@ TEST_CASE("A model with Mamba-2 layers is simulated with a note that their kerne
   const auto hybrid =
       run("simulate --model " + ptsim::test::source_path("configs/models/nemotron-3-nano-30b-a3b.json") + hw);
   CHECK(hybrid.code == 0);
-  CHECK_THAT(hybrid.err, Catch::Contains("Mamba-2 layers' SSD kernels are priced at the SMs' rate measured"));
+  CHECK_THAT(hybrid.err, Catch::Contains("Mamba-2 layers' SSD kernels are priced at the SMs' rates measured"));
   const auto moe = run("simulate --model " + ptsim::test::source_path("configs/models/qwen3-30b-a3b.json") + hw +
                        " --seq-length 4096");
   CHECK(moe.code == 0);
@@ -343,15 +343,16 @@ TEST_CASE("A model with Mamba-2 layers is simulated with a note that their kerne
 }
 
 TEST_CASE("ptsim kernels says at which rate a Mamba-2 layer's SSD kernels run", "[cli]") {
-  // The H100's measured 2.8083 TB/s (1,788,870,656 bytes in 637 us of kernel
-  // time) times a GB300's SMs × clock over an H100's: 152·2070 / (132·1980)
-  // = 1.2039, 3.381 TB/s; HBM 8,000 GB/s at 0.9 = 7.20 TB/s.
+  // The H100's measured 266.4 and 146.7 FLOPs a cycle per SM (132 SMs at
+  // 1,980 MHz: 69.63 and 38.34 TFLOP/s) times a GB300's SMs × clock over an
+  // H100's, 152·2070 / (132·1980) = 1.2039: 83.8 and 46.2 TFLOP/s; HBM
+  // 8,000 GB/s at 0.9 = 7.20 TB/s.
   const auto r = run("kernels --model " + ptsim::test::source_path("configs/models/nemotron-3-nano-30b-a3b.json") +
                      " --hw " + ptsim::test::source_path("hw_profiles/gb300-nvl72.json") +
                      " --gpus 8 --ep 8 --global-batch-size 8 --seq-length 4096");
   CHECK(r.code == 0);
-  CHECK_THAT(r.out, Catch::Contains("ssd_scan: bytes at the slower of the SMs' rate, 3.38 TB/s"));
-  CHECK_THAT(r.out, Catch::Contains("and HBM's, 7.20 TB/s"));
+  CHECK_THAT(r.out, Catch::Contains("ssd_scan: FLOPs at the SMs' issue rate, 83.8 TFLOP/s forward and 46.2 backward"));
+  CHECK_THAT(r.out, Catch::Contains("or bytes at HBM's, 7.20 TB/s"));
   const auto dense = run("kernels --model " + ptsim::test::source_path("configs/models/llama3-8b.json") + " --hw " +
                          ptsim::test::source_path("hw_profiles/gb300-nvl72.json") +
                          " --gpus 8 --global-batch-size 8 --seq-length 4096");

@@ -7,8 +7,8 @@
 //               against the model count's 4; Dao 2023 §3.2); the efficiency
 //               times the profile's factor for the sequence length and mask
 //               where it has one
-//   SSD scan    its bytes at HBM's rate, or at the SMs' issue rate where that
-//               is slower (ssd_scan_issue_seconds)
+//   SSD scan    its bytes at HBM's rate, or its FLOPs at the SMs' issue rate
+//               where that is slower (ssd_scan_issue_seconds)
 //   others      bytes / (HBM · memory efficiency of its class)
 // plus the per-kernel launch overhead (already inside a calibrated GEMM
 // table's measured times). Calibrated figures, when the profile has them,
@@ -52,30 +52,54 @@ double sliding_window_equivalent_length(double window);
 double sliding_window_efficiency(const hardware::SlidingWindowAttention& table, bool backward, double window,
                                  double causal_efficiency, double shortest_length);
 
-/// Bytes of a Mamba-2 layer's SSD work (as src/workload/layer_mamba.cpp
-/// counts them) that one SM retires per clock cycle in mamba_ssm's Triton
-/// SSD kernels. These kernels are bound by their SMs' issue (the decay
-/// exponentials of each chunk's Q×Q block, small-tile products, fp32 state
-/// updates), not by HBM: TileLang's H800 benchmark (tile-ai/tilelang
-/// benchmark/mamba2 at a35008a4) times Triton's chunk_scan at 90-110 TFLOP/s,
-/// its bytes at about a third of HBM's rate, and TileOPs' NCU-backed PR #1646
-/// calls it compute-bound on those exponentials. So their rate follows the
-/// SMs (count × clock), not the HBM bandwidth, from one GPU to the next.
-/// The figure is the one measurement of the whole forward: vLLM PR #27299,
-/// one H100 (132 SMs at 1,980 MHz), 8,192 tokens of granite-4.0-h-small's
-/// mixer (128 heads of 64, one group, state 128) in chunks of 128 as
-/// Megatron's (the benchmark script's default for the original kernels,
-/// the PR's first table), 649 µs for the five forward kernels less their
-/// five launches (the H100 profile's 2.4 µs each), whose bytes
-/// layer_mamba.cpp counts at 1,788,870,656 (tests/workload/hybrid_test.cpp
-/// holds both): 10.74 bytes a cycle, an H100's 2.81 TB/s. Assumed for the
-/// backward's kernels too (none measured).
-inline constexpr double kSsdScanBytesPerSmCycle = 1788870656.0 / ((649e-6 - 5 * 2.4e-6) * 132 * 1980e6);
+/// FLOPs of a Mamba-2 layer's SSD products (as src/workload/layer_mamba.cpp
+/// counts them: the chunks' small-tile products, Bᵀ·x, C·Bᵀ, C·states and
+/// (C·Bᵀ∘L)·x, and their gradients) that one SM retires per clock cycle in
+/// mamba_ssm's Triton SSD kernels, in the forward's kernels and in the
+/// backward's. These kernels are bound by their SMs' issue (the decay
+/// exponentials of each chunk's Q×Q block, the small-tile products, fp32
+/// state updates), not by HBM: TileLang's H800 benchmark (tile-ai/tilelang
+/// benchmark/mamba2 at a35008a4) times Triton's chunk_scan with its bytes at
+/// about a third of HBM's rate, and TileOPs' NCU-backed PR #1646 calls it
+/// bound by those exponentials; so their rate follows the SMs (count ×
+/// clock) from one GPU to the next, not the HBM bandwidth. Their work
+/// follows their FLOPs, not their bytes: over the four measured
+/// configurations below the forward's rate per FLOP spans 227-305 a cycle
+/// where its rate per counted byte spans 4.3-11.6 (heads per group and
+/// chunk length move the bytes, not the work).
+///
+/// Measured: the function Megatron-Core's MambaMixer trains with,
+/// mamba_ssm's mamba_split_conv1d_scan_combined, timed forward and forward
+/// plus backward on an H100 (132 SMs at 1,980 MHz) in bf16 by NX-AI's
+/// mlstm_kernels benchmark for the TFLA paper (arXiv 2503.14376; results
+/// notebooks/plots_mlstm_kernel_benchmark_tfla_paper/
+/// mlstm_tfla_paper_consttoken_benchmark_results_rerun.p, commit 0172609,
+/// configuration scripts/run_training_kernel_benchmarks.py
+/// consttoken_benchmark_mamba): 65,536 tokens (8 × 8,192), 128 heads of 64,
+/// one group, state 64, chunks of 256: 7.074272 ms forward, 44.375969 ms
+/// forward and backward. Forward: its FLOPs, 414.46 G, over its time less
+/// the convolution and the zero-FLOP kernels at the H100 profile's HBM rate
+/// (3.35 TB/s at 0.9: 1.1075 ms) and six launches of 2.4 µs: 266.4 a cycle
+/// (69.6 TFLOP/s). Backward (37.301697 ms): less the benchmark's own
+/// kernels at HBM's rate (its loss, sum(out), reads the output, whose
+/// broadcast gradient mamba_ssm makes contiguous; the fp32 input's
+/// gradient is cast from bf16: 2.8825 ms), the convolution's recompute and
+/// backward and the zero-FLOP kernels (4.5463 ms), the recomputed C·Bᵀ and
+/// states at the forward's rate (1.0178 ms) and 24 launches: its 1,103.81
+/// G FLOPs at 146.7 a cycle (38.3 TFLOP/s). tests/workload/hybrid_test.cpp
+/// holds ptsim to both times. Checks in the same run: 64 heads, forward
+/// 2% and backward 24% slower than these rates; mamba_chunk_scan_combined
+/// alone with a group a head, 12% and 6% slower; vLLM PR #27299's forward
+/// of its own copy of the kernels (granite-4.0-h-small's mixer, 8,192
+/// tokens, 649 µs) 43% faster.
+inline constexpr double kSsdScanForwardFlopsPerSmCycle = 266.4;
+inline constexpr double kSsdScanBackwardFlopsPerSmCycle = 146.7;
 
-/// Seconds the SMs take to issue an SSD kernel of `bytes` (see above), at
-/// the profile's SM count and boost clock (these kernels draw far less
-/// power than a GEMM, so no power-limit derate).
-double ssd_scan_issue_seconds(const hardware::HardwareProfile& hw, double bytes);
+/// Seconds the SMs take to issue an SSD kernel of `flops` (see above), a
+/// backward kernel's at the backward's rate, at the profile's SM count and
+/// boost clock (these kernels draw far less power than a GEMM, so no
+/// power-limit derate).
+double ssd_scan_issue_seconds(const hardware::HardwareProfile& hw, double flops, bool backward);
 
 /// The bytes a second a kernel of `kernel`'s class moving `bytes` reaches
 /// through HBM under `load`: the profile's bandwidth at the class's memory

@@ -152,10 +152,13 @@ struct ModelSpec {
   std::int64_t mamba_head_dim = 64;
   std::int64_t mamba_state_dim = 128;
   std::int64_t mamba_num_groups = 8;
-  /// MambaMixer's fixed depthwise convolution width (d_conv) and the SSD
-  /// kernels' chunk length (chunk_size), neither a TransformerConfig field.
+  /// The SSD kernels' chunk length: 128 in Megatron-Core (MambaMixer's
+  /// chunk_size, not a TransformerConfig field, so no launch flag sets it);
+  /// mamba_ssm's own Mamba2 module and Hugging Face's default to 256.
+  std::int64_t mamba_chunk_size = 128;
+  /// MambaMixer's fixed depthwise convolution width (d_conv), not a
+  /// TransformerConfig field.
   static constexpr std::int64_t kMambaConvWidth = 4;
-  static constexpr std::int64_t kMambaChunkSize = 128;
   bool is_hybrid() const { return !hybrid_layer_pattern.empty(); }
   char layer_symbol(std::int64_t l) const { return hybrid_layer_pattern[static_cast<std::size_t>(l)]; }
   bool is_mamba_layer(std::int64_t l) const { return is_hybrid() && layer_symbol(l) == 'M'; }
