@@ -325,17 +325,12 @@ double mixer_seconds(double heads, double groups, double state, double chunk, st
   return total;
 }
 
-// Whether `s` has `part` at `at` (0: starts with it).
-bool starts_with(const std::string& s, const std::string& part, std::size_t at = 0) {
-  return s.compare(at, part.size(), part) == 0;
-}
-
 // What mamba_ssm's mamba_split_conv1d_scan_combined runs: the convolution
 // and the SSD kernels, forward, and in the backward their recomputation,
 // the gradient kernels and the convolution's backward.
-bool fused_forward(const std::string& n) { return n == "fwd.mamba.conv1d" || starts_with(n, "fwd.mamba.ssd."); }
+bool fused_forward(const std::string& n) { return n == "fwd.mamba.conv1d" || n.starts_with("fwd.mamba.ssd."); }
 bool fused_backward(const std::string& n) {
-  return starts_with(n, "bwd.mamba.conv1d") || starts_with(n, "bwd.mamba.ssd.");
+  return n.starts_with("bwd.mamba.conv1d") || n.starts_with("bwd.mamba.ssd.");
 }
 
 }  // namespace
@@ -377,13 +372,10 @@ TEST_CASE("The SSD kernels on an H100 are priced at the times measured for mamba
   // mamba_chunk_scan_combined alone (no convolution, no gate, so no dz
   // kernel), 64 heads, a group a head: 5.781984 ms and 34.724510 ms, its
   // fp32 x, dt, B and C cast (six launches with the loss and the copy).
-  const auto ssd_only = [](const std::string& n) {
-    return starts_with(n, "mamba.ssd.", 4) && n != "bwd.mamba.ssd.bwd_dz";
-  };
-  const double ssd_forward = mixer_seconds(64, 64, 64, 256, 8192, 8,
-                                           [&](const std::string& n) { return starts_with(n, "fwd.") && ssd_only(n); });
-  const double ssd_backward = mixer_seconds(64, 64, 64, 256, 8192, 8, [&](const std::string& n) {
-    return starts_with(n, "bwd.") && ssd_only(n);
+  const double ssd_forward =
+      mixer_seconds(64, 64, 64, 256, 8192, 8, [](const std::string& n) { return n.starts_with("fwd.mamba.ssd."); });
+  const double ssd_backward = mixer_seconds(64, 64, 64, 256, 8192, 8, [](const std::string& n) {
+    return n.starts_with("bwd.mamba.ssd.") && n != "bwd.mamba.ssd.bwd_dz";
   });
   const double inputs = 65536.0 * (64 * 64 + 2 * 64 * 64 + 64);
   const double ssd_harness = (2 * 2.0 * 65536 * 64 * 64 + 6 * inputs) / (3.35e12 * 0.9) + 6 * 2.4e-6;
@@ -400,6 +392,6 @@ TEST_CASE("vLLM's own copy of the SSD forward kernels runs faster than mamba_ssm
   // which take 1.43 times as long on these shapes: vLLM's are an inference
   // copy of them, tuned since.
   const double ssd =
-      mixer_seconds(128, 1, 128, 128, 8192, 1, [](const std::string& n) { return starts_with(n, "fwd.mamba.ssd."); });
+      mixer_seconds(128, 1, 128, 128, 8192, 1, [](const std::string& n) { return n.starts_with("fwd.mamba.ssd."); });
   CHECK(ssd / (8192 / 1.262327e7) == Approx(1.43).margin(0.02));
 }
