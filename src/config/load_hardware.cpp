@@ -310,25 +310,27 @@ hardware::GpuSpec parse_gpu(ObjectReader in) {
   return gpu;
 }
 
-// A measured exchange table: ranks ascending from 2, one rate of each
-// direction a rank count.
-hardware::ExpertExchangeTable parse_expert_exchange(ObjectReader in) {
+// A measured exchange table: member counts (the key `counts_key`: EP
+// ranks of one NVLink domain, or NVLink domains) ascending from 2, one rate
+// of each direction a count.
+hardware::ExpertExchangeTable parse_expert_exchange(ObjectReader in, const char* counts_key, const char* counted) {
   hardware::ExpertExchangeTable t;
   t.sms = static_cast<int>(in.integer("sms", 1, 1024));
-  t.ranks = in.numbers("ranks", 2, 1 << 20, "the EP ranks exchanging inside one NVLink domain");
-  for (std::size_t i = 1; i < t.ranks.size(); ++i)
-    if (!(t.ranks[i] > t.ranks[i - 1])) in.fail("ranks", "must be in ascending order, each rank count once");
+  t.members = in.numbers(counts_key, 2, 1 << 20, counted);
+  for (std::size_t i = 1; i < t.members.size(); ++i)
+    if (!(t.members[i] > t.members[i - 1])) in.fail(counts_key, "must be in ascending order, each count once");
   const auto rates = [&](const char* key) {
-    std::vector<double> r = in.numbers(key, 1e-3, 1e6, "GB/s of algorithm bandwidth, one per rank count");
-    if (r.size() != t.ranks.size())
-      in.fail(key,
-              fmt::format("has {} values for {} rank counts; give one per entry of ranks", r.size(), t.ranks.size()));
+    std::vector<double> r =
+        in.numbers(key, 1e-3, 1e6, fmt::format("GB/s of algorithm bandwidth, one per entry of {}", counts_key));
+    if (r.size() != t.members.size())
+      in.fail(key, fmt::format("has {} values for {} entries of {}; give one per entry", r.size(), t.members.size(),
+                               counts_key));
     for (double& v : r) v *= units::kGB;
     return r;
   };
   t.dispatch_bytes_per_s = rates("dispatch_GBps");
   t.combine_bytes_per_s = rates("combine_GBps");
-  in.reject_unknown_keys("accepted keys: sms, ranks, dispatch_GBps, combine_GBps");
+  in.reject_unknown_keys(fmt::format("accepted keys: sms, {}, dispatch_GBps, combine_GBps", counts_key));
   return t;
 }
 
@@ -343,8 +345,9 @@ hardware::NvlinkSpec parse_nvlink(ObjectReader in) {
     if (!n.nvls_efficiency) in.fail("nvls_latency_us", "needs nvls_efficiency: a profile without it has no NVLS");
     n.nvls_latency_s = *us * 1e-6;
   }
-  if (in.has("hybridep")) n.hybridep = parse_expert_exchange(in.object("hybridep"));
-  if (in.has("deepep")) n.deepep = parse_expert_exchange(in.object("deepep"));
+  constexpr const char* kRanks = "the EP ranks exchanging inside one NVLink domain";
+  if (in.has("hybridep")) n.hybridep = parse_expert_exchange(in.object("hybridep"), "ranks", kRanks);
+  if (in.has("deepep")) n.deepep = parse_expert_exchange(in.object("deepep"), "ranks", kRanks);
   in.reject_unknown_keys(
       "accepted keys: domain_gpus, bandwidth_GBps, latency_us, efficiency, nvls_efficiency, nvls_latency_us, "
       "hybridep, deepep");
@@ -357,7 +360,10 @@ hardware::NicSpec parse_nic(ObjectReader in) {
   n.bandwidth_bytes_per_s = in.number("bandwidth_GBps", 1e-3, 1e6) * units::kGB;
   n.latency_s = in.number("latency_us", 0.0, 1e6) * 1e-6;
   n.efficiency = in.number("efficiency", 0.01, 1.0);
-  in.reject_unknown_keys("accepted keys: per_gpu, bandwidth_GBps, latency_us, efficiency");
+  if (in.has("hybridep"))
+    n.hybridep = parse_expert_exchange(in.object("hybridep"), "domains",
+                                       "the NVLink domains exchanging, each with the EP ranks of its NVLink domain");
+  in.reject_unknown_keys("accepted keys: per_gpu, bandwidth_GBps, latency_us, efficiency, hybridep");
   return n;
 }
 

@@ -222,13 +222,17 @@ class Planner {
 
   // expert_dispatch_plan's exchange: NVLink traffic per member and network
   // traffic per member (see collective_algorithms.hpp).
-  TransferPlan dispatch(double nvlink_per_rank, double network_per_rank, double nvlink_cap) const {
+  // A cap of 0 leaves a part at its links' rate.
+  TransferPlan dispatch(double nvlink_per_rank, double network_per_rank, double nvlink_cap, double network_cap) const {
     TransferPlan plan{Algorithm::Direct, Protocol::Simple, {}, 0};
     PhaseSpec phase;
     if (nvlink_per_rank > 0) phase.flows = domain_ring_flows(l_, nvlink_per_rank, c_);
     for (FlowSpec& f : phase.flows) f.max_rate = nvlink_cap;
     if (network_per_rank > 0)
-      for (auto& f : cross_domain_flows(l_, network_per_rank, c_)) phase.flows.push_back(f);
+      for (auto& f : cross_domain_flows(l_, network_per_rank, c_)) {
+        f.max_rate = network_cap;
+        phase.flows.push_back(f);
+      }
     const bool nvlink = l_.d() == 1;
     phase.latency =
         Time::from_seconds(steps_latency(Algorithm::Direct, Protocol::Simple, nvlink ? 1 : 0, nvlink ? 0 : 1));
@@ -330,9 +334,13 @@ TransferPlan expert_dispatch_plan(std::uint64_t bytes, int topk, int experts, st
   const double network = s * p_domain * (d - 1);
   const Planner p(l, cluster, latency, s);
   const auto& nvl = cluster.profile().nvlink;
-  const auto& measured = library == taskgraph::ExchangeLibrary::HybridEP ? nvl.hybridep : nvl.deepep;
-  const double cap = measured && l.k > 1 ? nvlink_cap_of_exchange(*measured, k, combine) : 0;
-  TransferPlan plan = p.dispatch(nvlink, network, cap);
+  const bool hybridep = library == taskgraph::ExchangeLibrary::HybridEP;
+  const auto& measured = hybridep ? nvl.hybridep : nvl.deepep;
+  const double nvlink_cap = measured && l.k > 1 ? nvlink_cap_of_exchange(*measured, k, combine) : 0;
+  // Across domains only HybridEP's exchange is measured (network.nic.hybridep).
+  const auto& across = cluster.profile().nic.hybridep;
+  const double network_cap = hybridep && across && l.d() > 1 ? network_cap_of_exchange(*across, d, combine) : 0;
+  TransferPlan plan = p.dispatch(nvlink, network, nvlink_cap, network_cap);
   plan.estimated_s = plan_seconds(plan, cluster);
   return plan;
 }

@@ -6,14 +6,30 @@
 
 namespace ptsim::cost {
 
-double measured_exchange_rate(const hardware::ExpertExchangeTable& table, double ranks, bool combine) {
-  PTSIM_ASSERT(!table.ranks.empty(), "an exchange table holds at least one rank count");
-  return internal::interpolate(table.ranks, combine ? table.combine_bytes_per_s : table.dispatch_bytes_per_s, ranks);
+namespace {
+
+// A measurement that counts every member's share, the member's own too, as
+// a rate for the shares of the other members − 1.
+double rate_for_the_others(const hardware::ExpertExchangeTable& table, double members, bool combine) {
+  return measured_exchange_rate(table, members, combine) * (members - 1) / members;
+}
+
+}  // namespace
+
+double measured_exchange_rate(const hardware::ExpertExchangeTable& table, double members, bool combine) {
+  PTSIM_ASSERT(!table.members.empty(), "an exchange table holds at least one member count");
+  return internal::interpolate(table.members, combine ? table.combine_bytes_per_s : table.dispatch_bytes_per_s,
+                               members);
 }
 
 double nvlink_cap_of_exchange(const hardware::ExpertExchangeTable& table, double ranks, bool combine) {
   PTSIM_ASSERT(ranks >= 2, "an exchange over NVLink has at least two members in the domain");
-  return measured_exchange_rate(table, ranks, combine) * (ranks - 1) / ranks;
+  return rate_for_the_others(table, ranks, combine);
+}
+
+double network_cap_of_exchange(const hardware::ExpertExchangeTable& table, double domains, bool combine) {
+  PTSIM_ASSERT(domains >= 2, "an exchange across the network spans at least two NVLink domains");
+  return rate_for_the_others(table, domains, combine);
 }
 
 }  // namespace ptsim::cost

@@ -152,7 +152,25 @@ TEST_CASE("Profiles are rejected when a figure has no source or a key is wrong",
     j["network"]["nvlink"]["hybridep"]["ranks"] = {8, 16};
     j["network"]["nvlink"]["hybridep"]["combine_GBps"] = {680};
     CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("/network/nvlink/hybridep/combine_GBps") &&
-                                                                Catch::Contains("has 1 values for 2 rank counts"));
+                                                                Catch::Contains("has 1 values for 2 entries of ranks"));
+  }
+  SECTION("a HybridEP table across domains counts domains, not ranks") {
+    j["network"]["nic"]["hybridep"] = {{"sms", 8},
+                                       {"domains", {2, 4, 8}},
+                                       {"dispatch_GBps", {76.8, 54.5, 50.55}},
+                                       {"combine_GBps", {68, 56.4, 51.03}}};
+    for (const char* key : {"sms", "domains", "dispatch_GBps", "combine_GBps"})
+      j["sources"][std::string("/network/nic/hybridep/") + key] = "x";
+    const auto hw = config::parse_hardware(j, "hw.json");
+    REQUIRE(hw.nic.hybridep);
+    CHECK(hw.nic.hybridep->members == std::vector<double>{2, 4, 8});
+    CHECK(hw.nic.hybridep->dispatch_bytes_per_s[0] == Approx(76.8e9));
+    j["network"]["nic"]["hybridep"]["ranks"] = {16, 32, 64};
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"),
+                      Catch::Contains("/network/nic/hybridep") && Catch::Contains("accepted keys: sms, domains"));
+    j["network"]["nic"]["hybridep"].erase("ranks");
+    j["network"]["nic"]["hybridep"]["domains"] = {1, 2, 4};
+    CHECK_THROWS_WITH(config::parse_hardware(j, "hw.json"), Catch::Contains("/network/nic/hybridep/domains"));
   }
   SECTION("pods without a level above them") {
     j["network"]["fabric"]["levels"] = 2;

@@ -24,7 +24,7 @@ inline hardware::HardwareProfile toy_hardware(int gpus_per_node) {
   hw.gpu.memory_efficiency = 1;
   hw.gpus_per_node = gpus_per_node;
   hw.nvlink = {std::int64_t{gpus_per_node}, 1e9, 0, 1, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
-  hw.nic = {1, 1e9, 0, 1};
+  hw.nic = {1, 1e9, 0, 1, std::nullopt};
   return hw;
 }
 

@@ -11,7 +11,7 @@ hardware::HardwareProfile dgx_pods() {
   hardware::HardwareProfile hw;
   hw.gpus_per_node = 8;
   hw.nvlink = {8, 450e9, 0, 0.8, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
-  hw.nic = {1, 50e9, 0, 0.9};
+  hw.nic = {1, 50e9, 0, 0.9, std::nullopt};
   hw.fabric.levels = 3;
   hw.fabric.leaf_nodes = 2;
   hw.fabric.pod_gpus = 32;

@@ -212,14 +212,18 @@ struct FitRecord {
   double median_abs_error_after_pct = 0, max_abs_error_after_pct = 0;
 };
 
-/// An expert-parallel exchange library's token exchange inside one NVLink
-/// domain as measured: algorithm bandwidth (the bytes of the tokens a rank
-/// receives, one copy a token, its own included, over the kernel's time) by
-/// the number of ranks exchanging, with `sms` SMs each way; interpolated in
-/// ranks and held at the table's ends (cost/expert_exchange.cpp).
+/// An expert-parallel exchange library's token exchange as measured, with
+/// `sms` SMs each way: algorithm bandwidth by the number of members
+/// exchanging, interpolated in that number and held at the table's ends
+/// (cost/expert_exchange.cpp). Inside one NVLink domain the members are EP
+/// ranks and the bytes those of the tokens a rank receives, one copy a token,
+/// its own included; across NVLink domains the members are the domains and
+/// the bytes those of the tokens a rank sends to each domain holding one of
+/// their experts, one copy a domain, its own included (DeepEP's convention,
+/// which HybridEP's tests keep), over the kernel's time.
 struct ExpertExchangeTable {
   int sms = 0;
-  std::vector<double> ranks;  // ascending
+  std::vector<double> members;  // ascending: ranks of one domain, or domains
   std::vector<double> dispatch_bytes_per_s;
   std::vector<double> combine_bytes_per_s;
 };
@@ -246,6 +250,9 @@ struct NicSpec {
   double bandwidth_bytes_per_s = 0;  // per NIC, per direction
   double latency_s = 0;              // per inter-node algorithm step
   double efficiency = 0;             // NCCL bus bandwidth / line rate
+  // HybridEP's exchange across NVLink domains, where measured; without it a
+  // flex exchange's network part moves at the NICs' rate.
+  std::optional<ExpertExchangeTable> hybridep;
   double gpu_bandwidth_bytes_per_s() const { return per_gpu * bandwidth_bytes_per_s; }
 };
 
