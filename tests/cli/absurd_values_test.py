@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every number of a model file (ours and a Hugging Face config.json), a hardware profile, a strategy file and a measurement file, set in turn to an absurd value
-(0, -1, 0.5, 1e300, 1e-300, 2^40, 2^63; calibration and attention tables: the first two entries of each list), must give either a finite simulation or an
-error that names the field: exit 0 with every output number finite and a positive step
+(0, -1, 0.5, 1e300, 1e-300, 2^40, 2^63; calibration, attention and expert-exchange tables: the first two entries of each
+list), must give either a finite simulation or an error that names the field: exit 0 with every output number finite and a positive step
 time, or exit 2 with a message holding the field's key (or exit 3 for a simulated time
 beyond the clock's range). Never another exit code, a signal, a hang or a NaN.
 
@@ -81,10 +81,11 @@ def main():
     strategy = ["--gpus", "16", "--tp", "2", "--pp", "2", "--global-batch-size", "8"]
     hf = json.load(open(os.path.join(ROOT, "fuzz/corpus/fuzz_hf_config/llama3-8b.json")))
     cases = [("model", None, p) for p in numeric_leaves(model)] + [("hf", None, p) for p in numeric_leaves(hf)]
-    # Calibration and attention tables (by length, by head shape): their
-    # first two entries of each list stand for the rest.
+    # Calibration, attention (by length, by head shape) and expert-exchange
+    # tables: their first two entries of each list stand for the rest.
     def sampled(p):
-        in_table = ("by_sequence" in p or "by_head_dim" in p) and isinstance(p[-1], int)
+        tables = ("by_sequence", "by_head_dim", "hybridep", "deepep")
+        in_table = any(t in p for t in tables) and isinstance(p[-1], int)
         return not in_table or p[-1] in (0, 1)
     for name, hw in profiles.items():
         cases += [("hw", name, p) for p in numeric_leaves(hw)
