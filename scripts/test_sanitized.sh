@@ -4,7 +4,7 @@
 # there is already instrumented with both, so one build serves the sanitized
 # suite and the fuzzers, and CI compiles ptsim twice instead of three times.
 # Arguments go to ctest, e.g.
-#   scripts/test_sanitized.sh -LE "reading|sweep"   # CI: less the long readings and the sweep
+#   scripts/test_sanitized.sh -LE "reading|sweep|determinism"   # CI: less the long readings, the sweep and the determinism check
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fuzz.sh --with-tests --build-only
