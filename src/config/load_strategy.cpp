@@ -117,7 +117,8 @@ const std::vector<StrategyField> kFields = {
     {"moe_flex_dispatcher_backend", "moe_flex_dispatcher_backend", "", &S::moe_flex_dispatcher_backend, 1, 1,
      {"deepep", "hybridep"}, "NAME",
      "with --moe-token-dispatcher-type flex: deepep (default) | hybridep; both exchange tokens as flex says, "
-     "each at the profile's measured rate where it has one (network.nvlink.deepep, network.nvlink.hybridep)"},
+     "each at the profile's measured rate where it has one (network.nvlink.deepep, network.nvlink.hybridep; "
+     "hybridep across nodes network.nic.hybridep)"},
     {"overlap_moe_expert_parallel_comm", "overlap_moe_expert_parallel_comm", "",
      &S::overlap_moe_expert_parallel_comm, 1, 1, {}, "",
      "MoE with --ep > 1: Megatron-Core's combined 1F1B, one more warm-up forward and every steady-state forward run "
