@@ -21,21 +21,9 @@ exceeds the bound (a drift guard).
   scripts/megatron_bridge_dense_reading.py
   scripts/megatron_bridge_dense_reading.py --rows
 """
-import os
 import sys
 
-from reading_common import run_transcribed_reading
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RUNS = os.path.join(ROOT, "validation", "megatron-bridge", "dense.json")
-STACK = os.path.join(ROOT, "configs", "stacks", "megatron-core.json")
-
-
-def gpu_of(row):
-    """The GPU a row runs on: its profile's name."""
-    return row["hw"]
-
+from reading_common import run_megatron_core_reading_by_gpu
 
 if __name__ == "__main__":
-    sys.exit(run_transcribed_reading(__doc__.split("\n\n")[0], ROOT, RUNS, "ptsim-megatron-bridge-readings/1", STACK,
-                                     "megatron_bridge_dense_reading", gpu_of))
+    sys.exit(run_megatron_core_reading_by_gpu(__doc__, "validation/megatron-bridge/dense.json", "megatron_bridge_dense_reading"))

@@ -128,3 +128,13 @@ def run_transcribed_reading(description, root, runs, schema, stack, script, grou
     print(summary("all", errors))
     enforce_median_bound(errors, args.max_median_error, "all rows'", script)
     return 0
+
+
+def run_megatron_core_reading_by_gpu(doc, runs_relative, script):
+    """A transcribed reading of Megatron-Core runs (the rows file `runs_relative`, from the repository root, in
+    the schema ptsim-megatron-bridge-readings/1) under configs/stacks/megatron-core.json, grouped by the GPU
+    profile each row runs on. `doc`: the script's docstring, whose first paragraph describes it."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    stack = os.path.join(root, "configs", "stacks", "megatron-core.json")
+    return run_transcribed_reading(doc.split("\n\n")[0], root, os.path.join(root, runs_relative),
+                                   "ptsim-megatron-bridge-readings/1", stack, script, lambda row: row["hw"])
