@@ -4,11 +4,10 @@
 NeMo's performance summary for its 24.07 container (NVIDIA/NeMo
 docs/source/performance/performance_summary.md at tag v2.0.0) publishes the
 FP8 pre-training throughput of GPT-3, Llama 2, Llama 3 and Nemotron models on
-8 to 512 H100s with their layout. The rows whose models ptsim ships (GPT-3
-175B on 128 and 512 GPUs, Llama 2 7B and 70B, Llama 3 8B and 70B) are
-transcribed in validation/nemo/h100-24.07.json with the ptsim flags that
-express them: the table's layout, and what it leaves out read from
-NeMo-Framework-Launcher's training configurations at tag 24.07. This script
+8 to 512 H100s with their layout. Its twelve rows are transcribed in
+validation/nemo/h100-24.07.json with the ptsim flags that express them: the
+table's layout, and what it leaves out read from NeMo-Framework-Launcher at
+tag 24.07 (its training configurations and H100 FP8 example scripts). This script
 simulates every row under configs/stacks/megatron-core.json and prints the
 median |error|, the signed median and the worst. Nothing here is fitted: the
 rows check, they never calibrate.

@@ -227,6 +227,18 @@ const std::vector<StrategyField> kFields = {
      "with Muon at tp or expert_tp > 1: how a weight split over those ranks is orthogonalized, duplicated (default, "
      "Megatron-Core's: each shard all-gathered in fp32, every rank iterating on the whole weight) | blockwise (each "
      "rank's shard on its own, Megatron-Bridge's recipes)"},
+    {"precision_aware_optimizer", "use_precision_aware_optimizer", "", &S::precision_aware_optimizer, 1, 1, {}, "",
+     "with --use-distributed-optimizer and AdamW: Megatron-Core's precision-aware optimizer (Transformer Engine's "
+     "FusedAdam), which keeps the optimizer's shards narrower than 12 bytes a parameter: the master weight by "
+     "--main-params-dtype, the moments by --exp-avg-dtype and --exp-avg-sq-dtype; an fp32 master weight of a bf16 "
+     "parameter is kept as the 16 bits the parameter lacks (store_param_remainders, 2 bytes) where Transformer "
+     "Engine holds it (an fp16 one, or no FP8 recipe but delayed scaling), else whole by Megatron-Core (4)"},
+    {"main_params_dtype", "main_params_dtype", "", &S::main_params_dtype, 1, 1, {"fp32", "fp16"}, "DTYPE",
+     "with --use-precision-aware-optimizer: the master weights' dtype, fp32 (default) | fp16"},
+    {"exp_avg_dtype", "exp_avg_dtype", "", &S::exp_avg_dtype, 1, 1, {"fp32", "fp16", "bf16", "fp8"}, "DTYPE",
+     "with --use-precision-aware-optimizer: AdamW's first moment as stored, fp32 (default) | fp16 | bf16 | fp8"},
+    {"exp_avg_sq_dtype", "exp_avg_sq_dtype", "", &S::exp_avg_sq_dtype, 1, 1, {"fp32", "fp16", "bf16", "fp8"}, "DTYPE",
+     "with --use-precision-aware-optimizer: AdamW's second moment as stored, fp32 (default) | fp16 | bf16 | fp8"},
     {"reshard_after_forward", "reshard_after_forward", "", &S::reshard_after_forward, 1, 1,
      {"default", "always", "never"}, "POLICY",
      "with --fsdp: free a block's gathered parameters after its forward and gather them again for its backward "

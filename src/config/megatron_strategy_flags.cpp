@@ -44,6 +44,10 @@ constexpr std::array kSameStrategyKey = {"--tensor-model-parallel-size",
                                          "--fp8-param-gather",
                                          "--fp4-param-gather",
                                          "--grad-reduce-in-bf16",
+                                         "--use-precision-aware-optimizer",
+                                         "--main-params-dtype",
+                                         "--exp-avg-dtype",
+                                         "--exp-avg-sq-dtype",
                                          "--tp-comm-overlap",
                                          "--cross-entropy-loss-fusion",
                                          "--te-precision-config-file",
@@ -107,7 +111,8 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
     } else if (key == "pipeline_model_parallel_layout" || key == "moe_token_dispatcher_type" ||
                key == "moe_flex_dispatcher_backend" || key == "data_parallel_sharding_strategy" ||
                key == "outer_dp_sharding_strategy" || key.starts_with("megatron_fsdp_") ||
-               key == "te_precision_config_file") {
+               key == "te_precision_config_file" || key == "main_params_dtype" || key == "exp_avg_dtype" ||
+               key == "exp_avg_sq_dtype") {
       strategy[key] = g.values.at(0);
     } else if (key == "moe_expert_capacity_factor") {
       strategy[key] = number_of(g);

@@ -441,6 +441,47 @@ void check_optimizer(const Checker& check, strategy::ParallelConfig& c, const St
                     "use --optimizer muon --use-distributed-optimizer, or drop --overlap-param-gather");
 }
 
+// Megatron-Core's precision-aware optimizer (megatron/core/optimizer/__init__.py
+// and optimizer_config.py at d98e8a64dd): Transformer Engine's FusedAdam keeps
+// the moments in exp_avg_dtype and exp_avg_sq_dtype; it holds the master
+// weights itself (master_weight_dtype = main_params_dtype) when they are fp16,
+// or the run has no FP8 recipe but delayed scaling
+// (use_precision_aware_optimizer_no_fp8_or_ds_fp8), and then keeps an fp32
+// master weight of a bf16 parameter as the 16 bits the parameter lacks
+// (store_param_remainders, true by default); otherwise Megatron-Core keeps the
+// fp32 master weight whole. Only with the distributed optimizer ("only
+// supported with distributed optimizer").
+void check_precision_aware_optimizer(const Checker& check, strategy::ParallelConfig& c, const StrategyInput& s) {
+  const bool on = s.precision_aware_optimizer.value_or(false);
+  if (!on) {
+    for (const auto& [field, given] :
+         {std::pair{"main_params_dtype", s.main_params_dtype}, std::pair{"exp_avg_dtype", s.exp_avg_dtype},
+          std::pair{"exp_avg_sq_dtype", s.exp_avg_sq_dtype}})
+      if (given)
+        check.fail(field, *given,
+                   "sets a dtype of Megatron-Core's precision-aware optimizer, which this run does not use",
+                   "add --use-precision-aware-optimizer, or drop it");
+    return;
+  }
+  if (c.optimizer != strategy::Optimizer::Adam)
+    check.fail_flag("precision_aware_optimizer",
+                    "is Transformer Engine's FusedAdam: it keeps AdamW's states, not Muon's",
+                    "use --optimizer adam, or drop --use-precision-aware-optimizer");
+  if (c.zero_stage != 1 || c.megatron_fsdp || c.fsdp())
+    check.fail_flag("precision_aware_optimizer",
+                    "is supported with Megatron-Core's distributed optimizer only (\"only supported with distributed "
+                    "optimizer\"); its shards under Megatron-FSDP and PyTorch FSDP are not modelled",
+                    "add --use-distributed-optimizer (and no --zero 2|3, --fsdp or --use-megatron-fsdp), or drop it");
+  const auto moment_bytes = [](const std::string& dtype) { return dtype == "fp32" ? 4 : dtype == "fp8" ? 1 : 2; };
+  const bool fp32_master = s.main_params_dtype.value_or("fp32") == "fp32";
+  const bool te_holds_master =
+      !fp32_master || c.precision != Dtype::Fp8 || c.fp8_recipe == strategy::Fp8Recipe::Delayed;
+  const bool remainders = fp32_master && te_holds_master && c.precision != Dtype::Fp16;
+  c.adam_master_weight_bytes = fp32_master && !remainders ? 4 : 2;
+  c.adam_exp_avg_bytes = moment_bytes(s.exp_avg_dtype.value_or("fp32"));
+  c.adam_exp_avg_sq_bytes = moment_bytes(s.exp_avg_sq_dtype.value_or("fp32"));
+}
+
 // torchtitan's low precision: torchao's Float8Linear (torchao eab345c, the
 // commit of torchtitan's December 2024 benchmark) in every block linear,
 // the output layer left in bf16 (torchtitan/float8.py at 9dec370,
@@ -940,6 +981,7 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   check_memory_options(check, c, s);
   check_hsdp(check, m, c, s);
   check_optimizer(check, c, s);
+  check_precision_aware_optimizer(check, c, s);
   check_optimizer_instances(check, m, c, s);
   check_recompute_modules(check, m, c, s);
   check_moe_overlap(check, m, c, s);

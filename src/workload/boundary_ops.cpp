@@ -260,8 +260,9 @@ BlockOps last_stage_ops(const model::ModelSpec& m, const MicroShape& shape) {
   return ops;
 }
 
-OpSpec optimizer_step_op(std::int64_t parameters, int gradient_bytes, int weight_bytes) {
-  return memory_op("optimizer.adam", (24.0 + gradient_bytes + weight_bytes) * static_cast<double>(parameters),
+OpSpec optimizer_step_op(std::int64_t parameters, int gradient_bytes, int weight_bytes, int state_bytes) {
+  return memory_op("optimizer.adam",
+                   (2.0 * state_bytes + gradient_bytes + weight_bytes) * static_cast<double>(parameters),
                    taskgraph::KernelClass::Optimizer);
 }
 

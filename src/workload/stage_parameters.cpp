@@ -250,15 +250,16 @@ std::int64_t output_parameters_per_rank(const model::ModelSpec& m, std::int64_t 
 }
 
 StaticMemory static_memory(std::int64_t parameters, int zero_stage, std::int64_t group, int gradient_bytes,
-                           bool fp32_shards, std::int64_t optimizer_group) {
+                           bool fp32_shards, std::int64_t optimizer_group, int state_bytes) {
   const auto p = static_cast<std::uint64_t>(parameters);
   const auto shard = static_cast<std::uint64_t>(ceil_div(parameters, group));
   const auto optimizer_shard =
       static_cast<std::uint64_t>(ceil_div(parameters, optimizer_group > 0 ? optimizer_group : group));
   if (fp32_shards) return {parameters, 0, 4 * shard, 12 * optimizer_shard};  // the master weight is the parameter
   const auto g = static_cast<std::uint64_t>(gradient_bytes);
+  const auto state = static_cast<std::uint64_t>(state_bytes);
   return {parameters, 2 * (zero_stage >= 3 ? shard : p), g * (zero_stage >= 2 ? shard : p),
-          12 * (zero_stage >= 1 ? optimizer_shard : p)};
+          state * (zero_stage >= 1 ? optimizer_shard : p)};
 }
 
 }  // namespace ptsim::workload

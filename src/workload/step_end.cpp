@@ -215,10 +215,11 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
     emit_step_end_ops(out, fmt::format("optimizer.grad_clip.{}", updated),
                       {memory_op("optimizer.grad_clip", 8 * shard_parameters, taskgraph::KernelClass::Optimizer)});
   }
-  const OpSpec step = c.foreach_optimizer ? memory_op("optimizer.adamw_foreach", 84 * shard_parameters,
-                                                      taskgraph::KernelClass::Optimizer)
-                      : c.fsdp()          ? optimizer_step_op(updated, 4, 0)
-                                          : optimizer_step_op(updated, c.gradient_bytes(), quantized_gather ? 0 : 2);
+  const OpSpec step =
+      c.foreach_optimizer
+          ? memory_op("optimizer.adamw_foreach", 84 * shard_parameters, taskgraph::KernelClass::Optimizer)
+      : c.fsdp() ? optimizer_step_op(updated, 4, 0)
+                 : optimizer_step_op(updated, c.gradient_bytes(), quantized_gather ? 0 : 2, c.adam_state_bytes());
   // Under quantized gathering the shards of layers first_last_layers_bf16
   // keeps in bf16 (and of MTP depths outside the run's format) are copied to
   // their bf16 parameters after the step (read 4, write 2 bytes each), the

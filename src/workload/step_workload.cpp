@@ -258,9 +258,10 @@ StaticMemory stage_static_memory(const model::ModelSpec& model, const strategy::
   const RankParameters p = stage_parameters(model, c, stage);
   const std::int64_t mirror = strategy::describe(c.schedule).two_directions ? 2 : 1;
   const StaticMemory dense = static_memory(p.dense, c.zero_stage, c.gradient_group() * mirror, c.gradient_bytes(),
-                                           c.fsdp(), c.dense_optimizer_group() * mirror);
-  const StaticMemory experts = static_memory(p.expert, c.zero_stage, c.expert_gradient_group() * mirror,
-                                             c.gradient_bytes(), c.fsdp(), c.expert_optimizer_group() * mirror);
+                                           c.fsdp(), c.dense_optimizer_group() * mirror, c.adam_state_bytes());
+  const StaticMemory experts =
+      static_memory(p.expert, c.zero_stage, c.expert_gradient_group() * mirror, c.gradient_bytes(), c.fsdp(),
+                    c.expert_optimizer_group() * mirror, c.adam_state_bytes());
   StaticMemory total{dense.parameters + experts.parameters, dense.params_bytes + experts.params_bytes,
                      dense.grads_bytes + experts.grads_bytes, dense.optimizer_bytes + experts.optimizer_bytes};
   // Muon keeps its momentum beside the fp32 master weight, 8 bytes a weight

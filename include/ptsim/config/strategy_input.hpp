@@ -78,6 +78,10 @@ struct StrategyInput {
   std::optional<std::string> optimizer;          // adam | muon | dist_muon (Megatron-Core's --optimizer)
   std::optional<std::int64_t> muon_num_ns_steps;     // Newton-Schulz iterations of a Muon update
   std::optional<std::string> muon_tp_mode;           // blockwise | duplicated
+  std::optional<bool> precision_aware_optimizer;     // Megatron-Core's --use-precision-aware-optimizer
+  std::optional<std::string> main_params_dtype;      // with it: fp32 | fp16 (the master weights)
+  std::optional<std::string> exp_avg_dtype;          // with it: fp32 | fp16 | bf16 | fp8 (Adam's first moment)
+  std::optional<std::string> exp_avg_sq_dtype;       // with it: fp32 | fp16 | bf16 | fp8 (its second moment)
   std::optional<std::string> reshard_after_forward;  // default | always | never (with fsdp)
   std::optional<std::int64_t> dp_shard;              // HSDP: ranks a parameter is sharded over (torchtitan's name)
   std::optional<std::int64_t> dp_replicate;          // HSDP: replicas of each shard group

@@ -208,6 +208,16 @@ struct ParallelConfig {
   /// Newton-Schulz iterations a Muon update runs (--muon-num-ns-steps).
   std::int64_t muon_ns_steps = 5;
   MuonTpMode muon_tp_mode = MuonTpMode::Duplicated;
+  /// AdamW's state a parameter keeps in the optimizer's shards, in bytes:
+  /// the fp32 master weight and two fp32 moments (12) unless Megatron-Core's
+  /// precision-aware optimizer (--use-precision-aware-optimizer, Transformer
+  /// Engine's FusedAdam) stores them narrower: an fp32 master weight as the
+  /// 16 bits a bf16 parameter does not already hold (store_param_remainders)
+  /// or an fp16 one, 2; a moment in fp16 or bf16, 2, in fp8, 1.
+  int adam_master_weight_bytes = 4;
+  int adam_exp_avg_bytes = 4;
+  int adam_exp_avg_sq_bytes = 4;
+  int adam_state_bytes() const { return adam_master_weight_bytes + adam_exp_avg_bytes + adam_exp_avg_sq_bytes; }
   /// Under fp8 or nvfp4 with the distributed optimizer: parameters are kept
   /// and gathered quantized (Megatron-Core's --fp8-param-gather and
   /// --fp4-param-gather; strategy::Quantization says in what).

@@ -26,11 +26,12 @@ BlockOps output_ops(const model::ModelSpec& m, const MicroShape& shape);
 BlockOps last_stage_ops(const model::ModelSpec& m, const MicroShape& shape);
 
 /// Mixed-precision Adam over `parameters` local parameters: reads the
-/// gradient (`gradient_bytes`: 4 in fp32, 2 in bf16) and the fp32 master
-/// weight and two moments, writes those three back and the bf16 weight:
-/// G + 12 + 12 + W bytes per parameter (`weight_bytes` W: 2, or 0 when the
+/// gradient (`gradient_bytes`: 4 in fp32, 2 in bf16) and the master weight
+/// and two moments (`state_bytes` S: 12 in fp32, fewer under the
+/// precision-aware optimizer), writes those back and the bf16 weight:
+/// G + S + S + W bytes per parameter (`weight_bytes` W: 2, or 0 when the
 /// model weight is written by a cast of its own, as under fp8 parameter
 /// gathering).
-OpSpec optimizer_step_op(std::int64_t parameters, int gradient_bytes, int weight_bytes = 2);
+OpSpec optimizer_step_op(std::int64_t parameters, int gradient_bytes, int weight_bytes = 2, int state_bytes = 12);
 
 }  // namespace ptsim::workload

@@ -133,7 +133,10 @@ struct StaticMemory {
 /// parameter's type): 4 + 4 + 8 (Adam's moments) = 16 bytes a parameter.
 /// `optimizer_group` (0: `group`): the ranks the optimizer states are split
 /// over where more than the gradients' (Megatron-FSDP's Hybrid-FSDP).
+/// `state_bytes`: AdamW's state a parameter, 12 (fp32 master weight and
+/// moments) unless the precision-aware optimizer narrows it
+/// (strategy::ParallelConfig::adam_state_bytes).
 StaticMemory static_memory(std::int64_t parameters, int zero_stage = 0, std::int64_t group = 1, int gradient_bytes = 4,
-                           bool fp32_shards = false, std::int64_t optimizer_group = 0);
+                           bool fp32_shards = false, std::int64_t optimizer_group = 0, int state_bytes = 12);
 
 }  // namespace ptsim::workload
