@@ -232,7 +232,8 @@ const std::vector<StrategyField> kFields = {
      "FusedAdam), which keeps the optimizer's shards narrower than 12 bytes a parameter: the master weight by "
      "--main-params-dtype, the moments by --exp-avg-dtype and --exp-avg-sq-dtype; an fp32 master weight of a bf16 "
      "parameter is kept as the 16 bits the parameter lacks (store_param_remainders, 2 bytes) where Transformer "
-     "Engine holds it (an fp16 one, or no FP8 recipe but delayed scaling), else whole by Megatron-Core (4)"},
+     "Engine holds it (an fp16 one, or no FP8 recipe but delayed scaling) and the parameter is not quantized (no "
+     "--fp8-param-gather), else whole (4)"},
     {"main_params_dtype", "main_params_dtype", "", &S::main_params_dtype, 1, 1, {"fp32", "fp16"}, "DTYPE",
      "with --use-precision-aware-optimizer: the master weights' dtype, fp32 (default) | fp16"},
     {"exp_avg_dtype", "exp_avg_dtype", "", &S::exp_avg_dtype, 1, 1, {"fp32", "fp16", "bf16", "fp8"}, "DTYPE",

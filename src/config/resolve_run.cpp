@@ -476,7 +476,9 @@ void check_precision_aware_optimizer(const Checker& check, strategy::ParallelCon
   const bool fp32_master = s.main_params_dtype.value_or("fp32") == "fp32";
   const bool te_holds_master =
       !fp32_master || c.precision != Dtype::Fp8 || c.fp8_recipe == strategy::Fp8Recipe::Delayed;
-  const bool remainders = fp32_master && te_holds_master && c.precision != Dtype::Fp16;
+  // Remainders rebuild the fp32 weight from a bf16 parameter's 16 bits ("works only when param type is BF16",
+  // fused_adam.py at d0067d0da): not from an fp16 one, nor a quantized one (--fp8-param-gather).
+  const bool remainders = fp32_master && te_holds_master && c.precision != Dtype::Fp16 && !c.fp8_param_gather;
   c.adam_master_weight_bytes = fp32_master && !remainders ? 4 : 2;
   c.adam_exp_avg_bytes = moment_bytes(s.exp_avg_dtype.value_or("fp32"));
   c.adam_exp_avg_sq_bytes = moment_bytes(s.exp_avg_sq_dtype.value_or("fp32"));

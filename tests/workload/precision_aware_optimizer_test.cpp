@@ -92,6 +92,16 @@ TEST_CASE("The precision-aware optimizer keeps the bytes its dtypes say in each 
       // FP8 delayed scaling: Transformer Engine holds it, as remainders.
       {"fp8", "delayed", "fp32", "fp32", "fp32", 10},
   };
+  // Remainders need the parameter's own bf16 bits: with fp8 parameters
+  // (--fp8-param-gather) Transformer Engine keeps the fp32 master whole.
+  {
+    auto s = distributed_run();
+    s.precision_aware_optimizer = true;
+    s.precision = "fp8";
+    s.fp8_recipe = "delayed";
+    s.fp8_param_gather = true;
+    CHECK(optimizer_bytes(config::resolve_run(m, s)) == Approx(12 * shard).epsilon(1e-6));
+  }
   for (const Case& k : cases) {
     CAPTURE(k.precision, k.recipe, k.main, k.exp_avg, k.exp_avg_sq);
     auto s = distributed_run();
