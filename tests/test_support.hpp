@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "ptsim/simulate/kernel_inventory.hpp"
 #include "ptsim/simulate/simulate_step.hpp"
 #include "ptsim/workload/op_spec.hpp"
+#include "ptsim/workload/step_workload.hpp"
 
 namespace ptsim::test {
 
@@ -130,6 +132,30 @@ inline const workload::OpSpec& op_named(const std::vector<workload::OpSpec>& ops
     if (op.name == name) return op;
   FAIL("no op " << name);
   return ops.front();
+}
+
+/// A resolved run's model with its vocabulary padded as the workload pads it
+/// (what stage_parameters and stage_static_memory expect).
+inline model::ModelSpec padded_model(const config::ResolvedRun& r) {
+  auto m = r.model;
+  m.vocab_size = workload::padded_vocab_size(m.vocab_size, r.parallel.tp);
+  return m;
+}
+
+/// Sum of `field` over every instance of every task of `step` whose op name
+/// starts with `prefix`, on stage `stage`.
+inline double task_total(const workload::StepWorkload& step, std::size_t stage, const std::string& prefix,
+                         const std::function<double(const taskgraph::Task&)>& field) {
+  const auto& program = step.workload.programs[stage];
+  double total = 0;
+  for (const auto& instance : program.instances()) {
+    const auto& block = program.block(instance.block);
+    for (taskgraph::TaskId t = 0; t < block.size(); ++t) {
+      const auto& task = block.task(t);
+      if (step.workload.op_names[task.name].rfind(prefix, 0) == 0) total += field(task);
+    }
+  }
+  return total;
 }
 
 }  // namespace ptsim::test

@@ -472,7 +472,8 @@ void check_precision_aware_optimizer(const Checker& check, strategy::ParallelCon
                     "is supported with Megatron-Core's distributed optimizer only (\"only supported with distributed "
                     "optimizer\"); its shards under Megatron-FSDP and PyTorch FSDP are not modelled",
                     "add --use-distributed-optimizer (and no --zero 2|3, --fsdp or --use-megatron-fsdp), or drop it");
-  const auto moment_bytes = [](const std::string& dtype) { return dtype == "fp32" ? 4 : dtype == "fp8" ? 1 : 2; };
+  // The field table accepts fp32, fp16, bf16 and fp8 only: each parses.
+  const auto moment_bytes = [](const std::string& dtype) { return static_cast<int>(bytes_of(*parse_dtype(dtype))); };
   const bool fp32_master = s.main_params_dtype.value_or("fp32") == "fp32";
   const bool te_holds_master =
       !fp32_master || c.precision != Dtype::Fp8 || c.fp8_recipe == strategy::Fp8Recipe::Delayed;

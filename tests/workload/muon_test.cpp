@@ -4,7 +4,6 @@
 // emerging_optimizers' newton_schulz and Megatron-Core's optimizer code.
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <string>
 
 #include "ptsim/common/error.hpp"
@@ -23,22 +22,6 @@ double weight_elements(const std::vector<workload::WeightMatrix>& w, bool expert
   for (const auto& m : w)
     if (m.expert == expert) n += m.elements();
   return n;
-}
-
-// Sum of `field` over every instance of every task of `step` whose op name
-// starts with `prefix`, on stage `stage`.
-double task_total(const workload::StepWorkload& step, std::size_t stage, const std::string& prefix,
-                  const std::function<double(const taskgraph::Task&)>& field) {
-  const auto& program = step.workload.programs[stage];
-  double total = 0;
-  for (const auto& instance : program.instances()) {
-    const auto& block = program.block(instance.block);
-    for (taskgraph::TaskId t = 0; t < block.size(); ++t) {
-      const auto& task = block.task(t);
-      if (step.workload.op_names[task.name].rfind(prefix, 0) == 0) total += field(task);
-    }
-  }
-  return total;
 }
 
 // Newton-Schulz FLOPs of one quintic iteration on an r × c weight, m ≤ n:
@@ -97,11 +80,11 @@ TEST_CASE("Newton-Schulz runs three bf16 GEMMs an iteration on every weight", "[
     s.muon_num_ns_steps = steps;
     const auto run = config::resolve_run(m, s);
     const auto step = workload::build_step_workload(run.model, run.parallel);
-    const double flops = task_total(step, 0, "muon.ns.", [](const taskgraph::Task& t) { return t.flops; });
+    const double flops = test::task_total(step, 0, "muon.ns.", [](const taskgraph::Task& t) { return t.flops; });
     CHECK(flops == Approx(2 * static_cast<double>(steps) * per_iteration));
     // AdamW takes the rest: the embedding, the output layer (untied) and the norms.
     const double adam_parameters = 2 * V * h + 2 * 2 * h + h;
-    CHECK(task_total(step, 0, "optimizer.adam", [](const taskgraph::Task& t) {
+    CHECK(test::task_total(step, 0, "optimizer.adam", [](const taskgraph::Task& t) {
             return static_cast<double>(t.bytes);
           }) == Approx((24 + 4 + 2) * adam_parameters));
   }
@@ -115,19 +98,18 @@ TEST_CASE("Muon keeps 8 bytes of state a weight element where AdamW keeps 12 and
   const auto muon = config::resolve_run(m, llama_run("muon"));
   const auto layer_wise = config::resolve_run(m, llama_run("dist_muon"));
   CHECK(layer_wise.parallel.muon_layer_wise);
-  const auto padded = [&](const config::ResolvedRun& r) {
-    auto model = r.model;
-    model.vocab_size = workload::padded_vocab_size(model.vocab_size, r.parallel.tp);
-    return model;
-  };
-  const double all = static_cast<double>(workload::stage_parameters(padded(adam), adam.parallel, 0).total());
-  const double weights = weight_elements(workload::stage_weight_matrices(padded(muon), muon.parallel, 0), false);
-  CHECK(static_cast<double>(workload::stage_static_memory(padded(adam), adam.parallel, 0).optimizer_bytes) == 12 * all);
-  CHECK(static_cast<double>(workload::stage_static_memory(padded(muon), muon.parallel, 0).optimizer_bytes) ==
-        12 * (all - weights) + 8 * weights);
+  const double all =
+      static_cast<double>(workload::stage_parameters(test::padded_model(adam), adam.parallel, 0).total());
+  const double weights =
+      weight_elements(workload::stage_weight_matrices(test::padded_model(muon), muon.parallel, 0), false);
+  CHECK(static_cast<double>(
+            workload::stage_static_memory(test::padded_model(adam), adam.parallel, 0).optimizer_bytes) == 12 * all);
   CHECK(
-      static_cast<double>(workload::stage_static_memory(padded(layer_wise), layer_wise.parallel, 0).optimizer_bytes) ==
-      Approx((12 * (all - weights) + 8 * weights) / 8).epsilon(1e-9));
+      static_cast<double>(workload::stage_static_memory(test::padded_model(muon), muon.parallel, 0).optimizer_bytes) ==
+      12 * (all - weights) + 8 * weights);
+  CHECK(static_cast<double>(
+            workload::stage_static_memory(test::padded_model(layer_wise), layer_wise.parallel, 0).optimizer_bytes) ==
+        Approx((12 * (all - weights) + 8 * weights) / 8).epsilon(1e-9));
 }
 
 TEST_CASE("The layer-wise optimizer's busiest rank gets the largest cost first dealt", "[workload][muon]") {

@@ -5,7 +5,6 @@
 // optimizer/__init__.py, optimizer_config.py) and Transformer Engine's
 // FusedAdam (store_param_remainders: an fp32 master weight of a bf16
 // parameter kept as its low 16 bits).
-#include <functional>
 #include <string>
 
 #include "ptsim/common/error.hpp"
@@ -27,34 +26,13 @@ config::StrategyInput distributed_run() {
   return s;
 }
 
-// The parameters stage 0 holds, the vocabulary padded as the workload pads it.
-model::ModelSpec padded(const config::ResolvedRun& r) {
-  auto m = r.model;
-  m.vocab_size = workload::padded_vocab_size(m.vocab_size, r.parallel.tp);
-  return m;
-}
-
 double shard_parameters(const config::ResolvedRun& r) {
-  const double all = static_cast<double>(workload::stage_parameters(padded(r), r.parallel, 0).total());
+  const double all = static_cast<double>(workload::stage_parameters(test::padded_model(r), r.parallel, 0).total());
   return all / static_cast<double>(r.parallel.gradient_group());
 }
 
 double optimizer_bytes(const config::ResolvedRun& r) {
-  return static_cast<double>(workload::stage_static_memory(padded(r), r.parallel, 0).optimizer_bytes);
-}
-
-// Bytes of every task of stage 0 whose op name starts with `prefix`.
-double task_bytes(const workload::StepWorkload& step, const std::string& prefix) {
-  const auto& program = step.workload.programs[0];
-  double total = 0;
-  for (const auto& instance : program.instances()) {
-    const auto& block = program.block(instance.block);
-    for (taskgraph::TaskId t = 0; t < block.size(); ++t) {
-      const auto& task = block.task(t);
-      if (step.workload.op_names[task.name].rfind(prefix, 0) == 0) total += static_cast<double>(task.bytes);
-    }
-  }
-  return total;
+  return static_cast<double>(workload::stage_static_memory(test::padded_model(r), r.parallel, 0).optimizer_bytes);
 }
 
 }  // namespace
@@ -69,41 +47,35 @@ TEST_CASE("The precision-aware optimizer keeps the bytes its dtypes say in each 
   CHECK(optimizer_bytes(plain) == Approx(12 * shard).epsilon(1e-6));
 
   // Each case: precision, FP8 recipe, master weight, first and second
-  // moment as the flags give them, and the bytes a parameter they make.
+  // moment as the flags give them, fp8 parameters or not, and the bytes a parameter they make.
   struct Case {
     const char* precision;
     const char* recipe;
     const char* main;
     const char* exp_avg;
     const char* exp_avg_sq;
+    bool fp8_param_gather;
     double bytes;
   };
   const Case cases[] = {
       // bf16 parameters, fp32 master weight and moments: the master weight as
       // its 16 remainder bits, 2 + 4 + 4 (NeMo's Apex DistributedFusedAdam keeps
       // the same, store_param_remainders).
-      {"bf16", "delayed", "fp32", "fp32", "fp32", 10},
+      {"bf16", "delayed", "fp32", "fp32", "fp32", false, 10},
       // bf16 moments, as Megatron-Bridge's DeepSeek recipes set them.
-      {"bf16", "delayed", "fp32", "bf16", "bf16", 6},
+      {"bf16", "delayed", "fp32", "bf16", "bf16", false, 6},
       // fp8 moments and an fp16 master weight.
-      {"bf16", "delayed", "fp16", "fp8", "fp8", 4},
+      {"bf16", "delayed", "fp16", "fp8", "fp8", false, 4},
       // MXFP8: Megatron-Core keeps the fp32 master weight whole.
-      {"fp8", "mxfp8", "fp32", "bf16", "bf16", 8},
+      {"fp8", "mxfp8", "fp32", "bf16", "bf16", false, 8},
       // FP8 delayed scaling: Transformer Engine holds it, as remainders.
-      {"fp8", "delayed", "fp32", "fp32", "fp32", 10},
+      {"fp8", "delayed", "fp32", "fp32", "fp32", false, 10},
+      // Remainders need the parameter's own bf16 bits: with fp8 parameters
+      // (--fp8-param-gather) Transformer Engine keeps the fp32 master whole.
+      {"fp8", "delayed", "fp32", "fp32", "fp32", true, 12},
   };
-  // Remainders need the parameter's own bf16 bits: with fp8 parameters
-  // (--fp8-param-gather) Transformer Engine keeps the fp32 master whole.
-  {
-    auto s = distributed_run();
-    s.precision_aware_optimizer = true;
-    s.precision = "fp8";
-    s.fp8_recipe = "delayed";
-    s.fp8_param_gather = true;
-    CHECK(optimizer_bytes(config::resolve_run(m, s)) == Approx(12 * shard).epsilon(1e-6));
-  }
   for (const Case& k : cases) {
-    CAPTURE(k.precision, k.recipe, k.main, k.exp_avg, k.exp_avg_sq);
+    CAPTURE(k.precision, k.recipe, k.main, k.exp_avg, k.exp_avg_sq, k.fp8_param_gather);
     auto s = distributed_run();
     s.precision_aware_optimizer = true;
     s.precision = k.precision;
@@ -111,6 +83,7 @@ TEST_CASE("The precision-aware optimizer keeps the bytes its dtypes say in each 
     s.main_params_dtype = k.main;
     s.exp_avg_dtype = k.exp_avg;
     s.exp_avg_sq_dtype = k.exp_avg_sq;
+    if (k.fp8_param_gather) s.fp8_param_gather = true;
     CHECK(optimizer_bytes(config::resolve_run(m, s)) == Approx(k.bytes * shard).epsilon(1e-6));
   }
 }
@@ -126,7 +99,9 @@ TEST_CASE("The precision-aware optimizer's step reads and writes its narrower st
   const auto step = workload::build_step_workload(run.model, run.parallel);
   // Read and write the 6 bytes of state, read the fp32 gradient (4), write
   // the bf16 weight (2): 18 bytes a parameter of the shard, against 30.
-  CHECK(task_bytes(step, "optimizer.adam") == Approx(18 * shard_parameters(run)).epsilon(1e-6));
+  CHECK(test::task_total(step, 0, "optimizer.adam", [](const taskgraph::Task& t) {
+          return static_cast<double>(t.bytes);
+        }) == Approx(18 * shard_parameters(run)).epsilon(1e-6));
 }
 
 TEST_CASE("The precision-aware optimizer's dtypes are refused where they do not apply", "[workload][optimizer]") {
