@@ -169,6 +169,19 @@ const std::vector<StrategyField> kFields = {
      "Megatron-DeepSpeed; 0: the host keeps ahead of the GPU, as with CUDA graphs). Measured elsewhere: "
      "Megatron-Core's ColumnParallelLinear 74 µs, its Transformer Engine version 140 µs of CPU per forward "
      "(TE PR #1191, 2024)"},
+    {"cuda_graph_impl", "cuda_graph_impl", "", &S::cuda_graph_impl, 1, 1,
+     {"none", "local", "transformer_engine", "full_iteration"}, "IMPL",
+     "Megatron-Core's CUDA graphs: none (default) | local or transformer_engine (per layer, over the "
+     "--cuda-graph-modules; none given: whole layers) | full_iteration (every micro-batch's forward and backward "
+     "and the gradient reduction as one graph; the optimizer step stays eager). A captured kernel costs the host "
+     "no time to issue (--host-overhead-us), a graph's replay what one kernel does; inside a full-iteration graph "
+     "the host never waits on the GPU"},
+    {"cuda_graph_modules", "cuda_graph_modules", "", &S::cuda_graph_modules, 1, 1, {}, "LIST",
+     "with --cuda-graph-impl local or transformer_engine, what each layer's graphs capture, Megatron-Core's "
+     "modules separated by commas: attn (the attention sublayer with its norm), mlp (a dense layer's MLP "
+     "sublayer), moe (an MoE sublayer whole: drop-and-pad layers only), moe_router (the pre-MLP norm, router and "
+     "shared experts), moe_preprocess (a latent MoE's down projection and the dispatcher's preprocessing; with "
+     "moe_router), mamba (Mamba layers); empty: whole layers (in a strategy file also a JSON list)"},
     {"memory_headroom_gib", "memory_headroom", "", &S::memory_headroom_gib, 0, 1, {}, "GIB",
      "HBM per GPU a step cannot use, in GiB: the CUDA context, NCCL's buffers and what the caching allocator "
      "holds back; a strategy fits when its peak plus this is within HBM (default 2.29: a 0.4 GB CUDA "
@@ -372,7 +385,7 @@ StrategyInput parse_strategy(const nlohmann::json& object, const std::string& wh
   // joined by commas, as --recompute-modules takes them.
   nlohmann::json normalized;
   const nlohmann::json* read = &object;
-  for (const char* key : {"recompute_modules", "offload_modules"}) {
+  for (const char* key : {"recompute_modules", "offload_modules", "cuda_graph_modules"}) {
     const auto it = read->find(key);
     if (it == read->end() || !it->is_array()) continue;
     std::string joined;

@@ -77,6 +77,59 @@ std::string key_of(std::string_view flag) {
   return key;
 }
 
+// CUDA graphs as megatron/training/arguments.py at d98e8a64dd reads them:
+// --cuda-graph-impl; the per-layer modules as --cuda-graph-modules or its
+// hidden predecessor --cuda-graph-scope, in which "full_iteration" still sets
+// --cuda-graph-impl full_iteration and "full" means whole layers
+// (cuda_graph_config.py); --enable-cuda-graph and --external-cuda-graph, the
+// deprecated spellings of local and transformer_engine, which a line cannot
+// combine with --cuda-graph-impl.
+void cuda_graphs(LaunchFlags& flags, json& strategy) {
+  std::string impl = "none";
+  if (flags.has("--cuda-graph-impl"))
+    impl = choice_of(flags.get("--cuda-graph-impl"), {"none", "local", "transformer_engine", "full_iteration"});
+  for (const auto& [flag, named] :
+       {std::pair{"--enable-cuda-graph", "local"}, std::pair{"--external-cuda-graph", "transformer_engine"}}) {
+    if (!flags.has(flag)) continue;
+    if (flags.has("--cuda-graph-impl") || (flags.has("--enable-cuda-graph") && flags.has("--external-cuda-graph")))
+      throw ConfigError(
+          fmt::format("{}: {} cannot be combined with --cuda-graph-impl or the other deprecated CUDA "
+                      "graph flag, as Megatron-LM's arguments.py asserts; give --cuda-graph-impl alone",
+                      kMegatronWhere, flag));
+    impl = named;
+  }
+  if (flags.has("--cuda-graph-modules") && flags.has("--cuda-graph-scope"))
+    throw ConfigError(
+        fmt::format("{}: --cuda-graph-scope and --cuda-graph-modules cannot be used together "
+                    "(Megatron-LM's arguments.py); --cuda-graph-scope is the deprecated name",
+                    kMegatronWhere));
+  const char* list_flag = flags.has("--cuda-graph-scope") ? "--cuda-graph-scope" : "--cuda-graph-modules";
+  std::vector<std::string> modules;
+  if (flags.has(list_flag)) {
+    const std::vector<std::string>& given = flags.get(list_flag).values;
+    for (const std::string& m : given) {
+      if (m == "full") {
+        if (given.size() != 1)
+          throw ConfigError(fmt::format("{}: {} full cannot be used with other modules", kMegatronWhere, list_flag));
+      } else if (m == "full_iteration") {
+        if (impl != "none" && impl != "local" && impl != "full_iteration")
+          throw ConfigError(
+              fmt::format("{}: {} full_iteration cannot be combined with --cuda-graph-impl {} "
+                          "(Megatron-Core's cuda_graph_config.py)",
+                          kMegatronWhere, list_flag, impl));
+        impl = "full_iteration";
+      } else if (m != "full_iteration_inference") {  // inference graphs: not a training step's
+        modules.push_back(m);
+      }
+    }
+  }
+  if (impl != "none") strategy["cuda_graph_impl"] = impl;
+  if (!modules.empty()) strategy["cuda_graph_modules"] = modules;
+  for (const char* f : {"--cuda-graph-impl", "--cuda-graph-modules", "--cuda-graph-scope", "--enable-cuda-graph",
+                        "--external-cuda-graph"})
+    flags.take(f);
+}
+
 }  // namespace
 
 json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes) {
@@ -260,6 +313,7 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
   strategy["batch_p2p_sync"] = true;
   flags.take("--overlap-p2p-communication");
   flags.take("--no-overlap-p2p-communication");
+  cuda_graphs(flags, strategy);
   // Megatron-Core's Torch-FSDP2 path (megatron/core/distributed/
   // torch_fully_sharded_data_parallel.py at d98e8a64dd): fully_shard on each
   // transformer layer and on the model, reshard_after_forward True unless

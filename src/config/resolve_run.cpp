@@ -637,6 +637,83 @@ void check_activation_offloading(const Checker& check, const model::ModelSpec& m
   c.min_offloaded_tensor_size = s.min_offloaded_tensor_size.value_or(c.min_offloaded_tensor_size);
 }
 
+// CUDA graphs under the rules Megatron-Core asserts (transformer_config.py
+// and cuda_graph_config.py at d98e8a64dd), and whole-layer capture of a
+// dropless MoE layer, whose dispatch waits on the host mid-layer.
+void check_cuda_graphs(const Checker& check, const model::ModelSpec& m, strategy::ParallelConfig& c,
+                       const StrategyInput& s) {
+  using strategy::CudaGraphImpl;
+  c.cuda_graph_impl = named(s.cuda_graph_impl.value_or("none"),
+                            std::array{CudaGraphImpl::None, CudaGraphImpl::Local, CudaGraphImpl::TransformerEngine,
+                                       CudaGraphImpl::FullIteration},
+                            "CUDA graph implementation");
+  const bool per_layer =
+      c.cuda_graph_impl == CudaGraphImpl::Local || c.cuda_graph_impl == CudaGraphImpl::TransformerEngine;
+  strategy::CudaGraphModules modules = 0;
+  if (s.cuda_graph_modules) {
+    for (const std::string& name : names_in(*s.cuda_graph_modules)) {
+      const auto* known =
+          std::find_if(std::begin(strategy::kCudaGraphModuleNames), std::end(strategy::kCudaGraphModuleNames),
+                       [&](const strategy::CudaGraphModuleName& k) { return name == k.name; });
+      if (known == std::end(strategy::kCudaGraphModuleNames))
+        check.fail("cuda_graph_modules", name, "is not a CUDA graph module",
+                   "use attn, mlp, moe, moe_router, moe_preprocess or mamba (none: whole layers)");
+      modules |= known->bit;
+    }
+    if (!per_layer)
+      check.fail("cuda_graph_modules", *s.cuda_graph_modules,
+                 c.cuda_graph_impl == CudaGraphImpl::FullIteration
+                     ? "must be empty with --cuda-graph-impl full_iteration (Megatron-Core asserts it)"
+                     : "choose what per-layer CUDA graphs capture, and --cuda-graph-impl builds none",
+                 "add --cuda-graph-impl local or transformer_engine, or drop --cuda-graph-modules");
+  }
+  if (!per_layer) return;
+  // The local implementation captures the router and the preprocessing together.
+  if (c.cuda_graph_impl == CudaGraphImpl::Local &&
+      (modules & (strategy::kGraphMoeRouter | strategy::kGraphMoePreprocess)))
+    modules |= strategy::kGraphMoeRouter | strategy::kGraphMoePreprocess;
+  const std::string list = strategy::cuda_graph_module_names(modules);
+  if ((modules & strategy::kGraphMoe) && (modules & strategy::kGraphMoeRouter))
+    check.fail("cuda_graph_modules", list, "holds both moe and moe_router, which Megatron-Core refuses",
+               "keep one of the two");
+  if ((modules & strategy::kGraphMoePreprocess) && !(modules & strategy::kGraphMoeRouter))
+    check.fail("cuda_graph_modules", list, "captures moe_preprocess without moe_router, which Megatron-Core refuses",
+               "add moe_router");
+  if (!m.is_moe() && (modules & (strategy::kGraphMoe | strategy::kGraphMoeRouter)))
+    check.fail("cuda_graph_modules", list, fmt::format("captures MoE modules; {} has no experts", m.name),
+               "drop moe, moe_router and moe_preprocess");
+  bool dense_mlp = false;
+  for (std::int64_t l = 0; l < m.num_layers && !dense_mlp; ++l) dense_mlp = m.has_mlp(l) && !m.is_moe_layer(l);
+  if ((modules & strategy::kGraphMlp) && !dense_mlp)
+    check.fail("cuda_graph_modules", list, fmt::format("captures dense MLPs; every MLP of {} is an MoE layer", m.name),
+               "drop mlp (moe_router or moe capture MoE layers)");
+  const bool whole_moe = m.is_moe() && (modules == 0 || (modules & strategy::kGraphMoe));
+  if (whole_moe && !c.moe_capacity_factor)
+    check.fail_flag("cuda_graph_modules",
+                    "captures whole MoE layers, which Megatron-Core graphs only when they drop and pad to a capacity "
+                    "(a dropless dispatch waits on the host mid-layer)",
+                    "add --moe-expert-capacity-factor, or capture attn, moe_router and moe_preprocess instead");
+  if ((modules & strategy::kGraphMoePreprocess) && c.moe_capacity_factor &&
+      c.moe_dispatcher == strategy::MoeDispatcher::AllToAll)
+    check.fail("cuda_graph_modules", list,
+               "captures moe_preprocess of the all-to-all dispatcher with a capacity factor, whose preprocessing "
+               "copies to the host and synchronizes (Megatron-Core refuses it)",
+               "drop moe_preprocess");
+  if (c.recompute == strategy::RecomputeKind::Full)
+    check.fail_flag("cuda_graph_impl",
+                    fmt::format("{} with full recomputation: Megatron-Core supports full recomputation only with "
+                                "--cuda-graph-impl full_iteration",
+                                strategy::to_string(c.cuda_graph_impl)),
+                    "use --cuda-graph-impl full_iteration, or selective recomputation");
+  if (c.cuda_graph_impl == CudaGraphImpl::TransformerEngine && (modules & strategy::kGraphMoeRouter) &&
+      (c.selective_modules() & strategy::kRecomputeMoe))
+    check.fail("cuda_graph_modules", list,
+               "captures moe_router while the moe module is recomputed, which Megatron-Core refuses with "
+               "--cuda-graph-impl transformer_engine",
+               "recompute moe_act instead, or drop moe_router");
+  c.cuda_graph_modules = modules;
+}
+
 // Megatron-Core's EP communication overlap and its delayed weight
 // gradients, with the rules TransformerConfig.__post_init__ asserts
 // (transformer_config.py at d98e8a64dd).
@@ -989,6 +1066,7 @@ ResolvedRun resolve_run(const model::ModelSpec& model, const StrategyInput& s) {
   check_recompute_modules(check, m, c, s);
   check_moe_overlap(check, m, c, s);
   check_activation_offloading(check, m, c, s);
+  check_cuda_graphs(check, m, c, s);
   check_fp8_attention(check, c);
   check_bf16_layers(check, m, c, s);
   check_module_precision(check, m, c, s);

@@ -17,6 +17,10 @@ Time CostModel::host_issue(const taskgraph::Task& task) const {
   // Engine PR #1191: CPU time per forward of a whole linear module) do not
   // split the host's time by kernel. A task that makes the framework loop
   // over tensors in Python first costs each of those operations on top.
+  // Kernels a CUDA graph replays cost nothing of their own; the replay
+  // (a graph's first task) costs one task's time: the framework's call
+  // into the graphed module, which then launches the graph.
+  if (task.host_issue == taskgraph::HostIssue::InGraph) return Time{};
   if (task.host_ops == 0) return host_per_task_;
   return host_per_task_ + Time::from_seconds(static_cast<double>(task.host_ops) * host_per_python_op_s_);
 }

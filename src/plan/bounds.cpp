@@ -28,6 +28,13 @@ bool is_comm(const workload::OpSpec& op) {
          op.kind == workload::OpKind::Recv;
 }
 
+// A task whose issue costs the host its time: a kernel or communication
+// call a CUDA graph does not replay (a replay's first task counts, as the
+// cost model charges it).
+bool host_issues(const workload::OpSpec& op) {
+  return (is_kernel(op) || is_comm(op)) && op.host_issue != taskgraph::HostIssue::InGraph;
+}
+
 // TP collectives that hold the compute stream: each waits for the kernel
 // before it (no `after`) and the kernel after it waits for it (neither
 // async nor detached), so on the in-order stream nothing of the rank
@@ -79,7 +86,7 @@ const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy
   for (std::size_t i = 0; i < ops.forward.size(); ++i) {
     const auto& op = ops.forward[i];
     if (is_kernel(op)) cost.forward_s += cost::compute_seconds(hw_, workload::kernel_task(op), cost::Load::Sustained);
-    if (is_kernel(op) || is_comm(op)) ++cost.forward_tasks;
+    if (host_issues(op)) ++cost.forward_tasks;
     cost.saved += static_cast<double>(op.saved_bytes);
     // Full recomputation keeps the layer input (bf16), at most what the first op saves.
     if (i == 0)
@@ -100,7 +107,7 @@ const Bounds::LayerCost& Bounds::layer(const model::ModelSpec& m, const strategy
 void Bounds::count_backward(const workload::BlockOps& ops, LayerCost& cost) const {
   for (const auto& op : ops.backward) {
     if (is_kernel(op)) cost.backward_s += cost::compute_seconds(hw_, workload::kernel_task(op), cost::Load::Sustained);
-    if (is_kernel(op) || is_comm(op)) ++cost.backward_tasks;
+    if (host_issues(op)) ++cost.backward_tasks;
   }
 }
 
@@ -273,7 +280,7 @@ const Bounds::LayerCost& Bounds::boundary(const model::ModelSpec& m, ShapeCosts&
   LayerCost cost;
   for (const auto& op : ops.forward) {
     if (is_kernel(op)) cost.forward_s += cost::compute_seconds(hw_, workload::kernel_task(op), cost::Load::Sustained);
-    if (is_kernel(op) || is_comm(op)) ++cost.forward_tasks;
+    if (host_issues(op)) ++cost.forward_tasks;
     cost.saved += static_cast<double>(op.saved_bytes);
   }
   count_backward(ops, cost);
@@ -394,7 +401,9 @@ Estimate Bounds::estimate(const model::ModelSpec& model, const strategy::Paralle
     before += first_chunk[stage];
   }
   if (chain && one_lane) time += data_parallel_tail_seconds(m, c);
-  for (const double k : tasks_per_micro) time = std::max(time, runs * k * c.host_overhead_s);
+  // Inside a full-iteration CUDA graph the host issues nothing one by one.
+  if (c.cuda_graph_impl != strategy::CudaGraphImpl::FullIteration)
+    for (const double k : tasks_per_micro) time = std::max(time, runs * k * c.host_overhead_s);
   return {time, memory};
 }
 

@@ -58,11 +58,21 @@ std::string upper(std::string s) {
   return s;
 }
 
-// The header's word on the host model: nothing at the default cost per task.
-std::string host_note(double host_overhead_s) {
-  if (host_overhead_s == strategy::kDefaultHostOverheadS) return "";
-  if (host_overhead_s == 0) return " · host not modelled";
-  return fmt::format(" · host {} per task", duration(host_overhead_s));
+// The header's word on the host model: nothing at the default cost per
+// task; what CUDA graphs replay.
+std::string host_note(const StepResult& r) {
+  std::string note;
+  if (r.host_overhead_s == 0) {
+    note = " · host not modelled";
+  } else if (r.host_overhead_s != strategy::kDefaultHostOverheadS) {
+    note = fmt::format(" · host {} per task", duration(r.host_overhead_s));
+  }
+  if (r.cuda_graph_impl == "full_iteration") return note + " · CUDA graph of the whole iteration";
+  if (r.cuda_graph_impl != "none")
+    note += fmt::format(" · CUDA graphs ({}) of {}", r.cuda_graph_impl,
+                        r.cuda_graph_modules.empty() ? "whole layers"
+                                                     : fmt::format("{}", fmt::join(r.cuda_graph_modules, ", ")));
+  return note;
 }
 
 }  // namespace
@@ -96,7 +106,7 @@ void print_console(const StepResult& r, std::ostream& out) {
                                r.recompute_modules.empty() ? "nothing"
                                                            : fmt::format("{}", fmt::join(r.recompute_modules, ", ")))
                  : fmt::format(" · recompute {}", r.recompute),
-             host_note(r.host_overhead_s));
+             host_note(r));
   const double t = r.step_time_s;
   // MFU is against the dense bf16 peak whatever the run's format, so a
   // low-precision run can exceed 100%: say so where it can.
@@ -173,7 +183,8 @@ void print_console(const StepResult& r, std::ostream& out) {
   // Kernels shorter than what a PyTorch host spends issuing one (the
   // default host cost, strategy::kDefaultHostOverheadS) with the host model
   // switched off: the step is likely host-bound.
-  if (r.host_overhead_s == 0 && r.mean_kernel_s > 0 && r.mean_kernel_s < strategy::kDefaultHostOverheadS)
+  if (r.host_overhead_s == 0 && r.cuda_graph_impl == "none" && r.mean_kernel_s > 0 &&
+      r.mean_kernel_s < strategy::kDefaultHostOverheadS)
     fmt::print(out,
                "note               kernels average {}, less than the ~65 µs a PyTorch host spends issuing one "
                "(docs/accuracy.md): this step may be host-bound, which --host-overhead-us 0 leaves out\n",

@@ -62,6 +62,8 @@ void write_json(const StepResult& r, std::ostream& out) {
               {"recompute", r.recompute},
               {"recompute_modules", recompute_modules_json(r)},
               {"host_overhead_us", r.host_overhead_s * 1e6},
+              {"cuda_graph_impl", r.cuda_graph_impl},
+              {"cuda_graph_modules", r.cuda_graph_modules},
               {"parameters", r.parameters},
               {"active_parameters", r.active_parameters},
               {"model_flops_per_step", r.model_flops_per_step}};

@@ -132,6 +132,9 @@ StepResult summarize(const engine::RunResult& run, const workload::StepWorkload&
     d.time_s = copies.busy.seconds();
   }
   out.host_overhead_s = config.host_overhead_s;
+  out.cuda_graph_impl = std::string(strategy::to_string(config.cuda_graph_impl));
+  for (const auto& [bit, name] : strategy::kCudaGraphModuleNames)
+    if (config.cuda_graph_modules & bit) out.cuda_graph_modules.emplace_back(name);
   const std::uint64_t kernels = r.categories[kForward].count + r.categories[kBackward].count +
                                 r.categories[kRecompute].count;
   if (kernels > 0)

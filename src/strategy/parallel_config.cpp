@@ -28,6 +28,26 @@ std::string_view to_string(MoeDispatcher d) {
 
 std::string_view to_string(MoeFlexBackend b) { return b == MoeFlexBackend::HybridEP ? "hybridep" : "deepep"; }
 
+std::string_view to_string(CudaGraphImpl i) {
+  switch (i) {
+    case CudaGraphImpl::None: return "none";
+    case CudaGraphImpl::Local: return "local";
+    case CudaGraphImpl::TransformerEngine: return "transformer_engine";
+    case CudaGraphImpl::FullIteration: return "full_iteration";
+  }
+  return "?";
+}
+
+std::string cuda_graph_module_names(CudaGraphModules modules) {
+  std::string out;
+  for (const auto& [bit, name] : kCudaGraphModuleNames) {
+    if (!(modules & bit)) continue;
+    if (!out.empty()) out += ',';
+    out += name;
+  }
+  return out;
+}
+
 std::string_view to_string(Fp8Recipe r) {
   switch (r) {
     case Fp8Recipe::Delayed: return "delayed";

@@ -73,6 +73,10 @@ const LayerLists& LayerBlocks::lists(std::int64_t layer) {
   l.recomputed = select(l.ops.forward, [modules](const OpSpec& op) { return (op.rerun_by & modules) != 0; });
   for (const OpSpec& op : l.ops.forward) l.dropped_bytes += op.dropped_bytes(modules);
   PTSIM_ASSERT(l.dropped_bytes == 0 || !l.recomputed.empty(), "what a layer drops, a rerun makes again");
+  // A graphed region's rerun, or a split backward's part, replays it again.
+  if (shape_.graph_regions)
+    for (std::vector<OpSpec>* part : {&l.input_backward, &l.weight_backward, &l.recomputed})
+      mark_graph_replays(*part, shape_.graph_regions);
   if (op_checkpointing()) {
     // torchtitan's policy (parallelize_llama.py _save_list and
     // _custom_policy at 9dec370): every aten.mm output but every second one

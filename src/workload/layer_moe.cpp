@@ -42,6 +42,7 @@ void LayerBuilder::moe() {
   // (moe_layer.py: tensor_parallel.checkpoint of its forward): only its
   // input, the pre-MLP norm's output the router keeps, stays.
   const std::size_t begin = fw_.size();
+  const std::size_t groups = bw_groups_.size();
   // Router: logits over the experts, fp32 softmax and top-k. Its input is
   // the pre-MLP norm's output, which recomputing "layernorm" drops.
   fw_.push_back(saving(matmul("moe.router", T, E, h_), 2 * T * h_));
@@ -226,6 +227,21 @@ void LayerBuilder::moe() {
   rerun_from(begin, strategy::kRecomputeMoe);
   for (std::size_t i = begin + 1; i < fw_.size(); ++i)
     if (i != shared_fc1) drop(i, strategy::kRecomputeMoe, static_cast<double>(fw_[i].saved_bytes));
+
+  // CUDA-graph regions (moe_layer.py at d98e8a64dd): the router and the
+  // shared experts, which ptsim never overlaps with the exchange, run in
+  // route() and shared_experts_compute() (moe_router); the latent down
+  // projection, the split counts and, for the all-to-all and all-gather
+  // dispatchers, the permutation in preprocess() (moe_preprocess: flex
+  // permutes inside its exchange); the rest in the layer (moe).
+  const bool permute_in_preprocess = dispatcher != strategy::MoeDispatcher::Flex;
+  tag_graph_regions(begin, groups, strategy::kGraphMoe, [&](const std::string& name) -> std::uint8_t {
+    if (name.starts_with("moe.router") || name.starts_with("moe.shared")) return strategy::kGraphMoeRouter;
+    if (name.starts_with("moe.fc1_latent_proj") || name.starts_with("moe.dispatch.counts") ||
+        (permute_in_preprocess && name.starts_with("moe.permute")))
+      return strategy::kGraphMoePreprocess;
+    return 0;
+  });
 }
 
 }  // namespace ptsim::workload::internal

@@ -152,6 +152,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.moe_dispatcher = c.moe_dispatcher;
   s.moe_flex_backend = c.moe_flex_backend;
   s.delay_wgrad_compute = c.delay_wgrad_compute;
+  s.graph_regions = c.graph_captured_regions();
   s.bf16_layers_at_start = c.bf16_layers_at_start;
   s.bf16_layers_at_end = c.bf16_layers_at_end;
   s.num_layers = m.num_layers;
@@ -172,9 +173,13 @@ BlockOps mtp_projection_ops(const model::ModelSpec& m, const MicroShape& shape) 
 
 BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shape, std::int64_t layer) {
   LayerBuilder b(m, shape, layer);
+  // Each sublayer's ops carry the CUDA-graph region that captures them
+  // (strategy::CudaGraphModules; an MoE layer tags its own).
   if (m.is_mamba_layer(layer)) {
-    b.mamba();
-    b.residual("mamba");
+    b.in_graph_region(strategy::kGraphMamba, [&] {
+      b.mamba();
+      b.residual("mamba");
+    });
   }
   // Under hyper-connections each sublayer reads the streams' aggregate and
   // its output is mixed back into them (in place of the residual add).
@@ -189,21 +194,41 @@ BlockOps transformer_layer_ops(const model::ModelSpec& m, const MicroShape& shap
     }
   };
   if (m.has_attention(layer)) {
-    sublayer_in("attn");
-    b.input_norm();
-    b.attention();
-    if (m.post_sublayer_norms) b.norm("attn.post_norm");
-    sublayer_out("attn");
+    b.in_graph_region(strategy::kGraphAttn, [&] {
+      sublayer_in("attn");
+      b.input_norm();
+      b.attention();
+      if (m.post_sublayer_norms) b.norm("attn.post_norm");
+      sublayer_out("attn");
+    });
   }
   if (m.has_mlp(layer)) {
-    sublayer_in("mlp");
-    b.pre_mlp_norm(layer);
-    b.mlp(layer);
-    if (m.post_sublayer_norms) b.norm("mlp.post_norm");
-    sublayer_out("mlp");
+    if (m.is_moe_layer(layer)) {
+      b.in_graph_region(strategy::kGraphMoeRouter, [&] {
+        sublayer_in("mlp");
+        b.pre_mlp_norm(layer);
+      });
+      b.mlp(layer);
+      b.in_graph_region(strategy::kGraphMoe, [&] {
+        if (m.post_sublayer_norms) b.norm("mlp.post_norm");
+        sublayer_out("mlp");
+      });
+    } else {
+      b.in_graph_region(strategy::kGraphMlp, [&] {
+        sublayer_in("mlp");
+        b.pre_mlp_norm(layer);
+        b.mlp(layer);
+        if (m.post_sublayer_norms) b.norm("mlp.post_norm");
+        sublayer_out("mlp");
+      });
+    }
   }
   BlockOps ops = b.take();
   if (!shape.gradient_accumulation_fusion) accumulate_after_weight_gradients(ops.backward, shape.main_grad_bytes);
+  if (shape.graph_regions) {
+    mark_graph_replays(ops.forward, shape.graph_regions);
+    mark_graph_replays(ops.backward, shape.graph_regions);
+  }
   return ops;
 }
 

@@ -66,10 +66,22 @@ void accumulate_after_weight_gradients(std::vector<OpSpec>& ops, int main_grad_b
     if (op.weight_grad && op.kind == OpKind::Matmul) {
       const double weight = static_cast<double>(op.shape[0]) * op.shape[1] * op.shape[3];
       OpSpec add = gradient_accumulation_op(op.name + ".accumulate", weight, main_grad_bytes);
+      add.graph_region = op.graph_region;  // the hook runs in its GEMM's module
       out.push_back(std::move(add));
     }
   }
   ops = std::move(out);
+}
+
+void mark_graph_replays(std::vector<OpSpec>& ops, std::uint8_t captured) {
+  bool in_run = false;
+  for (OpSpec& op : ops) {
+    const bool in_graph = (op.graph_region & captured) != 0;
+    op.host_issue = !in_graph ? taskgraph::HostIssue::Eager
+                    : in_run  ? taskgraph::HostIssue::InGraph
+                              : taskgraph::HostIssue::GraphLaunch;
+    in_run = in_graph;
+  }
 }
 
 OpSpec memory_op(std::string name, double bytes, taskgraph::KernelClass kernel) {

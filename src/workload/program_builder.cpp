@@ -15,6 +15,11 @@ using taskgraph::TaskRef;
 
 TaskId BlockRecorder::add(const Task& original) {
   Task task = original;
+  if (in_graph_) {
+    // Replayed with the iteration's graph: issued with it, never waited on.
+    task.host_issue = taskgraph::HostIssue::InGraph;
+    task.flags &= static_cast<std::uint8_t>(~(taskgraph::kHostSync | taskgraph::kHostWaitsForTask));
+  }
   if (lane_ == 1) {
     if (task.stream == streams::kCompute && !shared_streams_) task.stream = streams::kCompute1;
     if (task.stream == streams::kTensorParallel) task.stream = streams::kTensorParallel1;
@@ -82,6 +87,7 @@ TaskId BlockRecorder::emit(const OpSpec& op, std::uint32_t name, std::uint8_t ca
   task.name = name;
   task.bytes = op.bytes;
   task.host_ops = op.host_ops;
+  task.host_issue = op.host_issue;
   task.alloc_bytes = alloc_bytes;
   task.free_bytes = free_bytes;
   const auto explicit_dependency = [&](TaskId id) {

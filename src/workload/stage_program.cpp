@@ -90,6 +90,9 @@ class StageBuilder {
         final_step[static_cast<std::size_t>(order[i].chunk)] = i;
     const std::vector<P2pCall> calls =
         megatron_p2p_calls(c_, order, [this](const strategy::PipelineStep& st) { return receives(st); });
+    // Megatron-Core's full_iteration CUDA graph: every micro-batch's forward
+    // and backward and the gradient reduction (to build_step_end's optimizer).
+    out_.set_full_graph(c_.cuda_graph_impl == strategy::CudaGraphImpl::FullIteration);
     prologue();
     for (std::size_t i = 0; i < order.size(); ++i) {
       const auto& step = order[i];

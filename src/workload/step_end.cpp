@@ -142,6 +142,10 @@ void build_step_end(const StageContext& ctx, ProgramBuilder& out, DataParallel& 
                                      CommGroup::TensorParallel, bytes),
                        memory_op("tp_replicated_grads.unflatten", 2 * bytes)});
   }
+  // A full-iteration CUDA graph ends here, with finalize_model_grads: the
+  // optimizer step runs eagerly (full_cuda_graph.py at d98e8a64dd wraps
+  // forward_backward_func only).
+  out.set_full_graph(false);
   const auto shard = [&](std::int64_t n, std::int64_t group) {
     return c.zero_stage >= 1 ? (n + group - 1) / group : n;
   };

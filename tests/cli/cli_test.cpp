@@ -727,6 +727,24 @@ TEST_CASE("ptsim simulate models the host by default and says when it is switche
   const auto bad = run(tiny_run() + " --gpus 1 --global-batch-size 2 --host-overhead-us -3");
   CHECK(bad.code == 2);
   CHECK_THAT(bad.err, Catch::Contains("--host-overhead-us"));
+  // CUDA graphs: announced in the header and the report, the host's share gone
+  // with a graph of the whole iteration.
+  const std::string graphed_json = ptsim::test::scratch_path("tiny-graphs.json");
+  const auto layers = run(tiny_run() +
+                          " --gpus 1 --global-batch-size 2 --cuda-graph-impl transformer_engine "
+                          "--cuda-graph-modules attn,mlp --json " +
+                          graphed_json);
+  REQUIRE(layers.code == 0);
+  CHECK_THAT(layers.out, Catch::Contains("· CUDA graphs (transformer_engine) of attn, mlp"));
+  const auto g = nlohmann::json::parse(slurp(graphed_json));
+  CHECK(g.at("run").at("cuda_graph_impl") == "transformer_engine");
+  CHECK(g.at("run").at("cuda_graph_modules") == nlohmann::json::array({"attn", "mlp"}));
+  CHECK(g.at("step_time_s").get<double>() < j.at("step_time_s").get<double>());
+  const auto full = run(tiny_run() + " --gpus 1 --global-batch-size 2 --cuda-graph-impl full_iteration");
+  REQUIRE(full.code == 0);
+  CHECK_THAT(full.out, Catch::Contains("· CUDA graph of the whole iteration"));
+  CHECK_THAT(full.out, !Catch::Contains("may be host-bound"));
+  CHECK(j.at("run").at("cuda_graph_impl") == "none");
 }
 
 TEST_CASE("ptsim plan's CSV ends with each candidate's host-issue time, its parts summing to the step", "[cli][host]") {

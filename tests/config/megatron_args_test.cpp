@@ -218,3 +218,28 @@ TEST_CASE("A Megatron launch line's --moe-layer-freq becomes the leading dense l
   CHECK_THROWS_WITH(read(moe + "--moe-layer-freq " + std::string(100000, '(')),
                     Catch::Contains("parentheses nest deeper than 64"));
 }
+
+TEST_CASE("A Megatron launch line's CUDA graph flags, old spellings included", "[config][megatron]") {
+  const std::string base = kGpt + "--vocab-size 50000 ";
+  const auto modules = read(base + "--cuda-graph-impl transformer_engine --cuda-graph-modules attn moe_router");
+  CHECK(modules.strategy.cuda_graph_impl == "transformer_engine");
+  CHECK(modules.strategy.cuda_graph_modules == "attn,moe_router");
+  // The hidden --cuda-graph-scope: "full_iteration" still means the implementation,
+  // "full" whole layers (cuda_graph_config.py at d98e8a64dd).
+  CHECK(read(base + "--cuda-graph-scope full_iteration").strategy.cuda_graph_impl == "full_iteration");
+  CHECK(read(base + "--cuda-graph-impl local --cuda-graph-scope full_iteration").strategy.cuda_graph_impl ==
+        "full_iteration");
+  const auto whole = read(base + "--cuda-graph-impl local --cuda-graph-scope full");
+  CHECK(whole.strategy.cuda_graph_impl == "local");
+  CHECK_FALSE(whole.strategy.cuda_graph_modules);
+  CHECK(read(base + "--enable-cuda-graph").strategy.cuda_graph_impl == "local");
+  CHECK(read(base + "--external-cuda-graph").strategy.cuda_graph_impl == "transformer_engine");
+  CHECK_FALSE(read(base).strategy.cuda_graph_impl);
+  CHECK_THROWS_WITH(read(base + "--enable-cuda-graph --cuda-graph-impl local"),
+                    Catch::Contains("cannot be combined with --cuda-graph-impl"));
+  CHECK_THROWS_WITH(read(base + "--cuda-graph-scope attn --cuda-graph-modules attn"),
+                    Catch::Contains("cannot be used together"));
+  CHECK_THROWS_WITH(read(base + "--cuda-graph-impl transformer_engine --cuda-graph-scope full_iteration"),
+                    Catch::Contains("cannot be combined with --cuda-graph-impl transformer_engine"));
+  CHECK_THROWS_WITH(read(base + "--cuda-graph-impl replay"), Catch::Contains("--cuda-graph-impl replay"));
+}

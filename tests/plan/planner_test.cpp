@@ -133,6 +133,24 @@ TEST_CASE("The lower bounds, the host's included, never exceed a simulated step"
   CHECK(host_bound > 0);
 }
 
+TEST_CASE("Under CUDA graphs the host's bound counts what the graphs leave it and stays below every step",
+          "[plan][host][cuda-graphs]") {
+  for (const auto& [impl, modules] : std::vector<std::pair<std::string, std::string>>{{"transformer_engine", "attn"},
+                                                                                      {"local", ""},
+                                                                                      {"full_iteration", ""}}) {
+    INFO(impl << " " << modules);
+    auto r = every_candidate("tiny", "a100-sxm4-80gb", 8, 64);
+    r.fixed.cuda_graph_impl = impl;
+    if (!modules.empty()) r.fixed.cuda_graph_modules = modules;
+    const auto result = plan::plan(r);
+    REQUIRE(result.best.size() > 10);
+    for (const auto& c : result.best) {
+      INFO(c.label);
+      CHECK(c.lower_bound_s <= c.result.step_time_s);
+    }
+  }
+}
+
 TEST_CASE("The pipeline bounds, interleaved chunks included, never exceed a simulated step", "[plan]") {
   // No host time: the kernels, the TP collectives the compute stream waits
   // for and the pipeline's fill and drain are the bound. Every candidate

@@ -138,6 +138,9 @@
 // compute-bound: 0.7905 / 0.6892 - 1 = +14.7% at most); task counts kept,
 // every peak kept but DualPipe's (+48 MiB: which micro-batches are in flight
 // at its peak follows the kernels' times).
+// Report hashes only, re-recorded (2026-12-07, twenty-first session) when the
+// JSON report's run gained `cuda_graph_impl` and `cuda_graph_modules`: every
+// fingerprint, makespan, task count and peak stayed.
 // To re-record after a deliberate change of results:
 //   PTSIM_WRITE_FINGERPRINTS=tests/data/fingerprints.json build/tests/ptsim_tests "[fingerprint]"
 #include <fmt/format.h>

@@ -68,6 +68,8 @@ struct StrategyInput {
   std::optional<bool> overlap_moe_expert_parallel_comm;    // combined 1F1B: dispatch/combine under compute
   std::optional<bool> delay_wgrad_compute;                 // experts' wgrad beside the backward dispatch
   std::optional<double> host_overhead_us;
+  std::optional<std::string> cuda_graph_impl;     // none | local | transformer_engine | full_iteration
+  std::optional<std::string> cuda_graph_modules;  // Megatron-Core's CudaGraphModule names, comma-separated
   std::optional<double> memory_headroom_gib;
   std::optional<std::string> rank_order;  // e.g. tp-cp-ep-dp-pp
   std::optional<std::string> attention_backend;  // flash | unfused | cudnn | flash2

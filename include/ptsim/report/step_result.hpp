@@ -108,6 +108,8 @@ struct StepResult {
   std::string recompute;
   std::vector<std::string> recompute_modules;  // under selective recomputation: the modules rerun, Megatron-Core's names
   double host_overhead_s = 0;  // host time per issued task (--host-overhead-us); 0: not modelled
+  std::string cuda_graph_impl = "none";         // Megatron-Core's cuda_graph_impl
+  std::vector<std::string> cuda_graph_modules;  // per-layer graphs' modules (none: whole layers)
   double mean_kernel_s = 0;    // the critical rank's forward, backward and recompute kernels: time per kernel
   double model_flops_per_step = 0;
   std::int64_t parameters = 0;

@@ -89,6 +89,49 @@ enum class MoeDispatcher {
 /// hold HybridEP's measured exchange rates.
 enum class MoeFlexBackend { DeepEP, HybridEP };
 
+/// Megatron-Core's CUDA graphs (TransformerConfig.cuda_graph_impl,
+/// megatron/core/transformer/cuda_graph_config.py at d98e8a64dd): none; per
+/// layer, by Megatron-Core's own capture (local) or Transformer Engine's
+/// make_graphed_callables (transformer_engine), over the CudaGraphModules
+/// chosen (none chosen: whole layers); or the whole forward and backward of
+/// a step, every micro-batch, as one graph (full_iteration:
+/// FullCudaGraphWrapper around forward_backward_func, whose
+/// finalize_model_grads is inside; the optimizer step runs eagerly). A
+/// captured kernel costs the host nothing to issue; a replay costs what one
+/// issued task does (cost::HostIssue).
+enum class CudaGraphImpl : std::uint8_t { None, Local, TransformerEngine, FullIteration };
+
+/// Capture regions of per-layer CUDA graphs (Megatron-Core's CudaGraphModule,
+/// enums.py at d98e8a64dd), as bits. The same bits name the region an op of
+/// a layer belongs to (workload::OpSpec::graph_region): attn, the attention
+/// sublayer with its input norm and residual (_forward_attention); mlp, a
+/// dense layer's MLP sublayer (_forward_mlp); moe_router, an MoE layer's
+/// pre-MLP norm, router and, when not overlapped, shared experts;
+/// moe_preprocess, MoELayer.preprocess (a latent MoE's down projection and
+/// the dispatcher's preprocessing); moe, the rest of the MoE sublayer (the
+/// "moe" module captures all three MoE regions: drop-and-pad layers only);
+/// mamba, a Mamba layer.
+using CudaGraphModules = std::uint8_t;
+inline constexpr CudaGraphModules kGraphAttn = 1;
+inline constexpr CudaGraphModules kGraphMlp = 2;
+inline constexpr CudaGraphModules kGraphMoe = 4;
+inline constexpr CudaGraphModules kGraphMoeRouter = 8;
+inline constexpr CudaGraphModules kGraphMoePreprocess = 16;
+inline constexpr CudaGraphModules kGraphMamba = 32;
+inline constexpr CudaGraphModules kGraphAllLayerRegions =
+    kGraphAttn | kGraphMlp | kGraphMoe | kGraphMoeRouter | kGraphMoePreprocess | kGraphMamba;
+/// Megatron-Core's names of the modules.
+struct CudaGraphModuleName {
+  CudaGraphModules bit;
+  const char* name;
+};
+inline constexpr CudaGraphModuleName kCudaGraphModuleNames[] = {{kGraphAttn, "attn"},
+                                                                {kGraphMlp, "mlp"},
+                                                                {kGraphMoe, "moe"},
+                                                                {kGraphMoeRouter, "moe_router"},
+                                                                {kGraphMoePreprocess, "moe_preprocess"},
+                                                                {kGraphMamba, "mamba"}};
+
 /// The optimizer (Megatron-Core's --optimizer).
 enum class Optimizer {
   Adam,  // AdamW over every parameter
@@ -109,6 +152,9 @@ std::string_view to_string(MuonTpMode m);
 std::string_view to_string(CpRotateMethod r);
 std::string_view to_string(MoeDispatcher d);
 std::string_view to_string(MoeFlexBackend b);
+std::string_view to_string(CudaGraphImpl i);
+/// Megatron-Core's names of the modules, comma-separated ("" for none).
+std::string cuda_graph_module_names(CudaGraphModules modules);
 std::string_view to_string(Fp8Recipe r);
 
 /// The host's CPU time per issued task when the strategy does not say:
@@ -299,6 +345,20 @@ struct ParallelConfig {
   /// that knows its host's time (node.host_overhead_us) sets it
   /// (simulate::on_hardware).
   bool host_overhead_given = false;
+  /// CUDA graphs (Megatron-Core's cuda_graph_impl and cuda_graph_modules).
+  CudaGraphImpl cuda_graph_impl = CudaGraphImpl::None;
+  CudaGraphModules cuda_graph_modules = 0;
+  /// The layer regions (OpSpec::graph_region bits) whose kernels replay
+  /// from per-layer graphs: the chosen modules, "moe" standing for the MoE
+  /// layer's three regions, no module meaning whole layers; none without
+  /// per-layer graphs (full_iteration captures everything otherwise).
+  CudaGraphModules graph_captured_regions() const {
+    if (cuda_graph_impl != CudaGraphImpl::Local && cuda_graph_impl != CudaGraphImpl::TransformerEngine) return 0;
+    if (cuda_graph_modules == 0) return kGraphAllLayerRegions;
+    CudaGraphModules r = cuda_graph_modules;
+    if (r & kGraphMoe) r |= kGraphMoeRouter | kGraphMoePreprocess;
+    return r;
+  }
   /// HBM per GPU the step cannot use (CUDA context, NCCL, allocator): a
   /// strategy fits when its peak plus this is within the GPU's memory.
   double memory_headroom_bytes = kDefaultMemoryHeadroomBytes;

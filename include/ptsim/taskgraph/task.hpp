@@ -105,6 +105,12 @@ inline constexpr std::uint8_t kHostWaitsForTask = 32;
 
 std::string_view to_string(KernelClass k);
 
+/// How the host issues a task (cost::CostModel::host_issue): eagerly, the
+/// framework's time a task; inside a replayed CUDA graph, no time of its
+/// own; or as the first task of a graph's replay, which costs what one
+/// eager task does.
+enum class HostIssue : std::uint8_t { Eager, InGraph, GraphLaunch };
+
 struct Task;
 /// An attention task's value head dim, which its shape does not hold: its
 /// FLOPs are 2·batch·heads·(scores)·(head dim + value head dim) forward and
@@ -123,6 +129,7 @@ struct Task {
   std::uint8_t stream = 0;     // index into Workload::stream_names
   std::uint8_t category = 0;   // index into Workload::category_names (for reports)
   std::uint8_t comm_slot = 0;  // communication tasks: index into Workload::comm_slot_names
+  HostIssue host_issue = HostIssue::Eager;  // in the padding before host_ops
   /// Tensor operations the framework runs from Python on the host to issue
   /// this task, each costing the host its own time (cost::HostIssue):
   /// DeepSpeed 0.3's per-rank views of a ZeRO-3 list collective. In the
@@ -138,5 +145,6 @@ struct Task {
   std::int32_t microbatch = -1;  // −1 when the task is not per micro-batch
   std::int32_t layer = -1;       // −1 when the task is not per layer
 };
+static_assert(sizeof(Task) <= 80, "a task is held millions of times: keep it within 80 bytes");
 
 }  // namespace ptsim::taskgraph

@@ -76,6 +76,10 @@ struct MicroShape {
   strategy::MoeDispatcher moe_dispatcher = strategy::MoeDispatcher::AllToAll;  // ParallelConfig::moe_dispatcher
   strategy::MoeFlexBackend moe_flex_backend = strategy::MoeFlexBackend::DeepEP;  // ParallelConfig::moe_flex_backend
   bool delay_wgrad_compute = false;  // experts' wgrad beside the backward dispatch (ParallelConfig's)
+  /// Layer regions replayed from per-layer CUDA graphs
+  /// (ParallelConfig::graph_captured_regions): their kernels cost the host
+  /// nothing, each replay one task's time (OpSpec::host_issue).
+  strategy::CudaGraphModules graph_regions = 0;
   /// The model's first and last layers kept in bf16 under fp8 or nvfp4
   /// (ParallelConfig::bf16_layer), of its num_layers.
   std::int64_t bf16_layers_at_start = 0;

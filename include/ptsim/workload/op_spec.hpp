@@ -46,6 +46,12 @@ struct OpSpec {
   std::array<std::uint32_t, 4> shape{};  // see taskgraph::Task::shape
   std::uint8_t flags = 0;       // attention: taskgraph::kCausal, kBackwardPass
   std::uint32_t host_ops = 0;   // taskgraph::Task::host_ops
+  /// The layer region a per-layer CUDA graph would capture the op in
+  /// (strategy::CudaGraphModules' bits; 0: outside every layer region), and
+  /// how the host issues it once the run's captures are known
+  /// (mark_graph_replays).
+  std::uint8_t graph_region = 0;
+  taskgraph::HostIssue host_issue = taskgraph::HostIssue::Eager;
   double flops = 0;             // matmul FLOP, model convention (zero for memory-bound kinds)
   std::uint64_t bytes = 0;      // HBM traffic, or the communication payload (nccl-tests' size)
   std::uint64_t saved_bytes = 0;  // forward ops: tensors kept until the backward pass
@@ -149,6 +155,14 @@ OpSpec gradient_accumulation_op(std::string name, double weight_elements, int ma
 /// as in Megatron-LM, whose linear waits for its reduction before autograd
 /// runs the hook.
 void accumulate_after_weight_gradients(std::vector<OpSpec>& ops, int main_grad_bytes);
+
+/// Per-layer CUDA graphs: the ops of `ops` whose region is among `captured`
+/// replay inside a graph (HostIssue::InGraph), the first of each run of
+/// consecutive captured ops starting its replay (HostIssue::GraphLaunch);
+/// the rest stay eager. Run on a block's forward and backward lists apart:
+/// Transformer Engine's graphed callables replay a forward and a backward
+/// graph for each capture.
+void mark_graph_replays(std::vector<OpSpec>& ops, std::uint8_t captured);
 
 /// A collective of `kind` over `group`, `bytes` in nccl-tests' convention.
 OpSpec collective_op(std::string name, taskgraph::CollectiveKind kind, CommGroup group, double bytes,

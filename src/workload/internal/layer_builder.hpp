@@ -131,6 +131,15 @@ class LayerBuilder {
     return ops;
   }
 
+  // What `build` adds, forward and backward, in CUDA-graph region `region`
+  // (OpSpec::graph_region).
+  template <class Build>
+  void in_graph_region(std::uint8_t region, Build&& build) {
+    const std::size_t fw0 = fw_.size(), bw0 = bw_groups_.size();
+    build();
+    tag_graph_regions(fw0, bw0, region, [](const std::string&) -> std::uint8_t { return 0; });
+  }
+
   // `into_fp8_linear`: the norm is fused into the FP8 linear after it
   // (Transformer Engine's LayerNormLinear: Megatron-Core's QKV and dense FC1).
   // Under delayed scaling it writes fp8 directly (read 2, write 1 bytes an
@@ -553,6 +562,19 @@ class LayerBuilder {
   // One group of backward ops, in issue order; OpSpec::after within it counts
   // from the group's first op (take() places the group).
   void backward(std::vector<OpSpec> ops) { bw_groups_.push_back(std::move(ops)); }
+  // Tags the ops the builder adds from forward op `fw0` and backward group
+  // `bw0` on with CUDA-graph region `region` (OpSpec::graph_region), those
+  // `region_of` does not name otherwise (it returns 0 for them).
+  template <class RegionOf>
+  void tag_graph_regions(std::size_t fw0, std::size_t bw0, std::uint8_t region, RegionOf&& region_of) {
+    const auto tag = [&](OpSpec& op) {
+      const std::uint8_t named = region_of(op.name);
+      op.graph_region = named ? named : region;
+    };
+    for (std::size_t i = fw0; i < fw_.size(); ++i) tag(fw_[i]);
+    for (std::size_t g = bw0; g < bw_groups_.size(); ++g)
+      for (OpSpec& op : bw_groups_[g]) tag(op);
+  }
   // Eager kernels: the forward ops, and their backward as one group.
   void add(EagerOps ops) {
     for (OpSpec& op : ops.forward) fw_.push_back(std::move(op));

@@ -33,8 +33,10 @@ class BlockRecorder {
  public:
   /// `shared_streams`: lane 1 issues its kernels and expert-parallel
   /// exchanges on lane 0's streams (ProgramBuilder::share_lane_streams).
-  explicit BlockRecorder(NameTable& names, int lane = 0, bool shared_streams = false)
-      : names_(&names), lane_(lane), shared_streams_(shared_streams) {}
+  /// `in_graph`: every task is part of one CUDA graph of the whole
+  /// iteration (ProgramBuilder::set_full_graph).
+  explicit BlockRecorder(NameTable& names, int lane = 0, bool shared_streams = false, bool in_graph = false)
+      : names_(&names), lane_(lane), shared_streams_(shared_streams), in_graph_(in_graph) {}
 
   /// Starts a list of ops: OpSpec::after indexes ops emitted since.
   void begin_list() { list_.clear(); }
@@ -80,6 +82,7 @@ class BlockRecorder {
   NameTable* names_;
   int lane_;  // 1: the second compute lane's streams
   bool shared_streams_;
+  bool in_graph_;
   taskgraph::TaskGraph graph_;
   std::vector<taskgraph::TaskId> list_;
   std::optional<taskgraph::TaskId> first_kernel_, second_kernel_, last_kernel_;
@@ -97,9 +100,9 @@ class ProgramBuilder {
   /// the first time.
   template <typename Record>
   std::uint32_t block(const std::string& key, Record&& record) {
-    const std::string lane_key = lane_ == 0 ? key : key + "@lane1";
+    const std::string lane_key = (lane_ == 0 ? key : key + "@lane1") + (full_graph_ ? "@graph" : "");
     if (const auto it = keys_.find(lane_key); it != keys_.end()) return it->second;
-    BlockRecorder recorder(*names_, lane_, shared_streams_);
+    BlockRecorder recorder(*names_, lane_, shared_streams_, full_graph_);
     record(recorder);
     summaries_.push_back(recorder.summary());
     const std::uint32_t id = program_->add_block(std::move(recorder.graph()));
@@ -131,6 +134,10 @@ class ProgramBuilder {
   /// keep their chains of dependencies and their communicators). Blocks
   /// recorded before are not changed.
   void share_lane_streams() { shared_streams_ = true; }
+  /// While on, the blocks recorded are part of one CUDA graph of the whole
+  /// iteration (Megatron-Core's full_iteration): the host spends nothing on
+  /// their tasks and never waits on the GPU inside them.
+  void set_full_graph(bool on) { full_graph_ = on; }
   /// The current lane's last kernel, which the next block's first kernel
   /// waits for; setting it back lets a block run beside the lane's chain
   /// (its stream still orders it).
@@ -161,6 +168,7 @@ class ProgramBuilder {
   Chain other_;
   int lane_ = 0;
   bool shared_streams_ = false;
+  bool full_graph_ = false;
 };
 
 }  // namespace ptsim::workload::internal
