@@ -385,16 +385,16 @@ StrategyInput parse_strategy(const nlohmann::json& object, const std::string& wh
   // joined by commas, as --recompute-modules takes them.
   nlohmann::json normalized;
   const nlohmann::json* read = &object;
-  for (const char* key : {"recompute_modules", "offload_modules", "cuda_graph_modules"}) {
+  for (const auto& [key, example] : {std::pair{"recompute_modules", R"(["moe_act", "layernorm"])"},
+                                     std::pair{"offload_modules", R"(["expert_fc1", "moe_act"])"},
+                                     std::pair{"cuda_graph_modules", R"(["attn", "moe_router"])"}}) {
     const auto it = read->find(key);
     if (it == read->end() || !it->is_array()) continue;
     std::string joined;
     for (const auto& name : *it) {
       if (!name.is_string())
-        throw ConfigError(
-            fmt::format("{}: {}: {} is not a module name; expected a list of strings such as [\"moe_act\", "
-                        "\"layernorm\"]",
-                        where, key, name.dump()));
+        throw ConfigError(fmt::format("{}: {}: {} is not a module name; expected a list of strings such as {}", where,
+                                      key, name.dump(), example));
       joined += (joined.empty() ? "" : ",") + name.get<std::string>();
     }
     if (read != &normalized) normalized = object;

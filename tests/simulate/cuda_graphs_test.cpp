@@ -2,7 +2,10 @@
 // the host still issues, against counts worked out from the layer structure
 // (one replay for each captured stretch of a layer and pass), and the rules
 // Megatron-Core asserts.
+#include <nlohmann/json.hpp>
+
 #include "ptsim/common/error.hpp"
+#include "ptsim/config/strategy_input.hpp"
 #include "ptsim/workload/layer_ops.hpp"
 #include "ptsim/workload/step_workload.hpp"
 #include "simulate/pipeline_support.hpp"
@@ -178,6 +181,13 @@ TEST_CASE("CUDA graph settings Megatron-Core refuses are refused", "[simulate][c
   CHECK_NOTHROW(config::resolve_run(moe, s));
   s.cuda_graph_modules = "attn,moe_router,moe_preprocess";
   refused(moe, s, "copies to the host and synchronizes");
+  // A strategy file's list holds names.
+  CHECK_THROWS_WITH(config::parse_strategy(nlohmann::json{{"cuda_graph_modules", {3}}}, "s.json"),
+                    Catch::Contains(
+                        R"(3 is not a module name; expected a list of strings such as ["attn", "moe_router"])"));
+  CHECK(
+      config::parse_strategy(nlohmann::json{{"cuda_graph_modules", {"attn", "mamba"}}}, "s.json").cuda_graph_modules ==
+      "attn,mamba");
   // The local implementation captures the router and the preprocessing together.
   s.moe_capacity_factor.reset();
   s.cuda_graph_impl = "local";
