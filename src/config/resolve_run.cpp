@@ -652,13 +652,12 @@ void check_cuda_graphs(const Checker& check, const model::ModelSpec& m, strategy
   strategy::CudaGraphModules modules = 0;
   if (s.cuda_graph_modules) {
     for (const std::string& name : names_in(*s.cuda_graph_modules)) {
-      const auto* known =
-          std::find_if(std::begin(strategy::kCudaGraphModuleNames), std::end(strategy::kCudaGraphModuleNames),
-                       [&](const strategy::CudaGraphModuleName& k) { return name == k.name; });
-      if (known == std::end(strategy::kCudaGraphModuleNames))
+      const strategy::CudaGraphModules bit = strategy::cuda_graph_module_named(name);
+      if (bit == 0)
         check.fail("cuda_graph_modules", name, "is not a CUDA graph module",
-                   "use attn, mlp, moe, moe_router, moe_preprocess or mamba (none: whole layers)");
-      modules |= known->bit;
+                   "use " + strategy::cuda_graph_module_names(strategy::kGraphAllLayerRegions) +
+                       " (none: whole layers)");
+      modules |= bit;
     }
     if (!per_layer)
       check.fail("cuda_graph_modules", *s.cuda_graph_modules,

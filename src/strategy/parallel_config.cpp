@@ -48,6 +48,12 @@ std::string cuda_graph_module_names(CudaGraphModules modules) {
   return out;
 }
 
+CudaGraphModules cuda_graph_module_named(std::string_view name) {
+  for (const auto& [bit, known] : kCudaGraphModuleNames)
+    if (name == known) return bit;
+  return 0;
+}
+
 std::string_view to_string(Fp8Recipe r) {
   switch (r) {
     case Fp8Recipe::Delayed: return "delayed";

@@ -155,6 +155,8 @@ std::string_view to_string(MoeFlexBackend b);
 std::string_view to_string(CudaGraphImpl i);
 /// Megatron-Core's names of the modules, comma-separated ("" for none).
 std::string cuda_graph_module_names(CudaGraphModules modules);
+/// The module a Megatron-Core name stands for; 0 for a name it is not.
+CudaGraphModules cuda_graph_module_named(std::string_view name);
 std::string_view to_string(Fp8Recipe r);
 
 /// The host's CPU time per issued task when the strategy does not say:
