@@ -263,6 +263,34 @@ TEST_CASE("Kernels slow down while communication runs on their GPU", "[engine]")
   CHECK(ms(r.timeline[0].end) == Approx(5));  // the transfer itself is not slowed
 }
 
+TEST_CASE("An expert dispatch and a combine of the same bytes move at their own measured rates", "[engine]") {
+  // Two ranks on one NVLink domain, 2 experts (one a rank), top 1: a rank's
+  // tokens go to the peer's expert with P = 1/2, so S = 2 MB puts 1 MB on
+  // NVLink. The library's table measures 0.8 GB/s dispatch and 0.4 GB/s
+  // combine at 2 ranks, counting the rank's own tokens: 1/2 of that crosses
+  // NVLink, 0.4 and 0.2 GB/s, below the links' 1 GB/s. The dispatch takes
+  // 2.5 ms, the combine after it 5 ms; one plan for both (they have the
+  // same collective and bytes) would give them one time.
+  auto hw = test::toy_hardware(8);
+  hw.nvlink.deepep = hardware::ExpertExchangeTable{20, {2}, {0.8e9}, {0.4e9}};
+  const hardware::Cluster cluster(hw, 2);
+  const cost::CostModel cost(cluster);
+  std::vector<taskgraph::TaskGraph> programs(2);
+  for (auto& p : programs) {
+    Task dispatch = comm(TaskKind::Collective, CollectiveKind::ExpertDispatch, 2);
+    dispatch.shape = {1, 2, static_cast<std::uint32_t>(taskgraph::ExchangeLibrary::DeepEP), 0};
+    Task combine = dispatch;
+    combine.shape[3] = 1;
+    const auto first = p.add_task(dispatch);
+    p.add_dependency(first, p.add_task(combine));
+  }
+  const auto w = make_workload(programs, {{0, {0, 1}}});
+  const auto r = engine::Simulator(w, cost).run({{}, {0}, 1, {}});
+  REQUIRE(r.timeline.size() == 2);
+  CHECK(ms(r.timeline[0].end - r.timeline[0].start) == Approx(2.5));
+  CHECK(ms(r.timeline[1].end - r.timeline[1].start) == Approx(5.0));
+}
+
 TEST_CASE("A straggler's kernels take longer and its peers wait at the collective", "[engine]") {
   // Both ranks compute 1 ms then all-reduce 2 MB (2·1/2·2 ms = 2 ms); rank 1 is
   // three times slower: the all-reduce starts at 3 ms for both, ends at 5 ms.

@@ -27,8 +27,7 @@ TransferPlans::TransferPlans(const taskgraph::Workload& w, const cost::CostModel
 
 PlannedTransfer& TransferPlans::add(taskgraph::CommunicatorId id, const taskgraph::Task& task) {
   PlannedTransfer p;
-  p.collective = task.collective;
-  p.bytes = task.bytes;
+  p.key = PlanKey::of(task);
   p.plan = std::make_unique<cost::TransferPlan>(cost_.communication_plan(task, w_.communicators[id]));
   p.alone.assign(p.plan->phases.size(), std::nullopt);
   p.rest_alone.assign(p.plan->phases.size(), std::nullopt);
@@ -41,17 +40,17 @@ void TransferPlans::plan_ahead(const std::vector<SimulatedProgram>& ranks) {
   // communicator's operations run on: on one stream of each member they
   // cannot overlap (a member's stream waits until its operation is done).
   std::vector<std::uint32_t> stream_of(w_.communicators.size(), kNobody);
-  // A program's communication tasks, one per (slot, collective, bytes, kind,
-  // stream) in program order: thousands of ranks share a few programs.
+  // A program's communication tasks, one per (slot, plan key, kind, stream)
+  // in program order: thousands of ranks share a few programs.
   std::map<const CompiledProgram*, std::vector<const taskgraph::Task*>> distinct;
   const auto distinct_of = [&](const CompiledProgram* program) -> const std::vector<const taskgraph::Task*>& {
     auto [it, fresh] = distinct.try_emplace(program);
     if (!fresh) return it->second;
-    std::set<std::tuple<std::uint8_t, taskgraph::CollectiveKind, std::uint64_t, taskgraph::TaskKind, std::uint8_t>> seen;
+    std::set<std::tuple<std::uint8_t, PlanKey, taskgraph::TaskKind, std::uint8_t>> seen;
     for (const CompiledBlock& block : program->blocks)
       for (const taskgraph::Task& task : block.tasks)
         if (task.kind != taskgraph::TaskKind::Compute &&
-            seen.emplace(task.comm_slot, task.collective, task.bytes, task.kind, task.stream).second)
+            seen.emplace(task.comm_slot, PlanKey::of(task), task.kind, task.stream).second)
           it->second.push_back(&task);
     return it->second;
   };

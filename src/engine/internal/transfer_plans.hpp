@@ -6,6 +6,8 @@
 // whenever it runs, known before the run starts. Private to engine/.
 #pragma once
 
+#include <array>
+#include <compare>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -19,9 +21,26 @@
 
 namespace ptsim::engine::internal {
 
-struct PlannedTransfer {
+/// What a plan depends on besides its communicator: the collective and its
+/// size, and for an expert exchange the routing, library and direction its
+/// shape holds (a dispatch and a combine of the same bytes move at their own
+/// measured rates).
+struct PlanKey {
   taskgraph::CollectiveKind collective{};
   std::uint64_t bytes = 0;
+  std::array<std::uint32_t, 4> routing{};
+
+  static PlanKey of(const taskgraph::Task& task) {
+    PlanKey k{task.collective, task.bytes, {}};
+    if (task.collective == taskgraph::CollectiveKind::ExpertDispatch) k.routing = task.shape;
+    return k;
+  }
+  bool operator==(const PlanKey&) const = default;
+  auto operator<=>(const PlanKey&) const = default;
+};
+
+struct PlannedTransfer {
+  PlanKey key;
   std::unique_ptr<cost::TransferPlan> plan;
   /// Per phase: the time its flows take when no other flow can share their
   /// links (the slowest flow at its rate alone); empty when other traffic
@@ -55,8 +74,9 @@ class TransferPlans {
   /// The plan of `task` on communicator `id` (a short scan: a communicator
   /// sees only a few distinct collectives and sizes).
   const PlannedTransfer& get(taskgraph::CommunicatorId id, const taskgraph::Task& task) {
+    const PlanKey key = PlanKey::of(task);
     for (const PlannedTransfer& p : by_comm_[id])
-      if (p.collective == task.collective && p.bytes == task.bytes) return p;
+      if (p.key == key) return p;
     return add(id, task);
   }
 
