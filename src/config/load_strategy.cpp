@@ -119,6 +119,12 @@ const std::vector<StrategyField> kFields = {
      "with --moe-token-dispatcher-type flex: deepep (default) | hybridep; both exchange tokens as flex says, "
      "each at the profile's measured rate where it has one (network.nvlink.deepep, network.nvlink.hybridep; "
      "hybridep across nodes network.nic.hybridep)"},
+    {"moe_flex_dispatcher_num_sms", "moe_flex_dispatcher_num_sms", "", &S::moe_flex_dispatcher_num_sms, 1, 1024, {},
+     "N",
+     "with --moe-token-dispatcher-type flex: the SMs the dispatch and combine kernels hold while they run "
+     "(Megatron-Core's; default the library's: DeepEP 20, HybridEP 24 inside one NVLink domain and 8 across); "
+     "kernels running beside an exchange have the other SMs only. The exchange keeps the profile's measured "
+     "rate, measured at the SM count its table names"},
     {"overlap_moe_expert_parallel_comm", "overlap_moe_expert_parallel_comm", "",
      &S::overlap_moe_expert_parallel_comm, 1, 1, {}, "",
      "MoE with --ep > 1: Megatron-Core's combined 1F1B, one more warm-up forward and every steady-state forward run "

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "internal/megatron_launch_flags.hpp"
 #include "ptsim/common/error.hpp"
@@ -35,6 +38,7 @@ constexpr std::array kSameStrategyKey = {"--tensor-model-parallel-size",
                                          "--moe-expert-capacity-factor",
                                          "--moe-token-dispatcher-type",
                                          "--moe-flex-dispatcher-backend",
+                                         "--moe-flex-dispatcher-num-sms",
                                          "--overlap-moe-expert-parallel-comm",
                                          "--delay-wgrad-compute",
                                          "--sequence-parallel",
@@ -179,6 +183,23 @@ json megatron_strategy_json(LaunchFlags& flags, std::vector<std::string>& notes)
     strategy["offload_modules"] = flags.get("--offload-modules").values;
     flags.take("--offload-modules");
   }
+  // Megatron-Core routes its deprecated per-library SM counts to
+  // moe_flex_dispatcher_num_sms when that is unset and refuses two that differ
+  // (TransformerConfig.__post_init__ at d98e8a64dd).
+  std::optional<std::pair<std::string, std::int64_t>> deprecated_sms;
+  for (const char* flag : {"--moe-deepep-num-sms", "--moe-hybridep-num-sms"}) {
+    if (!flags.has(flag)) continue;
+    const std::int64_t sms = integer_of(flags.get(flag));
+    if (deprecated_sms && deprecated_sms->second != sms)
+      throw ConfigError(
+          fmt::format("{}: {} {} and {} {} conflict (Megatron-Core refuses two SM counts); give "
+                      "--moe-flex-dispatcher-num-sms once instead",
+                      kMegatronWhere, deprecated_sms->first, deprecated_sms->second, flag, sms));
+    deprecated_sms = {flag, sms};
+    flags.take(flag);
+  }
+  if (deprecated_sms && !strategy.contains("moe_flex_dispatcher_num_sms"))
+    strategy["moe_flex_dispatcher_num_sms"] = deprecated_sms->second;
   // Benchmarks force balanced routing: the busiest EP rank gets an even share.
   if (flags.has("--moe-router-force-load-balancing")) {
     strategy["moe_load_imbalance"] = 1.0;

@@ -138,6 +138,11 @@ void check_model_splits(const Checker& check, const model::ModelSpec& m, strateg
     c.moe_flex_backend = named(*s.moe_flex_dispatcher_backend,
                                std::array{strategy::MoeFlexBackend::DeepEP, strategy::MoeFlexBackend::HybridEP},
                                "flex dispatcher backend");
+  if (s.moe_flex_dispatcher_num_sms && c.moe_dispatcher != strategy::MoeDispatcher::Flex)
+    check.fail("moe_flex_dispatcher_num_sms", fmt::format("{}", *s.moe_flex_dispatcher_num_sms),
+               "needs --moe-token-dispatcher-type flex (the SMs of DeepEP's or HybridEP's kernels)",
+               "add it, or drop --moe-flex-dispatcher-num-sms");
+  if (s.moe_flex_dispatcher_num_sms) c.moe_flex_num_sms = static_cast<int>(*s.moe_flex_dispatcher_num_sms);
 }
 
 // Layers per virtual stage and the schedule that runs them.

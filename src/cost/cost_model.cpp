@@ -3,6 +3,11 @@
 
 #include "ptsim/cost/collective_algorithms.hpp"
 #include "ptsim/cost/compute_cost.hpp"
+#include "ptsim/cost/expert_exchange.hpp"
+
+#include <fmt/format.h>
+
+#include "ptsim/common/error.hpp"
 
 namespace ptsim::cost {
 
@@ -33,12 +38,35 @@ double CostModel::compute_slowdown_with_communication() const {
   return 1 + cluster_->profile().gpu.comm_compute_slowdown;
 }
 
+double CostModel::compute_slowdown_beside(const taskgraph::Task& task,
+                                          const taskgraph::Communicator& communicator) const {
+  const double sm_count = cluster_->profile().gpu.sm_count;
+  if (task.collective != taskgraph::CollectiveKind::ExpertDispatch || sm_count <= 0)
+    return compute_slowdown_with_communication();
+  // DeepEP's and HybridEP's kernels each hold a fixed number of SMs for as
+  // long as they run (one block an SM), which the kernels beside them lose:
+  // those run on the rest, (N − S)/N of the GPU. NCCL's channels are in the
+  // profile's measured figure instead.
+  const taskgraph::ExpertExchange x = taskgraph::expert_exchange_of(task);
+  const double sms = x.sms > 0 ? x.sms : default_exchange_sms(x.library, communicator.members, *cluster_);
+  if (sms >= sm_count)
+    throw ConfigError(
+        fmt::format("{}: the {} exchange's kernels would hold {:g} SMs, every SM of the {} (its profile's "
+                    "gpu.sm_count, {:g}); "
+                    "give --moe-flex-dispatcher-num-sms below that",
+                    x.sms > 0 ? "moe_flex_dispatcher_num_sms" : "the library's default SM count",
+                    x.library == taskgraph::ExchangeLibrary::HybridEP ? "HybridEP" : "DeepEP", sms,
+                    cluster_->profile().gpu.name, sm_count));
+  return sm_count / (sm_count - sms);
+}
+
 TransferPlan CostModel::communication_plan(const taskgraph::Task& task,
                                            const taskgraph::Communicator& communicator) const {
-  if (task.collective == taskgraph::CollectiveKind::ExpertDispatch)
-    return expert_dispatch_plan(task.bytes, static_cast<int>(task.shape[0]), static_cast<int>(task.shape[1]),
-                                communicator.members, *cluster_, latency_,
-                                static_cast<taskgraph::ExchangeLibrary>(task.shape[2]), task.shape[3] != 0);
+  if (task.collective == taskgraph::CollectiveKind::ExpertDispatch) {
+    const taskgraph::ExpertExchange x = taskgraph::expert_exchange_of(task);
+    return expert_dispatch_plan(task.bytes, static_cast<int>(x.topk), static_cast<int>(x.experts), communicator.members,
+                                *cluster_, latency_, x.library, x.combine);
+  }
   TransferPlan plan = choose_plan(task.collective, task.bytes, communicator.members, *cluster_, latency_);
   // A folded channel's bytes end on its stand-in's in-links; its time and
   // latency are the real pair's.

@@ -1,6 +1,8 @@
 // Measured expert-exchange rates (see expert_exchange.hpp).
 #include "ptsim/cost/expert_exchange.hpp"
 
+#include <algorithm>
+
 #include "internal/interpolate.hpp"
 #include "ptsim/common/error.hpp"
 
@@ -30,6 +32,15 @@ double nvlink_cap_of_exchange(const hardware::ExpertExchangeTable& table, double
 double network_cap_of_exchange(const hardware::ExpertExchangeTable& table, double domains, bool combine) {
   PTSIM_ASSERT(domains >= 2, "an exchange across the network spans at least two NVLink domains");
   return rate_for_the_others(table, domains, combine);
+}
+
+double default_exchange_sms(taskgraph::ExchangeLibrary library, std::span<const Rank> members,
+                            const hardware::Cluster& cluster) {
+  if (library == taskgraph::ExchangeLibrary::DeepEP) return 20;
+  const bool one_domain = members.empty() || std::all_of(members.begin(), members.end(), [&](Rank r) {
+                            return cluster.domain_of(r) == cluster.domain_of(members.front());
+                          });
+  return one_domain ? 24 : 8;
 }
 
 }  // namespace ptsim::cost

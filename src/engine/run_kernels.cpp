@@ -172,13 +172,13 @@ inline void Run::start_kernel(std::uint32_t local, std::uint8_t s, RankState& r,
     return;
   }
   const std::uint32_t kernels = r.busy_mask & compute_mask_;
-  const bool communicating = (r.busy_mask & comm_mask_) != 0;
+  const double slowdown = comm_slowdown(local, r.busy_mask);
   if (kernels == bit) {
     // reprice()'s arithmetic for one kernel whose work was set just now.
-    stream.speed = communicating ? 1 / slowdown_ : 1;
+    stream.speed = 1 / slowdown;
     schedule_started_kernel(local, s, r, stream, tp.duration_ns, now);
   } else {
-    reprice(local, kernels, communicating, now);
+    reprice(local, kernels, slowdown, now);
   }
   r.allocate(tp.task->alloc_bytes, now);
 }
@@ -201,7 +201,7 @@ inline bool Run::continue_kernel(std::uint32_t local, std::uint8_t s, RankState&
   stream.last = now;
   stream.running = true;
   stream.started = now;
-  stream.speed = (r.busy_mask & comm_mask_) != 0 ? 1 / slowdown_ : 1;
+  stream.speed = 1 / comm_slowdown(local, r.busy_mask);
   schedule_started_kernel(local, s, r, stream, tp->duration_ns, now);
   r.allocate(tp->task->alloc_bytes, now);
   return true;
@@ -228,9 +228,21 @@ inline void Run::schedule_kernel(std::uint32_t local, std::uint8_t s, Time now) 
   queue_.push(Event::make(now + left, local, stream.version, kKernelDone, s));
 }
 
+// The factor by which the communication running on the streams of `busy`
+// slows rank `local`'s kernels: the largest of theirs (1 with none). Most
+// of the time one stream communicates, or none.
+inline double Run::comm_slowdown(std::uint32_t local, std::uint32_t busy) const {
+  std::uint32_t m = busy & comm_mask_;
+  if (m == 0) return 1;
+  double slowdown = state_.stream(local, static_cast<std::uint8_t>(std::countr_zero(m))).slows;
+  for (m &= m - 1; m != 0; m &= m - 1)
+    slowdown = std::max(slowdown, state_.stream(local, static_cast<std::uint8_t>(std::countr_zero(m))).slows);
+  return slowdown;
+}
+
 // A stream starting or stopping changes the speed of the rank's running
-// kernels: communication slows them by the profile's factor, and kernels
-// of several compute streams share the GPU equally.
+// kernels: communication slows them by its factor, and kernels of several
+// compute streams share the GPU equally.
 inline void Run::set_busy(std::uint32_t local, std::uint8_t s, bool busy, Time now) {
   set_busy(local, s, state_.ranks[local], busy, now);
 }
@@ -244,20 +256,20 @@ inline void Run::set_busy(std::uint32_t local, std::uint8_t s, RankState& r, boo
   // kernel runs); with none, no speed can change.
   const std::uint32_t kernels = r.busy_mask & compute_mask_;
   if (kernels == 0) return;
-  const bool comm_before = (before & comm_mask_) != 0, comm_after = (r.busy_mask & comm_mask_) != 0;
-  if (!(compute_mask_ & bit) && (comm_before == comm_after || slowdown_ == 1)) return;
-  reprice(local, kernels, comm_after, now);
+  const double after = comm_slowdown(local, r.busy_mask);
+  if (!(compute_mask_ & bit) && after == comm_slowdown(local, before)) return;
+  reprice(local, kernels, after, now);
 }
 
 // Out of line: most busy changes return above, and inlining this (with
 // the queue's push) made every call save and restore registers it needs.
-void Run::reprice(std::uint32_t local, std::uint32_t kernels, bool communicating, Time now) {
+void Run::reprice(std::uint32_t local, std::uint32_t kernels, double slowdown, Time now) {
   // Kernighan's count (a call to libgcc's popcount without -mpopcnt),
   // skipped for the usual single kernel.
   int running = 1;
   if ((kernels & (kernels - 1)) != 0)
     for (std::uint32_t m = kernels & (kernels - 1); m != 0; m &= m - 1) ++running;
-  const double speed = (communicating ? 1 / slowdown_ : 1) / std::max(1.0, static_cast<double>(running));
+  const double speed = 1 / slowdown / std::max(1.0, static_cast<double>(running));
   for (std::uint32_t m = kernels; m != 0; m &= m - 1) {
     const auto c = static_cast<std::uint8_t>(std::countr_zero(m));
     auto& kernel = state_.stream(local, c);
@@ -269,12 +281,13 @@ void Run::reprice(std::uint32_t local, std::uint32_t kernels, bool communicating
   }
 }
 
-void Run::begin(std::uint32_t local, std::uint8_t s, const Task& task, Time now) {
+void Run::begin(std::uint32_t local, std::uint8_t s, const Task& task, double slows, Time now) {
   RankState& r = state_.ranks[local];
   auto& stream = state_.stream(local, s);
   stream.running = true;
   stream.waiting = false;
   stream.started = now;
+  stream.slows = slows;
   set_busy(local, s, true, now);
   r.allocate(task.alloc_bytes, now);
 }

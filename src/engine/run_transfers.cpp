@@ -29,7 +29,7 @@ void Run::arrive(std::uint32_t local, std::uint8_t s, const Task& task, Time now
     // repriced, so this stream's version moves only here).
     const PlannedTransfer& planned = plans_.get(id, task);
     if (!planned.rest_alone.empty() && planned.rest_alone[0]) {
-      begin(local, s, task, now);
+      begin(local, s, task, planned.compute_slowdown, now);
       auto& stream = state_.stream(local, s);
       ++stream.version;
       queue_.push(Event::make(now + *planned.rest_alone[0], local, stream.version, kKernelDone, s));
@@ -44,9 +44,10 @@ void Run::arrive(std::uint32_t local, std::uint8_t s, const Task& task, Time now
   state_.stream(local, s).waiting = true;
   c.arrivals.push_back({local, s});
   if (c.arrivals.size() < c.expected) return;
+  const double slows = plans_.get(id, task).compute_slowdown;
   for (const Arrival& a : c.arrivals) {
     const StreamState& member = state_.stream(a.local, a.stream);
-    begin(a.local, a.stream, *RunState::head_template(state_.ranks[a.local], member).task, now);
+    begin(a.local, a.stream, *RunState::head_template(state_.ranks[a.local], member).task, slows, now);
   }
   start_transfer(id, task, now);
 }

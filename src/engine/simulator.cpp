@@ -15,7 +15,6 @@ Run::Run(const taskgraph::Workload& w, const cost::CostModel& cost, const RunOpt
       options_(options),
       state_(w, cost, options),
       network_(cost.links()),
-      slowdown_(cost.compute_slowdown_with_communication()),
       compute_mask_(w.compute_stream_mask),
       comm_mask_(~(w.compute_stream_mask | w.copy_stream_mask)),
       copy_mask_(w.copy_stream_mask),

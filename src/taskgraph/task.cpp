@@ -35,6 +35,11 @@ std::string_view to_string(KernelClass k) {
   return "?";
 }
 
+ExpertExchange expert_exchange_of(const Task& task) {
+  return {task.shape[0], task.shape[1], static_cast<ExchangeLibrary>(task.shape[2]), (task.shape[3] & 1u) != 0,
+          task.shape[3] >> 1};
+}
+
 double attention_value_head_dim(const Task& task) {
   const double s = task.shape[1], keys = task.shape[2];
   // A window's shape[2] is its width; its task counts the band's scores.

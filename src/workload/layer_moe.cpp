@@ -97,8 +97,9 @@ void LayerBuilder::moe() {
         const auto library = shape_.moe_flex_backend == strategy::MoeFlexBackend::HybridEP
                                  ? taskgraph::ExchangeLibrary::HybridEP
                                  : taskgraph::ExchangeLibrary::DeepEP;
-        op.shape = {static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(E), static_cast<std::uint32_t>(library),
-                    dispatch ? 0u : 1u};
+        op.shape =
+            taskgraph::expert_exchange_shape({static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(E), library,
+                                              !dispatch, static_cast<std::uint32_t>(shape_.moe_flex_num_sms)});
         return op;
       }
       case strategy::MoeDispatcher::AllToAll: break;

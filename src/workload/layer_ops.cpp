@@ -151,6 +151,7 @@ MicroShape micro_shape(const model::ModelSpec& m, const strategy::ParallelConfig
   s.load_imbalance = c.moe_load_imbalance;
   s.moe_dispatcher = c.moe_dispatcher;
   s.moe_flex_backend = c.moe_flex_backend;
+  s.moe_flex_num_sms = c.moe_flex_num_sms;
   s.delay_wgrad_compute = c.delay_wgrad_compute;
   s.graph_regions = c.graph_captured_regions();
   s.bf16_layers_at_start = c.bf16_layers_at_start;

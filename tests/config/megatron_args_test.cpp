@@ -186,6 +186,26 @@ TEST_CASE("A Megatron launch line's other flags: listed as ignored, listed as no
                   ConfigError);
 }
 
+TEST_CASE("A Megatron launch line's SM count of the flex dispatcher, its deprecated spellings too",
+          "[config][megatron]") {
+  const std::string flex = kGpt + "--vocab-size 50000 --moe-token-dispatcher-type flex ";
+  const auto unified = read(flex + "--moe-flex-dispatcher-num-sms 24");
+  CHECK(unified.not_modelled.empty());
+  CHECK(unified.strategy.moe_flex_dispatcher_num_sms == std::optional<std::int64_t>(24));
+  // Megatron-Core's __post_init__ routes moe_hybridep_num_sms and
+  // moe_deepep_num_sms to moe_flex_dispatcher_num_sms when that is unset,
+  // keeps an explicit one, and refuses two deprecated ones that differ.
+  CHECK(read(flex + "--moe-hybridep-num-sms 32").strategy.moe_flex_dispatcher_num_sms ==
+        std::optional<std::int64_t>(32));
+  CHECK(read(flex + "--moe-deepep-num-sms 20 --moe-hybridep-num-sms 20").strategy.moe_flex_dispatcher_num_sms ==
+        std::optional<std::int64_t>(20));
+  CHECK(
+      read(flex + "--moe-hybridep-num-sms 32 --moe-flex-dispatcher-num-sms 16").strategy.moe_flex_dispatcher_num_sms ==
+      std::optional<std::int64_t>(16));
+  CHECK_THROWS_WITH(read(flex + "--moe-deepep-num-sms 20 --moe-hybridep-num-sms 32"),
+                    Catch::Contains("--moe-deepep-num-sms 20 and --moe-hybridep-num-sms 32 conflict"));
+}
+
 TEST_CASE("A Megatron launch line's --moe-layer-freq becomes the leading dense layers", "[config][megatron]") {
   const std::string moe =
       "--num-layers 61 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 "

@@ -269,6 +269,16 @@ TEST_CASE("Issue 5's flags refuse their invalid combinations with the rule and t
     m.global_batch_size = 48;
     fails(moe, m, "--expert-model-parallel-size/--ep = 3 must divide num_moe_experts = 8");
   }
+  SECTION("an SM count for a dispatcher that runs no DeepEP or HybridEP kernels") {
+    config::StrategyInput m;
+    m.gpus = 8;
+    m.ep = 8;
+    m.global_batch_size = 8;
+    m.moe_flex_dispatcher_num_sms = 32;
+    fails(moe, m, "--moe-flex-dispatcher-num-sms = 32 needs --moe-token-dispatcher-type flex");
+    m.moe_token_dispatcher_type = "flex";
+    CHECK(config::resolve_run(moe, m).parallel.moe_flex_num_sms == 32);
+  }
   SECTION("MoE with TP needs sequence parallelism") {
     config::StrategyInput m;
     m.gpus = 16;

@@ -416,6 +416,38 @@ TEST_CASE("An expert exchange inside an NVLink domain moves at its library's mea
   CHECK(transfer_seconds(toy_plan) == Approx(S * (1 - toy_misses) * 7 / 100e9));
 }
 
+TEST_CASE("Kernels beside a DeepEP or HybridEP exchange keep the SMs its kernels leave them", "[cost]") {
+  // GB200: 148 SMs (its profile's gpu.sm_count). The libraries' defaults when
+  // a run gives none: DeepEP's Buffer.num_sms, 20; HybridEP's 24 inside one
+  // NVLink domain, 8 across domains (csrc/hybrid_ep/config.cuh). A kernel
+  // beside S of them runs on 148 − S SMs: it takes 148/(148 − S) as long.
+  // NCCL's collectives keep the profile's measured figure (1.19).
+  const auto hw = test::shipped_hardware("gb200-nvl72");
+  REQUIRE(hw.gpu.sm_count == 148);
+  const hardware::Cluster c(hw, 144);  // two racks of 72
+  const cost::CostModel model(c);
+  using taskgraph::ExchangeLibrary;
+  taskgraph::Communicator rack{ranks(0, 64), std::nullopt}, racks{ranks(40, 104), std::nullopt};
+  CHECK(cost::default_exchange_sms(ExchangeLibrary::DeepEP, rack.members, c) == 20);
+  CHECK(cost::default_exchange_sms(ExchangeLibrary::HybridEP, rack.members, c) == 24);
+  CHECK(cost::default_exchange_sms(ExchangeLibrary::HybridEP, racks.members, c) == 8);
+  taskgraph::Task x;
+  x.kind = taskgraph::TaskKind::Collective;
+  x.collective = CollectiveKind::ExpertDispatch;
+  x.shape = taskgraph::expert_exchange_shape({8, 256, ExchangeLibrary::HybridEP, true, 0});
+  CHECK(model.compute_slowdown_beside(x, rack) == Approx(148.0 / 124));
+  CHECK(model.compute_slowdown_beside(x, racks) == Approx(148.0 / 140));
+  x.shape = taskgraph::expert_exchange_shape({8, 256, ExchangeLibrary::HybridEP, true, 32});
+  CHECK(model.compute_slowdown_beside(x, racks) == Approx(148.0 / 116));
+  // The shape keeps the direction and the SM count apart.
+  CHECK(taskgraph::expert_exchange_of(x).combine);
+  CHECK(taskgraph::expert_exchange_of(x).sms == 32);
+  taskgraph::Task ar;
+  ar.kind = taskgraph::TaskKind::Collective;
+  ar.collective = CollectiveKind::AllReduce;
+  CHECK(model.compute_slowdown_beside(ar, rack) == Approx(1 + hw.gpu.comm_compute_slowdown));
+}
+
 TEST_CASE("A HybridEP exchange across H100 nodes moves at HybridEP's measured rate there", "[cost]") {
   // H100 nodes of 8 on InfiniBand, 8 experts a rank, top 8: the measurement's
   // own configuration (DeepEP's hybrid-ep README, H100 table, kernel only,

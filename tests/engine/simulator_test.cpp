@@ -272,6 +272,7 @@ TEST_CASE("An expert dispatch and a combine of the same bytes move at their own 
   // 2.5 ms, the combine after it 5 ms; one plan for both (they have the
   // same collective and bytes) would give them one time.
   auto hw = test::toy_hardware(8);
+  hw.gpu.sm_count = 100;
   hw.nvlink.deepep = hardware::ExpertExchangeTable{20, {2}, {0.8e9}, {0.4e9}};
   const hardware::Cluster cluster(hw, 2);
   const cost::CostModel cost(cluster);
@@ -289,6 +290,41 @@ TEST_CASE("An expert dispatch and a combine of the same bytes move at their own 
   REQUIRE(r.timeline.size() == 2);
   CHECK(ms(r.timeline[0].end - r.timeline[0].start) == Approx(2.5));
   CHECK(ms(r.timeline[1].end - r.timeline[1].start) == Approx(5.0));
+}
+
+TEST_CASE("Kernels beside an expert exchange lose the SMs its kernels hold", "[engine]") {
+  // The exchange of the test above, a 2.5 ms dispatch, on a GPU of 100 SMs,
+  // beside a 10 ms kernel on rank 0. Its kernels hold S SMs: the kernel runs
+  // on the other 100 − S, at (100 − S)/100 of its speed while the exchange
+  // runs, then at full speed. DeepEP's default S is 20: 2 ms of the kernel's
+  // work done by 2.5 ms, 8 ms left, the end at 10.5 ms; with S = 50, 1.25 ms
+  // done, the end at 11.25 ms. The profile's NCCL figure (0.5 here, which
+  // would end it at 10 + 2.5/3 ms) is not the exchange's.
+  auto hw = test::toy_hardware(8);
+  hw.gpu.sm_count = 100;
+  hw.gpu.comm_compute_slowdown = 0.5;
+  hw.nvlink.deepep = hardware::ExpertExchangeTable{20, {2}, {0.8e9}, {0.4e9}};
+  const hardware::Cluster cluster(hw, 2);
+  const cost::CostModel cost(cluster);
+  const auto kernel_end_ms = [&](std::uint32_t sms) {
+    std::vector<taskgraph::TaskGraph> programs(2);
+    programs[0].add_task(kernel(10));
+    for (auto& p : programs) {
+      Task dispatch = comm(TaskKind::Collective, CollectiveKind::ExpertDispatch, 2);
+      dispatch.shape = taskgraph::expert_exchange_shape({1, 2, taskgraph::ExchangeLibrary::DeepEP, false, sms});
+      p.add_task(dispatch);
+    }
+    const auto r = engine::Simulator(make_workload(programs, {{0, {0, 1}}}), cost).run({{}, {0}, 1, {}});
+    REQUIRE(r.timeline.size() == 2);  // in order of their ends: the exchange (task 1), then the kernel (task 0)
+    REQUIRE(r.timeline[0].task == 1);
+    CHECK(ms(r.timeline[0].end - r.timeline[0].start) == Approx(2.5));  // the exchange itself is not slowed
+    return ms(r.timeline[1].end);
+  };
+  CHECK(kernel_end_ms(0) == Approx(10.5));
+  CHECK(kernel_end_ms(20) == Approx(10.5));
+  CHECK(kernel_end_ms(50) == Approx(11.25));
+  // An exchange that would hold every SM is refused, naming the setting.
+  CHECK_THROWS_WITH(kernel_end_ms(100), Catch::Contains("moe_flex_dispatcher_num_sms") && Catch::Contains("every SM"));
 }
 
 TEST_CASE("A straggler's kernels take longer and its peers wait at the collective", "[engine]") {

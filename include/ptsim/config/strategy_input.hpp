@@ -65,6 +65,7 @@ struct StrategyInput {
   std::optional<double> moe_load_imbalance;                // the busiest EP rank's routed tokens over an even share
   std::optional<std::string> moe_token_dispatcher_type;    // alltoall | allgather | flex
   std::optional<std::string> moe_flex_dispatcher_backend;  // deepep | hybridep (with flex)
+  std::optional<std::int64_t> moe_flex_dispatcher_num_sms;  // SMs the flex exchange's kernels hold
   std::optional<bool> overlap_moe_expert_parallel_comm;    // combined 1F1B: dispatch/combine under compute
   std::optional<bool> delay_wgrad_compute;                 // experts' wgrad beside the backward dispatch
   std::optional<double> host_overhead_us;

@@ -51,6 +51,12 @@ class CostModel {
   Time host_issue(const taskgraph::Task& task) const;
   /// Factor by which kernels slow down while communication runs on their GPU.
   double compute_slowdown_with_communication() const;
+  /// Factor by which kernels slow down while `task` (a rank's part of a
+  /// collective or transfer over `communicator`) runs on their GPU: NCCL's,
+  /// the profile's figure; a DeepEP or HybridEP exchange's, the SMs its
+  /// kernels hold taken from the kernels beside it. Throws ConfigError when
+  /// the exchange would hold every SM of the GPU.
+  double compute_slowdown_beside(const taskgraph::Task& task, const taskgraph::Communicator& communicator) const;
   /// How a collective or transfer task over `communicator` moves its bytes
   /// (NCCL's choice of algorithm and protocol).
   TransferPlan communication_plan(const taskgraph::Task& task,

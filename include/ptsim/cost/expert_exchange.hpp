@@ -3,7 +3,12 @@
 // ptsim's exchange plan sends over NVLink or across the network.
 #pragma once
 
+#include <span>
+
+#include "ptsim/common/ids.hpp"
+#include "ptsim/hardware/cluster.hpp"
 #include "ptsim/hardware/hardware_profile.hpp"
+#include "ptsim/taskgraph/task.hpp"
 
 namespace ptsim::cost {
 
@@ -24,5 +29,13 @@ double nvlink_cap_of_exchange(const hardware::ExpertExchangeTable& table, double
 /// carries the copies for the other domains − 1: the cap is the rate times
 /// (domains − 1) / domains.
 double network_cap_of_exchange(const hardware::ExpertExchangeTable& table, double domains, bool combine);
+
+/// The SMs a library's dispatch and combine kernels hold when the run does
+/// not say (Megatron-Core's moe_flex_dispatcher_num_sms left unset): DeepEP's
+/// Buffer.num_sms, 20 (deep_ep/buffer.py); HybridEP's, 24 when the exchange
+/// stays inside one NVLink domain and 8 when it spans several
+/// (csrc/hybrid_ep/config.cuh, DeepEP's hybrid-ep branch).
+double default_exchange_sms(taskgraph::ExchangeLibrary library, std::span<const Rank> members,
+                            const hardware::Cluster& cluster);
 
 }  // namespace ptsim::cost

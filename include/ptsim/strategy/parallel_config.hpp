@@ -373,6 +373,9 @@ struct ParallelConfig {
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   /// Its library under the flex dispatcher (Megatron-Core's default: DeepEP).
   MoeFlexBackend moe_flex_backend = MoeFlexBackend::DeepEP;
+  /// The SMs the flex exchange's kernels hold while they run (Megatron-Core's
+  /// moe_flex_dispatcher_num_sms); 0: the library's default.
+  int moe_flex_num_sms = 0;
   /// Megatron-Core's --overlap-moe-expert-parallel-comm: the combined 1F1B
   /// schedule, each steady-state forward run together with the backward of
   /// another micro-batch so that one's dispatch and combine run under the

@@ -33,14 +33,31 @@ enum class CollectiveKind : std::uint8_t {
   /// An MoE token exchange that sends each token once to every NVLink domain
   /// holding one of its experts and forwards it there over NVLink (DeepEP's
   /// and HybridEP's dispatch and combine). Task::bytes: the rank's tokens,
-  /// one copy each; Task::shape: routed experts per token, experts in all,
-  /// the library (ExchangeLibrary), and 1 for a combine, 0 for a dispatch.
+  /// one copy each; Task::shape: an ExpertExchange (expert_exchange_shape).
   ExpertDispatch,
 };
 
-/// The library an ExpertDispatch runs in (Task::shape[2]): the cost model
-/// prices each at the profile's measured rates where it holds them.
+/// The library an ExpertDispatch runs in: the cost model prices each at the
+/// profile's measured rates where it holds them.
 enum class ExchangeLibrary : std::uint32_t { DeepEP = 0, HybridEP = 1 };
+
+/// What an ExpertDispatch task's shape holds: routed experts per token,
+/// experts in all, its library, whether it is a combine (else a dispatch),
+/// and the SMs its kernels hold while they run (0: the library's default,
+/// which may depend on where the ranks are, so the cost model resolves it).
+struct ExpertExchange {
+  std::uint32_t topk = 0;
+  std::uint32_t experts = 0;
+  ExchangeLibrary library = ExchangeLibrary::DeepEP;
+  bool combine = false;
+  std::uint32_t sms = 0;
+};
+
+/// The Task::shape of an ExpertDispatch (the direction and the SMs share
+/// shape[3]: bit 0 and the bits above).
+constexpr std::array<std::uint32_t, 4> expert_exchange_shape(const ExpertExchange& x) {
+  return {x.topk, x.experts, static_cast<std::uint32_t>(x.library), (x.sms << 1) | (x.combine ? 1u : 0u)};
+}
 
 std::string_view to_string(CollectiveKind k);
 
@@ -118,6 +135,9 @@ struct Task;
 /// window of w keys (shape[2]) the band's w(w + 1)/2 + (s − w)·w. Zero for a
 /// task with no scores.
 double attention_value_head_dim(const Task& task);
+
+/// The exchange an ExpertDispatch task's shape describes.
+ExpertExchange expert_exchange_of(const Task& task);
 
 struct Task {
   TaskKind kind = TaskKind::Compute;

@@ -75,6 +75,7 @@ struct MicroShape {
   double load_imbalance = 1.0;
   strategy::MoeDispatcher moe_dispatcher = strategy::MoeDispatcher::AllToAll;  // ParallelConfig::moe_dispatcher
   strategy::MoeFlexBackend moe_flex_backend = strategy::MoeFlexBackend::DeepEP;  // ParallelConfig::moe_flex_backend
+  int moe_flex_num_sms = 0;                                                      // ParallelConfig::moe_flex_num_sms
   bool delay_wgrad_compute = false;  // experts' wgrad beside the backward dispatch (ParallelConfig's)
   /// Layer regions replayed from per-layer CUDA graphs
   /// (ParallelConfig::graph_captured_regions): their kernels cost the host

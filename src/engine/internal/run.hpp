@@ -60,8 +60,9 @@ class Run {
   void schedule_kernel(std::uint32_t local, std::uint8_t s, Time now);
   void set_busy(std::uint32_t local, std::uint8_t s, bool busy, Time now);
   void set_busy(std::uint32_t local, std::uint8_t s, RankState& r, bool busy, Time now);
-  [[gnu::noinline]] void reprice(std::uint32_t local, std::uint32_t kernels, bool communicating, Time now);
-  void begin(std::uint32_t local, std::uint8_t s, const Task& task, Time now);
+  [[gnu::noinline]] void reprice(std::uint32_t local, std::uint32_t kernels, double slowdown, Time now);
+  double comm_slowdown(std::uint32_t local, std::uint32_t busy) const;
+  void begin(std::uint32_t local, std::uint8_t s, const Task& task, double slows, Time now);
   void finish_task(std::uint32_t local, std::uint8_t s, Time now);
   static std::uint32_t pass_host_syncs(RankState& r, Time now);
 
@@ -82,7 +83,6 @@ class Run {
   const RunOptions& options_;
   RunState state_;
   FlowNetwork network_;
-  double slowdown_;
   std::uint32_t compute_mask_;
   /// Streams whose busy bit slows kernels: those of neither kernels nor
   /// copy engines (taskgraph::Workload::copy_stream_mask).

@@ -37,6 +37,9 @@ struct StreamState {
   // its current speed (below 1 while communication shares the GPU).
   double work_left_ns = 0;
   double speed = 1;
+  // A running communication task: the factor by which it slows the rank's
+  // kernels (its plan's compute_slowdown), read while its stream is busy.
+  double slows = 1;
   Time last;
   std::uint32_t version = 0;  // its pending finish event is stale when this moved on
 
@@ -193,6 +196,9 @@ class RunState {
   std::vector<MemorySample> samples;
 
   StreamState& stream(std::uint32_t local, std::uint8_t s) {
+    return streams[static_cast<std::size_t>(local) * num_streams + s];
+  }
+  const StreamState& stream(std::uint32_t local, std::uint8_t s) const {
     return streams[static_cast<std::size_t>(local) * num_streams + s];
   }
   bool all_finished() const;

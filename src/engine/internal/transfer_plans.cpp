@@ -29,6 +29,7 @@ PlannedTransfer& TransferPlans::add(taskgraph::CommunicatorId id, const taskgrap
   PlannedTransfer p;
   p.key = PlanKey::of(task);
   p.plan = std::make_unique<cost::TransferPlan>(cost_.communication_plan(task, w_.communicators[id]));
+  p.compute_slowdown = cost_.compute_slowdown_beside(task, w_.communicators[id]);
   p.alone.assign(p.plan->phases.size(), std::nullopt);
   p.rest_alone.assign(p.plan->phases.size(), std::nullopt);
   by_comm_[id].push_back(std::move(p));

@@ -42,6 +42,9 @@ struct PlanKey {
 struct PlannedTransfer {
   PlanKey key;
   std::unique_ptr<cost::TransferPlan> plan;
+  /// The factor by which the transfer slows the kernels of each member while
+  /// it runs (cost::CostModel::compute_slowdown_beside).
+  double compute_slowdown = 1;
   /// Per phase: the time its flows take when no other flow can share their
   /// links (the slowest flow at its rate alone); empty when other traffic
   /// may meet them and the flow network must run them.
