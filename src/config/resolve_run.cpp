@@ -605,10 +605,8 @@ void check_activation_offloading(const Checker& check, const model::ModelSpec& m
   const std::string list = s.offload_modules.value_or("");
   std::uint8_t modules = 0;
   for (const std::string& name : names_in(list)) {
-    const auto* known = std::find_if(std::begin(strategy::kOffloadModuleNames), std::end(strategy::kOffloadModuleNames),
-                                     [&](const strategy::OffloadModuleName& o) { return name == o.name; });
-    if (known != std::end(strategy::kOffloadModuleNames)) {
-      modules |= known->bit;
+    if (const std::uint8_t bit = strategy::offload_module_named(name); bit != 0) {
+      modules |= bit;
     } else {
       const bool megatron = name == "attn_norm" || name == "qkv_linear" || name == "core_attn" || name == "attn_proj" ||
                             name == "mlp_norm" || name == "gdp_qkv";

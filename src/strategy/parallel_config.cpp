@@ -54,6 +54,12 @@ CudaGraphModules cuda_graph_module_named(std::string_view name) {
   return 0;
 }
 
+std::uint8_t offload_module_named(std::string_view name) {
+  for (const auto& [bit, known] : kOffloadModuleNames)
+    if (name == known) return bit;
+  return 0;
+}
+
 std::string_view to_string(Fp8Recipe r) {
   switch (r) {
     case Fp8Recipe::Delayed: return "delayed";

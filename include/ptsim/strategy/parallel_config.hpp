@@ -192,6 +192,8 @@ struct OffloadModuleName {
 inline constexpr OffloadModuleName kOffloadModuleNames[] = {{kOffloadExpertFc1, "expert_fc1"},
                                                             {kOffloadMoeAct, "moe_act"},
                                                             {kOffloadFusedGroupMlp, "fused_group_mlp"}};
+/// The offload module a Megatron-Core name stands for; 0 for a name it is not.
+std::uint8_t offload_module_named(std::string_view name);
 
 /// Linear modules a quantization recipe may run in a format of their own
 /// (Megatron-Core's quant_recipe, whose glob matchers Megatron-Bridge's
