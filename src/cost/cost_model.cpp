@@ -51,12 +51,12 @@ double CostModel::compute_slowdown_beside(const taskgraph::Task& task,
   const double sms = x.sms > 0 ? x.sms : default_exchange_sms(x.library, communicator.members, *cluster_);
   if (sms >= sm_count)
     throw ConfigError(
-        fmt::format("{}: the {} exchange's kernels would hold {:g} SMs, every SM of the {} (its profile's "
-                    "gpu.sm_count, {:g}); "
-                    "give --moe-flex-dispatcher-num-sms below that",
+        fmt::format("{}: the {} exchange's kernels would hold {:g} SMs, not fewer than the {}'s {:g} (its profile's "
+                    "gpu.sm_count), leaving no SM to the kernels beside them; give --moe-flex-dispatcher-num-sms below "
+                    "{:g}",
                     x.sms > 0 ? "moe_flex_dispatcher_num_sms" : "the library's default SM count",
                     x.library == taskgraph::ExchangeLibrary::HybridEP ? "HybridEP" : "DeepEP", sms,
-                    cluster_->profile().gpu.name, sm_count));
+                    cluster_->profile().gpu.name, sm_count, sm_count));
   return sm_count / (sm_count - sms);
 }
 
