@@ -34,15 +34,11 @@ Time CostModel::compute_duration(const taskgraph::Task& task) const {
   return compute_time(cluster_->profile(), task);
 }
 
-double CostModel::compute_slowdown_with_communication() const {
-  return 1 + cluster_->profile().gpu.comm_compute_slowdown;
-}
-
 double CostModel::compute_slowdown_beside(const taskgraph::Task& task,
                                           const taskgraph::Communicator& communicator) const {
   const double sm_count = cluster_->profile().gpu.sm_count;
   if (task.collective != taskgraph::CollectiveKind::ExpertDispatch || sm_count <= 0)
-    return compute_slowdown_with_communication();
+    return 1 + cluster_->profile().gpu.comm_compute_slowdown;
   // DeepEP's and HybridEP's kernels each hold a fixed number of SMs for as
   // long as they run (one block an SM), which the kernels beside them lose:
   // those run on the rest, (N − S)/N of the GPU. NCCL's channels are in the

@@ -44,12 +44,13 @@ void Run::arrive(std::uint32_t local, std::uint8_t s, const Task& task, Time now
   state_.stream(local, s).waiting = true;
   c.arrivals.push_back({local, s});
   if (c.arrivals.size() < c.expected) return;
-  const double slows = plans_.get(id, task).compute_slowdown;
+  const PlannedTransfer& planned = plans_.get(id, task);
   for (const Arrival& a : c.arrivals) {
     const StreamState& member = state_.stream(a.local, a.stream);
-    begin(a.local, a.stream, *RunState::head_template(state_.ranks[a.local], member).task, slows, now);
+    begin(a.local, a.stream, *RunState::head_template(state_.ranks[a.local], member).task, planned.compute_slowdown,
+          now);
   }
-  start_transfer(id, task, now);
+  start_transfer(id, planned, now);
 }
 
 // In symmetric mode each simulated member stands for `represents` ranks;
@@ -62,7 +63,7 @@ std::vector<double> Run::flow_weights() const {
   return weights;
 }
 
-void Run::start_transfer(taskgraph::CommunicatorId id, const Task& task, Time now) {
+void Run::start_transfer(taskgraph::CommunicatorId id, const PlannedTransfer& planned, Time now) {
   std::uint32_t t;
   if (free_transfers_.empty()) {
     Event::check_target(transfers_.size(), "collectives and transfers in flight");
@@ -77,7 +78,7 @@ void Run::start_transfer(taskgraph::CommunicatorId id, const Task& task, Time no
   x = TransferState{};
   x.flows = std::move(flows);
   x.communicator = id;
-  x.planned = &plans_.get(id, task);
+  x.planned = &planned;
   x.plan = x.planned->plan.get();
   x.weight = plans_.weight(id);
   x.phase = 0;

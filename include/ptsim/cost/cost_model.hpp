@@ -49,8 +49,6 @@ class CostModel {
   /// a collective or transfer): the task cannot start on the GPU before the
   /// host has issued it and every task before it in the rank's program.
   Time host_issue(const taskgraph::Task& task) const;
-  /// Factor by which kernels slow down while communication runs on their GPU.
-  double compute_slowdown_with_communication() const;
   /// Factor by which kernels slow down while `task` (a rank's part of a
   /// collective or transfer over `communicator`) runs on their GPU: NCCL's,
   /// the profile's figure; a DeepEP or HybridEP exchange's, the SMs its

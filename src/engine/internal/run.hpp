@@ -69,7 +69,7 @@ class Run {
   // Rendezvous and transfers (run_transfers.cpp).
   void arrive(std::uint32_t local, std::uint8_t s, const Task& task, Time now);
   std::vector<double> flow_weights() const;
-  void start_transfer(taskgraph::CommunicatorId id, const Task& task, Time now);
+  void start_transfer(taskgraph::CommunicatorId id, const PlannedTransfer& planned, Time now);
   void start_phase(std::uint32_t t, Time now);
   void batch_done(std::uint32_t t, Time now);
   void unbatch(std::uint32_t t, Time now);
