@@ -164,6 +164,14 @@ TEST_CASE("Issue 5's flags refuse their invalid combinations with the rule and t
     INFO(text);
     CHECK_THROWS_WITH(config::resolve_run(m, s), Catch::Contains(text));
   };
+  // The MoE model on `gpus` GPUs with expert parallelism `ep`, a sequence a GPU.
+  const auto moe_on = [](std::int64_t gpus, std::int64_t ep) {
+    config::StrategyInput m;
+    m.gpus = gpus;
+    m.ep = ep;
+    m.global_batch_size = gpus;
+    return m;
+  };
   SECTION("an FP8 recipe without FP8") {
     auto s = base();
     s.fp8_recipe = "tensorwise";
@@ -263,28 +271,18 @@ TEST_CASE("Issue 5's flags refuse their invalid combinations with the rule and t
     auto s = base();
     s.ep = 2;
     fails(gpt3, s, "--expert-model-parallel-size/--ep = 2 needs a mixture-of-experts model");
-    config::StrategyInput m;
-    m.gpus = 48;
-    m.ep = 3;
-    m.global_batch_size = 48;
-    fails(moe, m, "--expert-model-parallel-size/--ep = 3 must divide num_moe_experts = 8");
+    fails(moe, moe_on(48, 3), "--expert-model-parallel-size/--ep = 3 must divide num_moe_experts = 8");
   }
   SECTION("an SM count for a dispatcher that runs no DeepEP or HybridEP kernels") {
-    config::StrategyInput m;
-    m.gpus = 8;
-    m.ep = 8;
-    m.global_batch_size = 8;
+    auto m = moe_on(8, 8);
     m.moe_flex_dispatcher_num_sms = 32;
     fails(moe, m, "--moe-flex-dispatcher-num-sms = 32 needs --moe-token-dispatcher-type flex");
     m.moe_token_dispatcher_type = "flex";
     CHECK(config::resolve_run(moe, m).parallel.moe_flex_num_sms == 32);
   }
   SECTION("MoE with TP needs sequence parallelism") {
-    config::StrategyInput m;
-    m.gpus = 16;
+    auto m = moe_on(16, 8);
     m.tp = 2;
-    m.ep = 8;
-    m.global_batch_size = 16;
     fails(moe, m, "with a mixture-of-experts model needs --sequence-parallel");
   }
   SECTION("sequence parallelism without TP") {
